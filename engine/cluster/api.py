@@ -1,0 +1,309 @@
+"""The Cluster interface: the one way the engine talks to a Kubernetes API.
+
+Objects are plain dicts shaped as the API server serves them. Only the errors
+defined here cross this boundary, so the engine never sees a client library's
+exception types. Two implementations honour it: ``memory`` (in-process) and
+``kube`` (the official client); one contract suite tests both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypedDict
+
+Obj = dict[str, Any]
+"""A Kubernetes object as a JSON-compatible dict."""
+
+MANAGEMENT_CLUSTER = ""
+"""The name of the management cluster; target clusters carry their registered name."""
+
+Verb = Literal["get", "list", "create", "update", "patch", "apply", "delete", "watch"]
+VERBS: tuple[Verb, ...] = ("get", "list", "create", "update", "patch", "apply", "delete", "watch")
+
+PatchType = Literal["merge", "json"]
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Identifies one object: its type, and its namespace (None when cluster-scoped) and name."""
+
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        meta = obj.get("metadata") or {}
+        return cls(obj["apiVersion"], obj["kind"], meta.get("namespace") or None, meta["name"])
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}.{self.api_version} {where}{self.name}"
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    """What discovery says about a kind: how it is addressed and which subresources it has."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    status_subresource: bool = True
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def resource(self) -> str:
+        """The resource name as errors spell it: ``secrets`` or ``users.openstack.k-orc.cloud``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+class WatchEvent(TypedDict):
+    """One watch event: ADDED, MODIFIED, DELETED or BOOKMARK, with the object as of that event."""
+
+    type: str
+    object: Obj
+
+
+@dataclass
+class ObjectList:
+    """The answer to a list: the items and the resourceVersion to watch from."""
+
+    items: list[Obj]
+    resource_version: str
+
+
+# ---------------------------------------------------------------------------
+# Errors: worded like the API server's Status messages.
+
+
+@dataclass
+class Cause:
+    """One field-level cause of an Invalid error."""
+
+    field: str
+    message: str
+    reason: str = "FieldValueInvalid"
+
+
+class ApiError(Exception):
+    """An error answered by the API (or on its way to it). ``code`` is the HTTP status."""
+
+    code: int = 500
+    reason: str = "InternalError"
+
+    def __init__(self, message: str, *, causes: list[Cause] | None = None, details: Obj | None = None):
+        super().__init__(message)
+        self.message = message
+        self.causes: list[Cause] = list(causes or [])
+        self.details: Obj = dict(details or {})
+
+    def status(self) -> Obj:
+        """The error as a metav1 Status document."""
+        details = dict(self.details)
+        if self.causes:
+            details["causes"] = [{"field": c.field, "message": c.message, "reason": c.reason} for c in self.causes]
+        doc: Obj = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            doc["details"] = details
+        return doc
+
+
+class BadRequest(ApiError):
+    code, reason = 400, "BadRequest"
+
+
+class Forbidden(ApiError):
+    code, reason = 403, "Forbidden"
+
+
+class NotFound(ApiError):
+    code, reason = 404, "NotFound"
+
+
+class MethodNotAllowed(ApiError):
+    code, reason = 405, "MethodNotAllowed"
+
+
+class AlreadyExists(ApiError):
+    code, reason = 409, "AlreadyExists"
+
+
+class Conflict(ApiError):
+    code, reason = 409, "Conflict"
+
+
+class Gone(ApiError):
+    code, reason = 410, "Expired"
+
+
+class UnsupportedMediaType(ApiError):
+    code, reason = 415, "UnsupportedMediaType"
+
+
+class Invalid(ApiError):
+    code, reason = 422, "Invalid"
+
+
+class ServerError(ApiError):
+    code, reason = 500, "InternalError"
+
+
+class Timeout(ApiError):
+    code, reason = 504, "Timeout"
+
+
+ERRORS_BY_NAME: dict[str, type[ApiError]] = {
+    "BadRequest": BadRequest,
+    "Forbidden": Forbidden,
+    "NotFound": NotFound,
+    "AlreadyExists": AlreadyExists,
+    "Conflict": Conflict,
+    "Gone": Gone,
+    "Invalid": Invalid,
+    "ServerError": ServerError,
+    "Timeout": Timeout,
+}
+
+
+def error_from_status(code: int, reason: str, message: str, causes: list[Cause] | None = None) -> ApiError:
+    """Rebuild our error from an HTTP status and Status reason (the kube client's answers)."""
+    if code == 409:
+        cls: type[ApiError] = AlreadyExists if reason == "AlreadyExists" else Conflict
+    else:
+        by_code: dict[int, type[ApiError]] = {
+            400: BadRequest, 403: Forbidden, 404: NotFound, 405: MethodNotAllowed, 410: Gone,
+            415: UnsupportedMediaType, 422: Invalid, 504: Timeout,
+        }
+        cls = by_code.get(code, ServerError)
+    err = cls(message, causes=causes)
+    err.code = code
+    return err
+
+
+# ---------------------------------------------------------------------------
+# The interface.
+
+LabelSelector = str | Mapping[str, str] | None
+"""A label selector as a string (``a=b,c in (d),!e``) or an equality map."""
+
+
+class Reader(Protocol):
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+        """The object, or NotFound."""
+        ...
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        labels: LabelSelector = None,
+        fields: str | None = None,
+    ) -> ObjectList:
+        """Objects of a kind, in one namespace or (namespace None) all, filtered by selectors."""
+        ...
+
+
+class Writer(Protocol):
+    def create(self, obj: Obj) -> Obj:
+        """Create; AlreadyExists if the name is taken. Returns the object as stored."""
+        ...
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace everything but status; Conflict if a given resourceVersion is stale."""
+        ...
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace the status subresource only; Conflict if a given resourceVersion is stale."""
+        ...
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = "merge",
+        status: bool = False,
+    ) -> Obj:
+        """A JSON merge patch (RFC 7386) or JSON patch (RFC 6902) of the object or its status."""
+        ...
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
+        """Server-Side Apply: the manager owns what it applies; returns the object as stored."""
+        ...
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        """Delete; returns the object while finalizers hold it, None once it is gone."""
+        ...
+
+
+class Watcher(Protocol):
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        labels: LabelSelector = None,
+        timeout: float | None = None,
+        bookmarks: bool = False,
+    ) -> Iterator[WatchEvent]:
+        """Events after resource_version, in order, until timeout seconds pass without one
+        (timeout 0: only what is already there). Gone (410) when resource_version is too old;
+        no resource_version (or "0") starts with ADDED for every current object."""
+        ...
+
+
+class Discovery(Protocol):
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        """How a kind is served; NotFound when this cluster does not serve it."""
+        ...
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        """Whether this cluster serves the kind now."""
+        ...
+
+
+class Cluster(Reader, Writer, Watcher, Discovery, Protocol):
+    """Everything the engine does with one cluster."""
+
+    name: str
+
+
+@dataclass
+class Call:
+    """One call through the interface, as counted for scenarios and metrics."""
+
+    cluster: str
+    verb: Verb
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str | None
+    failed: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
