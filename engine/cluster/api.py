@@ -44,6 +44,18 @@ class ObjectRef:
 
 
 @dataclass(frozen=True)
+class PrinterColumn:
+    """One additionalPrinterColumns entry of a CRD version, for table output (``kubectl get``)."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
 class ResourceInfo:
     """What discovery says about a kind: how it is addressed and which subresources it has."""
 
@@ -54,6 +66,7 @@ class ResourceInfo:
     status_subresource: bool = True
     singular: str = ""
     short_names: tuple[str, ...] = ()
+    printer_columns: tuple[PrinterColumn, ...] = ()
 
     @property
     def group(self) -> str:
@@ -65,7 +78,7 @@ class ResourceInfo:
 
     @property
     def resource(self) -> str:
-        """The resource name as errors spell it: ``secrets`` or ``users.openstack.k-orc.cloud``."""
+        """The resource name as errors spell it: ``secrets`` or ``widgets.example.com``."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
@@ -226,15 +239,15 @@ class Reader(Protocol):
 
 
 class Writer(Protocol):
-    def create(self, obj: Obj) -> Obj:
+    def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         """Create; AlreadyExists if the name is taken. Returns the object as stored."""
         ...
 
-    def update(self, obj: Obj) -> Obj:
+    def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         """Replace everything but status; Conflict if a given resourceVersion is stale."""
         ...
 
-    def update_status(self, obj: Obj) -> Obj:
+    def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         """Replace the status subresource only; Conflict if a given resourceVersion is stale."""
         ...
 
@@ -248,6 +261,7 @@ class Writer(Protocol):
         *,
         patch_type: PatchType = "merge",
         status: bool = False,
+        field_manager: str | None = None,
     ) -> Obj:
         """A JSON merge patch (RFC 7386) or JSON patch (RFC 6902) of the object or its status."""
         ...
@@ -273,9 +287,11 @@ class Watcher(Protocol):
         timeout: float | None = None,
         bookmarks: bool = False,
     ) -> Iterator[WatchEvent]:
-        """Events after resource_version, in order, until timeout seconds pass without one
-        (timeout 0: only what is already there). Gone (410) when resource_version is too old;
-        no resource_version (or "0") starts with ADDED for every current object."""
+        """Events after resource_version, in order, until timeout seconds have passed
+        (timeout 0: only what is already there; None: until the iterator is closed), as the
+        API server's timeoutSeconds. Gone (410) when resource_version is too old; no
+        resource_version (or "0") starts with ADDED for every current object. With bookmarks,
+        a stream that times out ends with a BOOKMARK carrying the resourceVersion reached."""
         ...
 
 
