@@ -1,0 +1,301 @@
+"""Label and field selectors: parsed once, matched against many objects.
+
+The grammar and the label syntax rules are the API server's, so a selector the
+in-memory cluster accepts is one a real cluster accepts, and a bad one fails
+with a BadRequest that says what is wrong instead of silently matching nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.cluster.api import BadRequest, LabelSelector, Obj
+
+Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
+
+_NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+_NAME_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
+    " alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is"
+    " '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must"
+    " start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used"
+    " for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must"
+    " start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is"
+    " '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def is_subdomain(text: str) -> bool:
+    """Whether text is a DNS-1123 subdomain (object names, label key prefixes)."""
+    return len(text) <= 253 and _SUBDOMAIN_RE.fullmatch(text) is not None
+
+
+def label_key_errors(key: str) -> list[str]:
+    """What is wrong with a label key (a qualified name), as the API server words it; [] when valid."""
+    prefix, slash, name = key.rpartition("/")
+    errors: list[str] = []
+    if slash and not prefix:
+        errors.append("prefix part must be non-empty")
+    elif prefix and len(prefix) > 253:
+        errors.append("prefix part must be no more than 253 characters")
+    elif prefix and not is_subdomain(prefix):
+        errors.append("prefix part " + SUBDOMAIN_MSG)
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    elif not _NAME_RE.fullmatch(name):
+        errors.append(_NAME_MSG)
+    return errors
+
+
+def label_value_errors(value: str) -> list[str]:
+    """What is wrong with a label value, as the API server words it; [] when valid."""
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _VALUE_RE.fullmatch(value):
+        errors.append(_VALUE_MSG)
+    return errors
+
+
+# ---------------------------------------------------------------------------
+# Label selectors.
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One clause of a label selector: a key, an operator and (for all but exists/!) values."""
+
+    key: str
+    operator: Operator
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "exists":
+            return present
+        if self.operator == "!":
+            return not present
+        if self.operator in ("=", "in"):
+            return present and labels[self.key] in self.values
+        # "!=" and "notin" match objects that lack the key, as the API server's do.
+        return not present or labels[self.key] not in self.values
+
+    def __str__(self) -> str:
+        if self.operator == "exists":
+            return self.key
+        if self.operator == "!":
+            return f"!{self.key}"
+        if self.operator in ("=", "!="):
+            return f"{self.key}{self.operator}{self.values[0]}"
+        return f"{self.key} {self.operator} ({','.join(self.values)})"
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A parsed label selector: every requirement must hold. Empty matches everything."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        labels = labels or {}
+        return all(r.matches(labels) for r in self.requirements)
+
+    def matches_object(self, obj: Obj) -> bool:
+        return self.matches((obj.get("metadata") or {}).get("labels"))
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+
+EVERYTHING = Selector()
+
+_SPECIAL = "=!(),"
+
+
+def _tokens(text: str) -> Iterator[str]:
+    """Split a selector into identifiers and the symbols = == != ! ( ) ,"""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char.isspace():
+            i += 1
+        elif text.startswith(("==", "!="), i):
+            yield text[i : i + 2]
+            i += 2
+        elif char in _SPECIAL:
+            yield char
+            i += 1
+        else:
+            start = i
+            while i < len(text) and not text[i].isspace() and text[i] not in _SPECIAL:
+                i += 1
+            yield text[start:i]
+
+
+class _Parser:
+    """Recursive descent over the token stream; every error names the selector and what was expected."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = list(_tokens(text))
+        self.pos = 0
+
+    def fail(self, message: str) -> BadRequest:
+        return BadRequest(f"unable to parse requirement: invalid label selector {self.text!r}: {message}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str | None:
+        token = self.peek()
+        self.pos += 1
+        return token
+
+    def identifier(self, what: str) -> str:
+        token = self.take()
+        if token is None or token in _SPECIAL or token in ("==", "!="):
+            raise self.fail(f"found {_shown(token)}, expected: {what}")
+        return token
+
+    def parse(self) -> Selector:
+        requirements: list[Requirement] = []
+        if self.peek() is None:
+            return EVERYTHING
+        while True:
+            requirements.append(self.requirement())
+            token = self.take()
+            if token is None:
+                return Selector(tuple(requirements))
+            if token != ",":
+                raise self.fail(f"found {_shown(token)}, expected: ',' or end of string")
+
+    def requirement(self) -> Requirement:
+        if self.peek() == "!":
+            self.take()
+            return Requirement(self.key(self.identifier("identifier after '!'")), "!")
+        key = self.key(self.identifier("identifier"))
+        token = self.peek()
+        if token is None or token == ",":
+            return Requirement(key, "exists")
+        self.take()
+        if token in ("=", "=="):
+            return Requirement(key, "=", (self.value(),))
+        if token == "!=":
+            return Requirement(key, "!=", (self.value(),))
+        if token in ("in", "notin"):
+            return Requirement(key, "in" if token == "in" else "notin", self.value_set(token))
+        raise self.fail(f"found {_shown(token)}, expected: '=', '!=', '==', 'in', notin'")
+
+    def value(self) -> str:
+        token = self.peek()
+        if token is None or token == ",":
+            return ""  # `a=` selects the empty value, as on a real cluster.
+        return self.check_value(self.identifier("identifier"))
+
+    def value_set(self, operator: str) -> tuple[str, ...]:
+        if self.take() != "(":
+            raise self.fail(f"expected '(' after '{operator}'")
+        values: list[str] = []
+        while True:
+            if self.peek() == ")" and not values:
+                raise self.fail(f"for '{operator}' operator, values set can't be empty")
+            if self.peek() in (",", ")"):
+                values.append("")
+            else:
+                values.append(self.check_value(self.identifier("identifier")))
+            token = self.take()
+            if token == ")":
+                return tuple(values)
+            if token != ",":
+                raise self.fail(f"found {_shown(token)}, expected: ',' or ')'")
+
+    def key(self, key: str) -> str:
+        errors = label_key_errors(key)
+        if errors:
+            raise self.fail(f"key {key!r}: {'; '.join(errors)}")
+        return key
+
+    def check_value(self, value: str) -> str:
+        errors = label_value_errors(value)
+        if errors:
+            raise self.fail(f"value {value!r}: {'; '.join(errors)}")
+        return value
+
+
+def _shown(token: str | None) -> str:
+    return "end of string" if token is None else repr(token)
+
+
+def parse_labels(selector: LabelSelector) -> Selector:
+    """Parse a label selector string (``a=b,c in (d),!e``) or an equality map; BadRequest if malformed."""
+    if selector is None:
+        return EVERYTHING
+    if isinstance(selector, str):
+        return _Parser(selector).parse()
+    requirements = []
+    for key, value in selector.items():
+        parser = _Parser(f"{key}={value}")
+        requirements.append(Requirement(parser.key(key), "=", (parser.check_value(str(value)),)))
+    return Selector(tuple(requirements))
+
+
+# ---------------------------------------------------------------------------
+# Field selectors.
+
+SUPPORTED_FIELDS = ("metadata.name", "metadata.namespace")
+
+
+@dataclass(frozen=True)
+class FieldRequirement:
+    """One clause of a field selector: ``path=value`` or ``path!=value``."""
+
+    path: str
+    operator: Literal["=", "!="]
+    value: str
+
+    def matches(self, obj: Obj) -> bool:
+        node: Any = obj
+        for part in self.path.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        actual = "" if node is None else str(node)
+        return (actual == self.value) == (self.operator == "=")
+
+
+@dataclass(frozen=True)
+class FieldSelector:
+    """A parsed field selector: every requirement must hold. Empty matches everything."""
+
+    requirements: tuple[FieldRequirement, ...] = ()
+
+    def matches(self, obj: Obj) -> bool:
+        return all(r.matches(obj) for r in self.requirements)
+
+
+def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FIELDS) -> FieldSelector:
+    """Parse ``metadata.name=x,metadata.namespace!=y``; BadRequest on syntax or an unsupported field."""
+    if not selector or not selector.strip():
+        return FieldSelector()
+    requirements: list[FieldRequirement] = []
+    for clause in selector.split(","):
+        match = re.fullmatch(r"\s*([^=!\s]+)\s*(==|!=|=)\s*(\S*)\s*", clause)
+        if match is None:
+            raise BadRequest(f"invalid field selector {selector!r}: invalid selector: {clause.strip()!r}")
+        path, operator, value = match.groups()
+        if path not in supported:
+            raise BadRequest(f'field label not supported: {path}')
+        requirements.append(FieldRequirement(path, "!=" if operator == "!=" else "=", value))
+    return FieldSelector(tuple(requirements))

@@ -1,0 +1,157 @@
+"""Label and field selectors parse as the API server's do and match what it would match."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.cluster.api import BadRequest
+from engine.cluster.selectors import (
+    FieldRequirement,
+    Requirement,
+    label_key_errors,
+    label_value_errors,
+    parse_fields,
+    parse_labels,
+)
+
+LABELS = {"app": "web", "tier": "front", "example.com/role": "x"}
+
+
+class TestParseLabels:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("app=web", Requirement("app", "=", ("web",))),
+            ("app==web", Requirement("app", "=", ("web",))),
+            ("app!=web", Requirement("app", "!=", ("web",))),
+            ("app in (web, db)", Requirement("app", "in", ("web", "db"))),
+            ("app notin (db)", Requirement("app", "notin", ("db",))),
+            ("app", Requirement("app", "exists")),
+            ("!app", Requirement("app", "!")),
+            ("example.com/role=x", Requirement("example.com/role", "=", ("x",))),
+            ("app=", Requirement("app", "=", ("",))),
+        ],
+    )
+    def test_each_operator(self, text: str, expected: Requirement) -> None:
+        """Every operator of the selector grammar parses into its requirement."""
+        assert parse_labels(text).requirements == (expected,)
+
+    def test_several_requirements(self) -> None:
+        """Commas separate requirements, also inside and after sets."""
+        selector = parse_labels("app in (web,db),!gone, tier")
+        assert [str(r) for r in selector.requirements] == ["app in (web,db)", "!gone", "tier"]
+
+    def test_mapping_is_equality(self) -> None:
+        """A mapping selects by equality on each key."""
+        assert parse_labels({"app": "web", "tier": "front"}).requirements == (
+            Requirement("app", "=", ("web",)),
+            Requirement("tier", "=", ("front",)),
+        )
+
+    @pytest.mark.parametrize("empty", [None, "", "   ", {}])
+    def test_empty_selects_everything(self, empty: str | dict[str, str] | None) -> None:
+        """No selector, an empty string or an empty map match every object."""
+        assert parse_labels(empty).matches({}) is True
+
+    @pytest.mark.parametrize(
+        ("text", "fragment"),
+        [
+            ("app in ()", "values set can't be empty"),
+            ("app in web", "expected '(' after 'in'"),
+            ("app=web=db", "expected: ',' or end of string"),
+            ("=web", "expected: identifier"),
+            ("!", "identifier after '!'"),
+            ("app in (web", "expected: ',' or ')'"),
+            ("bad key=x", "expected: '=', '!=', '==', 'in', notin'"),
+            ("app=-x", "value '-x'"),
+            ("a/b/c=x", "prefix part"),
+            (f"{'k' * 64}=x", "name part must be no more than 63 characters"),
+        ],
+    )
+    def test_malformed_is_bad_request(self, text: str, fragment: str) -> None:
+        """A malformed selector is a BadRequest naming the selector and the problem."""
+        with pytest.raises(BadRequest) as caught:
+            parse_labels(text)
+        assert fragment in caught.value.message
+        assert repr(text) in caught.value.message
+
+    def test_mapping_with_bad_value(self) -> None:
+        """An equality map is checked like the string form."""
+        with pytest.raises(BadRequest, match="must be no more than 63 characters"):
+            parse_labels({"app": "v" * 64})
+
+
+class TestMatch:
+    @pytest.mark.parametrize(
+        ("text", "matches"),
+        [
+            ("app=web", True),
+            ("app=db", False),
+            ("app!=db", True),
+            ("missing!=db", True),
+            ("app in (db,web)", True),
+            ("app in (db)", False),
+            ("missing in (db)", False),
+            ("app notin (db)", True),
+            ("app notin (web)", False),
+            ("missing notin (web)", True),
+            ("app", True),
+            ("missing", False),
+            ("!missing", True),
+            ("!app", False),
+            ("app=web,tier=back", False),
+            ("app=web,example.com/role=x", True),
+        ],
+    )
+    def test_semantics(self, text: str, matches: bool) -> None:
+        """Each operator matches as on a real cluster (!= and notin accept a missing key)."""
+        assert parse_labels(text).matches(LABELS) is matches
+
+    def test_object_without_labels(self) -> None:
+        """An object with no labels matches only negative requirements."""
+        assert parse_labels("!app").matches_object({"metadata": {}}) is True
+        assert parse_labels("app").matches_object({"metadata": {}}) is False
+
+
+class TestLabelSyntax:
+    def test_valid_key_and_value(self) -> None:
+        """Qualified keys and empty or alphanumeric values are valid."""
+        assert label_key_errors("app.kubernetes.io/name") == []
+        assert label_value_errors("") == []
+        assert label_value_errors("a.b_c-d") == []
+
+    def test_value_too_long(self) -> None:
+        """A value over 63 characters is worded as the API server words it."""
+        assert label_value_errors("v" * 64) == ["must be no more than 63 characters"]
+
+    def test_key_with_bad_prefix(self) -> None:
+        """A prefix must be a DNS subdomain."""
+        assert label_key_errors("Bad_Prefix/name")[0].startswith("prefix part a lowercase RFC 1123 subdomain")
+
+
+class TestParseFields:
+    def test_name_and_namespace(self) -> None:
+        """metadata.name and metadata.namespace clauses parse, with =, == and !=."""
+        selector = parse_fields("metadata.name=a, metadata.namespace!=b,metadata.name==c")
+        assert selector.requirements == (
+            FieldRequirement("metadata.name", "=", "a"),
+            FieldRequirement("metadata.namespace", "!=", "b"),
+            FieldRequirement("metadata.name", "=", "c"),
+        )
+
+    def test_matches(self) -> None:
+        """A field selector compares the object's field; a missing namespace reads as empty."""
+        obj = {"metadata": {"name": "a"}}
+        assert parse_fields("metadata.name=a").matches(obj) is True
+        assert parse_fields("metadata.name!=a").matches(obj) is False
+        assert parse_fields("metadata.namespace=").matches(obj) is True
+
+    def test_unsupported_field(self) -> None:
+        """Only supported fields may be selected on."""
+        with pytest.raises(BadRequest, match=r"field label not supported: spec\.x"):
+            parse_fields("spec.x=1")
+
+    def test_malformed(self) -> None:
+        """A clause without an operator is a BadRequest."""
+        with pytest.raises(BadRequest, match="invalid field selector"):
+            parse_fields("metadata.name")
