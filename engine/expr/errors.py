@@ -1,0 +1,101 @@
+"""The errors of the expression layer, and how evaluation failures are described without leaking values.
+
+Evaluated data may hold secrets (generated passwords, credentials read from Secrets), and error
+messages end up in conditions, events and logs. So a message names the expression and the kind
+of failure, never a value: a quoted token from a library message survives only when it also
+appears in the expression's own source text (a key or variable the author wrote) or is a type name.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ExprError", "ExprSyntaxError", "FunctionError", "safe_reason"]
+
+_SNIPPET = 200
+
+
+def _snippet(source: str) -> str:
+    """The expression as a message shows it: one line, bounded."""
+    flat = " ".join(source.split())
+    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1] + "…"
+
+
+class ExprSyntaxError(ValueError):
+    """An expression or template that cannot be compiled: bad syntax, or an unknown function.
+
+    ``offset`` is the 0-based character offset in a JMESPath expression; ``line`` is the 1-based
+    line in a template. Either may be None when the parser gave no position.
+    """
+
+    def __init__(self, message: str, offset: int | None = None, *, line: int | None = None, source: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.line = line
+        self.source = source
+
+    def __str__(self) -> str:
+        where = []
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.offset is not None:
+            where.append(f"column {self.offset}")
+        return f"{self.message} ({', '.join(where)})" if where else self.message
+
+
+class ExprError(Exception):
+    """Evaluating a compiled expression or template failed.
+
+    Carries the expression source (or template path) and a short reason; never the data values.
+    """
+
+    def __init__(self, source: str, reason: str, *, path: str | None = None, line: int | None = None) -> None:
+        self.source = source
+        self.reason = reason
+        self.path = path
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.path is not None:
+            where = f"{self.path}:{self.line}" if self.line is not None else self.path
+            return f"{where}: {self.reason}"
+        suffix = f" (line {self.line})" if self.line is not None else ""
+        return f"cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
+
+
+class FunctionError(ValueError):
+    """Raised by a function implementation; its message must never contain argument values."""
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+_TYPE_WORDS = frozenset(
+    {
+        "int", "float", "str", "bool", "dict", "list", "tuple", "set", "NoneType", "bytes", "object",
+        "string", "number", "boolean", "array", "null", "function", "method", "builtin_function_or_method",
+        "Undefined", "StrictUndefined", "Markup", "LoopContext", "Namespace",
+    }
+)  # fmt: skip
+
+
+def _is_type_word(token: str) -> bool:
+    word = token.removesuffix(" object")
+    return word in _TYPE_WORDS or word.endswith("Undefined")
+
+
+def safe_reason(exc: BaseException, source: str) -> str:
+    """A reason for ``exc`` fit for an error message: the library's text if it quotes no value, else its type."""
+    if isinstance(exc, FunctionError):
+        return str(exc)
+    kind = type(exc).__name__
+    text = str(exc).strip()
+    if not text:
+        return kind
+    for match in _QUOTED.finditer(text):
+        token = match.group(1) if match.group(1) is not None else match.group(2)
+        if not (token in source or _is_type_word(token)):
+            return kind
+    if len(text) > _SNIPPET:
+        return kind
+    return f"{kind}: {text}"

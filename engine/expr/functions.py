@@ -1,0 +1,588 @@
+"""The one function library that rule expressions (JMESPath) and templates (Jinja) share.
+
+Every function is registered once, with its JMESPath argument types and its implementation;
+``jmes.py`` turns the registry into JMESPath custom functions, ``jinja.py`` into Jinja globals
+and filters, and ``engine lint`` reads it to report unknown functions. All functions are pure
+except ``password``. Implementations raise ``FunctionError`` with messages that never quote an
+argument, since arguments may be secrets.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import math
+import re
+import secrets
+import threading
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import yaml
+
+from engine.expr import golang
+from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError
+
+__all__ = [
+    "FUNCTIONS",
+    "ExprError",
+    "ExprSyntaxError",
+    "Function",
+    "FunctionError",
+    "SecretSink",
+    "check_arguments",
+    "current_sink",
+    "use_sink",
+]
+
+
+@dataclass(frozen=True)
+class Function:
+    """One registered function: its name, how many arguments it takes and of which JMESPath types.
+
+    ``jmes_types`` has one entry per declared argument, each a tuple of JMESPath type names
+    (``string``, ``number``, ``boolean``, ``array``, ``object``, ``null``, ``array-string``...);
+    an empty tuple accepts anything. When ``arity[1]`` is None the last entry repeats.
+    """
+
+    name: str
+    arity: tuple[int, int | None]
+    jmes_types: tuple[tuple[str, ...], ...]
+    impl: Callable[..., Any]
+    doc: str
+    returns: str = "any"
+    pure: bool = True
+
+    @property
+    def variadic(self) -> bool:
+        return self.arity[1] is None
+
+    @property
+    def signature(self) -> str:
+        """A readable signature such as ``time_add(string, string|number) -> string``."""
+        args = ["|".join(types) or "any" for types in self.jmes_types]
+        if self.variadic and args:
+            args[-1] += "..."
+        return f"{self.name}({', '.join(args)}) -> {self.returns}"
+
+
+_REGISTRY: dict[str, Function] = {}
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _register(
+    name: str, *types: tuple[str, ...], returns: str, variadic: bool = False, pure: bool = True
+) -> Callable[[_F], _F]:
+    def add(impl: _F) -> _F:
+        if name in _REGISTRY:
+            raise RuntimeError(f"function {name}() registered twice")
+        arity = (len(types), None if variadic else len(types))
+        doc = (impl.__doc__ or "").strip()
+        _REGISTRY[name] = Function(name, arity, tuple(types), impl, doc, returns, pure)
+        return impl
+
+    return add
+
+
+# --- argument checking (JMESPath does its own; Jinja calls go through this) -----------------------
+
+_PY_TO_JMES = {
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _jmes_type(value: Any) -> str:
+    kind = _PY_TO_JMES.get(type(value))
+    if kind is not None:
+        return kind
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _accepts(value: Any, allowed: tuple[str, ...]) -> bool:
+    if not allowed:
+        return True
+    actual = _jmes_type(value)
+    for name in allowed:
+        base, _, sub = name.partition("-")
+        if base != actual:
+            continue
+        if not sub or all(_jmes_type(item) == sub for item in value):
+            return True
+    return False
+
+
+def check_arguments(fn: Function, args: tuple[Any, ...]) -> None:
+    """Check arity and JMESPath types the way JMESPath would; the message names types, not values."""
+    low, high = fn.arity
+    if len(args) < low or (high is not None and len(args) > high):
+        expected = f"at least {low}" if high is None else str(low)
+        raise FunctionError(f"{fn.name}() takes {expected} argument(s), got {len(args)}")
+    for index, value in enumerate(args):
+        allowed = fn.jmes_types[min(index, len(fn.jmes_types) - 1)] if fn.jmes_types else ()
+        if not _accepts(value, allowed):
+            raise FunctionError(
+                f"{fn.name}() argument {index + 1} must be {'|'.join(allowed)}, got {_jmes_type(value)}"
+            )
+
+
+# --- secrets ---------------------------------------------------------------------------------------
+
+
+class SecretSink:
+    """Collects every generated secret so tests (and log redaction) can check none leaks."""
+
+    def __init__(self) -> None:
+        self._values: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, value: str) -> None:
+        with self._lock:
+            self._values.append(value)
+
+    def values(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._values)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every collected secret replaced by ``[redacted]``."""
+        for value in self.values():
+            text = text.replace(value, "[redacted]")
+        return text
+
+
+current_sink: ContextVar[SecretSink | None] = ContextVar("current_sink", default=None)
+"""The sink ``password()`` reports to; per thread (context), unset by default."""
+
+
+@contextlib.contextmanager
+def use_sink(sink: SecretSink) -> Iterator[SecretSink]:
+    """Report generated secrets to ``sink`` inside the block."""
+    token = current_sink.set(sink)
+    try:
+        yield sink
+    finally:
+        current_sink.reset(token)
+
+
+_STR = ("string",)
+_NUM = ("number",)
+_ANY: tuple[str, ...] = ()
+
+
+@_register("password", returns="string", pure=False)
+def password() -> str:
+    """A new random password: 32 random bytes as unpadded URL-safe base64 (43 characters)."""
+    value = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode("ascii")
+    sink = current_sink.get()
+    if sink is not None:
+        sink.add(value)
+    return value
+
+
+# --- hashing and encoding -----------------------------------------------------------------------
+
+
+@_register("sha256", _STR, returns="string")
+def sha256(s: str) -> str:
+    """Lowercase hex SHA-256 of the UTF-8 bytes."""
+    return hashlib.sha256(s.encode("utf-8")).hexdigest()
+
+
+@_register("hash8", _STR, returns="string")
+def hash8(s: str) -> str:
+    """The first 8 hex characters of sha256: a short stable name suffix."""
+    return sha256(s)[:8]
+
+
+@_register("hash_fraction", _STR, returns="number")
+def hash_fraction(s: str) -> float:
+    """A stable number in [0, 1): the first 4 bytes of SHA-256 as a big-endian uint32 / 2**32 (for jitter)."""
+    digest = hashlib.sha256(s.encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32
+
+
+@_register("b64enc", _STR, returns="string")
+def b64enc(s: str) -> str:
+    """Standard padded base64 of the UTF-8 bytes (as Secret data is stored)."""
+    return base64.b64encode(s.encode("utf-8")).decode("ascii")
+
+
+@_register("b64dec", _STR, returns="string")
+def b64dec(s: str) -> str:
+    """Decode standard padded base64 to UTF-8 text."""
+    try:
+        raw = base64.b64decode(s.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        raise FunctionError("b64dec(): not valid base64") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FunctionError("b64dec(): decoded bytes are not UTF-8") from None
+
+
+@_register("query_escape", _STR, returns="string")
+def query_escape(s: str) -> str:
+    """Go's url.QueryEscape: only A-Za-z0-9-_.~ stay, space becomes +."""
+    return golang.query_escape(s)
+
+
+@_register("path_escape", _STR, returns="string")
+def path_escape(s: str) -> str:
+    """Go's url.PathEscape: escapes one path segment (/ ; , ? and non-ASCII)."""
+    return golang.path_escape(s)
+
+
+@_register("userinfo_escape", _STR, returns="string")
+def userinfo_escape(s: str) -> str:
+    """The user or password part of a URL as Go's url.UserPassword writes it (@ / ? : escaped)."""
+    return golang.userinfo_escape(s)
+
+
+@_register("go_quote", _STR, returns="string")
+def go_quote(s: str) -> str:
+    """Go's strconv.Quote (fmt %q): a double-quoted string with Go escapes."""
+    return golang.quote(s)
+
+
+@_register("go_quote_list", ("array-string",), returns="string")
+def go_quote_list(items: list[str]) -> str:
+    """Go's fmt %q of a []string: ["a" "b"]."""
+    return golang.quote_list(items)
+
+
+@_register("to_yaml", _ANY, returns="string")
+def to_yaml(value: Any) -> str:
+    """Block-style YAML, keys in their given order, UTF-8 kept literal."""
+    try:
+        text: str = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, allow_unicode=True)
+    except yaml.YAMLError:
+        raise FunctionError("to_yaml(): value cannot be represented as YAML") from None
+    return text
+
+
+@_register("to_json", _ANY, returns="string")
+def to_json(value: Any) -> str:
+    """Compact JSON, keys in their given order, UTF-8 kept literal."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        raise FunctionError("to_json(): value cannot be represented as JSON") from None
+
+
+# --- names -------------------------------------------------------------------------------------
+
+
+@_register("fold", _STR, returns="string")
+def fold(s: str) -> str:
+    """A case- and accent-insensitive key, as a *_general_ci collation compares: NFD, drop Mn, NFC, casefold."""
+    stripped = "".join(ch for ch in unicodedata.normalize("NFD", s) if unicodedata.category(ch) != "Mn")
+    return unicodedata.normalize("NFC", stripped).casefold()
+
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+@_register("dns_label_ok", _STR, returns="boolean")
+def dns_label_ok(s: str) -> bool:
+    """Whether the text is an RFC 1123 DNS label (lowercase alphanumerics and '-', at most 63)."""
+    return len(s) <= 63 and _DNS_LABEL.fullmatch(s) is not None
+
+
+# --- numbers -------------------------------------------------------------------------------------
+
+
+def _whole(x: float) -> int | float:
+    """An integral float as an int, so results print as 3 rather than 3.0."""
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    return x
+
+
+@_register("add", _NUM, _NUM, returns="number")
+def add(a: float, b: float) -> int | float:
+    """a + b."""
+    return _whole(a + b)
+
+
+@_register("sub", _NUM, _NUM, returns="number")
+def sub(a: float, b: float) -> int | float:
+    """a - b."""
+    return _whole(a - b)
+
+
+@_register("mul", _NUM, _NUM, returns="number")
+def mul(a: float, b: float) -> int | float:
+    """a * b."""
+    return _whole(a * b)
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
+@_register("to_int", _ANY, returns="number|null")
+def to_int(value: Any) -> int | None:
+    """A decimal integer string or a number as an int (fractions truncated); anything else gives null."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value):
+        return int(value)
+    return None
+
+
+@_register("int_or", _ANY, _NUM, returns="number")
+def int_or(value: Any, default: float) -> int | float:
+    """to_int(value), or ``default`` when that is null."""
+    parsed = to_int(value)
+    return default if parsed is None else parsed
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+@_register("parse_suffix_int", _STR, _STR, returns="number|null")
+def parse_suffix_int(s: str, marker: str) -> int | None:
+    """The text after the LAST ``marker`` as a base-10 int64 >= 1, else null.
+
+    ``parse_suffix_int('x-password-v12', '-password-v')`` is 12.
+    """
+    at = s.rfind(marker)
+    if at < 0 or not marker:
+        return None
+    tail = s[at + len(marker) :]
+    if not _INT_TEXT.fullmatch(tail):
+        return None
+    value = int(tail)
+    return value if 1 <= value <= _INT64_MAX else None
+
+
+_RANGE_LIMIT = 10000
+
+
+@_register("range_int", _NUM, _NUM, returns="array-number")
+def range_int(start: float, stop: float) -> list[int]:
+    """The integers from ``start`` up to but excluding ``stop``; at most 10000 of them."""
+    low, high = to_int(start), to_int(stop)
+    if low is None or high is None or low != start or high != stop:
+        raise FunctionError("range_int(): bounds must be whole numbers")
+    if high - low > _RANGE_LIMIT:
+        raise FunctionError(f"range_int(): more than {_RANGE_LIMIT} items")
+    return list(range(low, high))
+
+
+# --- time ----------------------------------------------------------------------------------------
+
+_RFC3339 = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})",
+    re.ASCII,
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _parse_time_us(ts: str, fn: str) -> int:
+    """Microseconds since the epoch for an RFC 3339 timestamp."""
+    match = _RFC3339.fullmatch(ts)
+    if match is None:
+        raise FunctionError(f"{fn}(): not an RFC 3339 timestamp")
+    day, clock, fraction, zone = match.groups()
+    micro = (fraction or "")[:6].ljust(6, "0")
+    zone = "+00:00" if zone in "Zz" else zone
+    try:
+        parsed = datetime.fromisoformat(f"{day}T{clock}.{micro}{zone}")
+    except ValueError:
+        raise FunctionError(f"{fn}(): not a valid date or time") from None
+    return (parsed - _EPOCH) // timedelta(microseconds=1)
+
+
+def _format_time(seconds: int, fn: str) -> str:
+    try:
+        return (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except OverflowError:
+        raise FunctionError(f"{fn}(): timestamp out of range") from None
+
+
+def _seconds(us: int) -> int | float:
+    return us // 1_000_000 if us % 1_000_000 == 0 else us / 1_000_000
+
+
+def _duration_ns(text: str, fn: str) -> int:
+    try:
+        return golang.parse_duration_ns(text)
+    except FunctionError as exc:
+        raise FunctionError(f"{fn}(): {exc}") from None
+
+
+@_register("duration_seconds", _STR, returns="number")
+def duration_seconds(text: str) -> int | float:
+    """A Go duration (``720h``, ``1m30s``, ``-1.5h``, ``10ms``, ``0``) in seconds."""
+    ns = _duration_ns(text, "duration_seconds")
+    return ns // 1_000_000_000 if ns % 1_000_000_000 == 0 else ns / 1e9
+
+
+def _to_ns(seconds: float, fn: str) -> int:
+    if isinstance(seconds, float) and not math.isfinite(seconds):
+        raise FunctionError(f"{fn}(): seconds must be finite")
+    if isinstance(seconds, int):
+        return seconds * 1_000_000_000
+    return round(seconds * 1e9)
+
+
+@_register("format_duration", _NUM, returns="string")
+def format_duration(seconds: float) -> str:
+    """Seconds as Go's Duration.String writes them: ``1h0m0s``, ``1m30s``, ``1.5s``, ``10ms``, ``0s``."""
+    return golang.format_duration_ns(_to_ns(seconds, "format_duration"))
+
+
+@_register("time_add", _STR, ("string", "number"), returns="string")
+def time_add(ts: str, duration: str | float) -> str:
+    """The timestamp plus a Go duration string or a number of seconds, as RFC 3339 UTC whole seconds."""
+    ns = _duration_ns(duration, "time_add") if isinstance(duration, str) else _to_ns(duration, "time_add")
+    total_us = _parse_time_us(ts, "time_add") + ns // 1000
+    return _format_time(total_us // 1_000_000, "time_add")
+
+
+@_register("time_diff", _STR, _STR, returns="number")
+def time_diff(a: str, b: str) -> int | float:
+    """Seconds from b to a (a - b)."""
+    return _seconds(_parse_time_us(a, "time_diff") - _parse_time_us(b, "time_diff"))
+
+
+@_register("time_before", _STR, _STR, returns="boolean")
+def time_before(a: str, b: str) -> bool:
+    """Whether a is strictly earlier than b."""
+    return _parse_time_us(a, "time_before") < _parse_time_us(b, "time_before")
+
+
+def _pick_time(fn: str, stamps: tuple[str | None, ...], latest: bool) -> str | None:
+    best: tuple[int, str] | None = None
+    for ts in stamps:
+        if ts is None:
+            continue
+        us = _parse_time_us(ts, fn)
+        if best is None or (us > best[0] if latest else us < best[0]):
+            best = (us, ts)
+    return None if best is None else best[1]
+
+
+@_register("time_max", ("string", "null"), returns="string|null", variadic=True)
+def time_max(*stamps: str | None) -> str | None:
+    """The latest of the timestamps given (returned as written), ignoring nulls; null if all are null."""
+    return _pick_time("time_max", stamps, latest=True)
+
+
+@_register("time_min", ("string", "null"), returns="string|null", variadic=True)
+def time_min(*stamps: str | None) -> str | None:
+    """The earliest of the timestamps given (returned as written), ignoring nulls; null if all are null."""
+    return _pick_time("time_min", stamps, latest=False)
+
+
+# --- collections ---------------------------------------------------------------------------------
+
+
+@_register("keys_sorted", ("object",), returns="array-string")
+def keys_sorted(obj: Mapping[str, Any]) -> list[str]:
+    """The object's keys in sorted order (JMESPath's keys() order is unspecified)."""
+    return sorted(obj)
+
+
+@_register("first", ("array", "null"), returns="any")
+def first(items: list[Any] | None) -> Any:
+    """The first element, or null for an empty array or null."""
+    return items[0] if items else None
+
+
+@_register("index_by", ("array",), _STR, returns="object")
+def index_by(items: list[Any], key: str) -> dict[str, Any]:
+    """An object mapping each element's ``key`` field (a string) to the element; later elements win."""
+    out: dict[str, Any] = {}
+    for item in items:
+        value = item.get(key) if isinstance(item, Mapping) else None
+        if isinstance(value, str):
+            out[value] = item
+    return out
+
+
+def _rule_parts(rule: Any) -> tuple[list[str], Any]:
+    if (
+        isinstance(rule, list | tuple)
+        and len(rule) == 2
+        and isinstance(rule[0], list | tuple)
+        and all(isinstance(s, str) for s in rule[0])
+    ):
+        return list(rule[0]), rule[1]
+    raise FunctionError("classify(): each rule must be [[substring, ...], label]")
+
+
+@_register("classify", ("array",), ("array",), returns="object|null")
+def classify(texts: list[Any], rules: list[Any]) -> dict[str, Any] | None:
+    """The first text, in order, that any rule matches (rules tried in order, case-sensitive substrings).
+
+    Returns ``{"label": label, "text": text}``, or null when nothing matches; non-string texts are skipped.
+    """
+    parsed = [_rule_parts(rule) for rule in rules]
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        for needles, label in parsed:
+            if any(needle in text for needle in needles):
+                return {"label": label, "text": text}
+    return None
+
+
+@_register("condition", ("object", "null"), _STR, returns="object|null")
+def condition(obj: Mapping[str, Any] | None, kind: str) -> Any:
+    """The first entry of obj.status.conditions whose type is ``kind``, or null."""
+    status = obj.get("status") if isinstance(obj, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    if not isinstance(conditions, list | tuple):
+        return None
+    for entry in conditions:
+        if isinstance(entry, Mapping) and entry.get("type") == kind:
+            return entry
+    return None
+
+
+@_register("condition_true", ("object", "null"), _STR, returns="boolean")
+def condition_true(obj: Mapping[str, Any] | None, kind: str) -> bool:
+    """Whether obj has a condition of type ``kind`` with status "True"."""
+    found = condition(obj, kind)
+    return isinstance(found, Mapping) and found.get("status") == "True"
+
+
+@_register("truncate_bytes", _STR, _NUM, _STR, returns="string")
+def truncate_bytes(s: str, limit: float, suffix: str) -> str:
+    """At most ``limit`` UTF-8 bytes: when cut, cut on a character boundary and end with ``suffix``."""
+    n = to_int(limit)
+    if n is None or n != limit or n < 0:
+        raise FunctionError("truncate_bytes(): limit must be a whole number >= 0")
+    raw = s.encode("utf-8")
+    if len(raw) <= n:
+        return s
+    tail = suffix.encode("utf-8")
+    if len(tail) >= n:
+        return tail[:n].decode("utf-8", errors="ignore")
+    return raw[: n - len(tail)].decode("utf-8", errors="ignore") + suffix
+
+
+FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
+"""Every registered function by name."""

@@ -1,0 +1,276 @@
+"""Compiled Jinja templates: rule strings with ``{{ }}`` and child-object templates.
+
+One sandboxed environment serves every template: ``ImmutableSandboxedEnvironment`` (no mutation
+of the context, no dunder access), ``StrictUndefined`` (a missing key is an error, not an empty
+string), autoescape off, ``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
+global (``{{ sha256(x) }}``) and, when it takes an argument and Jinja has no filter of that name,
+also a filter (``{{ x | sha256 }}``). ``None`` renders as the empty string and booleans as
+``true``/``false``, as Go and JSON write them.
+
+The object-template convention: a child-object template renders YAML text that is parsed with
+PyYAML's safe loader, so **every interpolated value must go through ``| tojson``**:
+``name: {{ name | tojson }}``. JSON is valid YAML flow syntax, so the value stays one scalar (or
+one mapping or list) whatever it contains; a plain ``{{ v }}`` lets a value such as
+``"x\\nkind: Secret"`` rewrite the document. To embed a JSON *string* (for example ConfigMap data)
+write ``{{ obj | tojson | tojson }}``. ``untojsoned_outputs`` lists the outputs that break the
+convention, for ``engine lint``. ``tojson`` here is ``json.dumps`` (no HTML escaping).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from functools import cache
+from types import TracebackType
+from typing import Any
+
+import yaml
+from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, meta, nodes
+from jinja2.environment import Template
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
+from engine.expr.functions import FUNCTIONS, Function, check_arguments
+
+__all__ = [
+    "ObjectTemplate",
+    "Text",
+    "compile_object_template",
+    "compile_text",
+    "environment",
+    "untojsoned_outputs",
+]
+
+_TEMPLATE_FILENAME = "<template>"
+_DELIMITERS = ("{{", "{%", "{#")
+_JSON_FILTERS = frozenset({"tojson", "to_json"})
+
+
+def _fail_if_undefined(value: Any) -> None:
+    if isinstance(value, Undefined):
+        value._fail_with_undefined_error()
+
+
+def _json_default(value: Any) -> Any:
+    _fail_if_undefined(value)
+    raise TypeError(f"{type(value).__name__} object is not JSON serializable")
+
+
+def _tojson(value: Any) -> str:
+    """``json.dumps``: JSON is YAML flow syntax, so the value stays one node of the document."""
+    _fail_if_undefined(value)
+    return json.dumps(value, ensure_ascii=False, default=_json_default)
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return ""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return value
+
+
+def _jinja_callable(fn: Function) -> Callable[..., Any]:
+    impl = fn.impl
+
+    def call(*args: Any) -> Any:
+        for arg in args:
+            _fail_if_undefined(arg)
+        check_arguments(fn, args)
+        return impl(*args)
+
+    call.__name__ = fn.name
+    call.__doc__ = fn.doc
+    return call
+
+
+@cache
+def environment() -> ImmutableSandboxedEnvironment:
+    """The one sandboxed environment, built on first use and never changed afterwards."""
+    env = ImmutableSandboxedEnvironment(
+        undefined=StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_finalize,
+    )
+    for name, fn in FUNCTIONS.items():
+        wrapped = _jinja_callable(fn)
+        env.globals[name] = wrapped
+        if fn.arity[0] >= 1 and name not in env.filters:
+            env.filters[name] = wrapped
+    env.filters["tojson"] = _tojson
+    return env
+
+
+# --- analysis ------------------------------------------------------------------------------------
+
+
+def _declared(ast: nodes.Template) -> set[str]:
+    """Names the template binds itself: set/for/with targets, macro names and parameters, ``caller``."""
+    names = {node.name for node in ast.find_all(nodes.Name) if node.ctx in ("store", "param")}
+    names.update(node.name for node in ast.find_all(nodes.Macro))
+    names.add("caller")
+    return names
+
+
+def _analyse(
+    ast: nodes.Template, env: ImmutableSandboxedEnvironment, source: str
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The context names a template reads and the functions it calls; unknown functions are errors."""
+    declared = _declared(ast)
+    calls: set[str] = set()
+    for call in ast.find_all(nodes.Call):
+        if not isinstance(call.node, nodes.Name):
+            continue
+        name = call.node.name
+        if name in declared:
+            continue
+        if name not in FUNCTIONS and name not in env.globals:
+            raise ExprSyntaxError(f"unknown function {name}()", line=call.lineno, source=source)
+        calls.add(name)
+    calls.update(f.name for f in ast.find_all(nodes.Filter) if f.name in FUNCTIONS)
+    names = meta.find_undeclared_variables(ast) - set(env.globals) - set(FUNCTIONS)
+    return frozenset(names), frozenset(calls)
+
+
+def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str]]:
+    env = environment()
+    try:
+        ast = env.parse(source)
+        names, functions = _analyse(ast, env, source)
+        template = env.from_string(ast)
+    except TemplateSyntaxError as exc:
+        raise ExprSyntaxError(f"template syntax error: {exc.message}", line=exc.lineno, source=source) from None
+    return template, names, functions
+
+
+def _template_line(tb: TracebackType | None) -> int | None:
+    """The template line of the innermost template frame in a traceback Jinja rewrote."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == _TEMPLATE_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _render(template: Template, context: Mapping[str, Any], source: str, path: str | None) -> str:
+    try:
+        return template.render(context)
+    except Exception as exc:
+        line = _template_line(exc.__traceback__)
+        raise ExprError(source, safe_reason(exc, source), path=path, line=line) from None
+
+
+# --- rule strings --------------------------------------------------------------------------------
+
+
+class Text:
+    """A rule string: a compiled template when it holds ``{{``, ``{%`` or ``{#``, else a constant."""
+
+    __slots__ = ("_template", "functions", "names", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._template: Template | None = None
+        self.names: frozenset[str] = frozenset()
+        self.functions: frozenset[str] = frozenset()
+        if any(delimiter in source for delimiter in _DELIMITERS):
+            self._template, self.names, self.functions = _compile(source)
+
+    @property
+    def is_constant(self) -> bool:
+        return self._template is None
+
+    def __repr__(self) -> str:
+        return f"Text({self.source!r})"
+
+    def render(self, context: Mapping[str, Any]) -> str:
+        """The string for ``context``; ExprError (naming no value) on an undefined name or a failed call."""
+        if self._template is None:
+            return self.source
+        return _render(self._template, context, self.source, None)
+
+
+def compile_text(source: str) -> Text:
+    """Compile a rule string; ExprSyntaxError with the line on bad syntax or an unknown function."""
+    return Text(source)
+
+
+# --- child-object templates ----------------------------------------------------------------------
+
+try:
+    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment,unused-ignore]
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _BaseLoader = yaml.SafeLoader
+
+
+class _ObjectLoader(_BaseLoader):  # type: ignore[valid-type,misc,unused-ignore]
+    """The safe loader minus timestamp resolution, so a rendered object stays JSON-compatible."""
+
+
+_ObjectLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+class ObjectTemplate:
+    """A child-object template file: renders YAML text, parsed into the object (None when empty)."""
+
+    __slots__ = ("_template", "functions", "names", "path", "source")
+
+    def __init__(self, source: str, path: str) -> None:
+        self.source = source
+        self.path = path
+        try:
+            self._template, self.names, self.functions = _compile(source)
+        except ExprSyntaxError as exc:
+            raise ExprSyntaxError(f"{path}: {exc.message}", line=exc.line, source=source) from None
+
+    def __repr__(self) -> str:
+        return f"ObjectTemplate({self.path!r})"
+
+    def render_text(self, context: Mapping[str, Any]) -> str:
+        """The rendered YAML text, before parsing."""
+        return _render(self._template, context, self.source, self.path)
+
+    def render(self, context: Mapping[str, Any]) -> Any:
+        """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""
+        text = self.render_text(context)
+        try:
+            return yaml.load(text, Loader=_ObjectLoader)  # a safe loader
+        except yaml.YAMLError as exc:
+            raise ExprError(self.source, _yaml_reason(exc, self.source), path=self.path) from None
+
+
+def _yaml_reason(exc: yaml.YAMLError, source: str) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        problem = safe_reason(ValueError(exc.problem or "invalid"), source).removeprefix("ValueError: ")
+        mark = exc.problem_mark
+        where = f" at rendered line {mark.line + 1}" if mark is not None else ""
+        return f"rendered YAML is invalid{where}: {problem}"
+    return "rendered YAML is invalid"
+
+
+def compile_object_template(source: str, path: str) -> ObjectTemplate:
+    """Compile a template file; ExprSyntaxError with its line on bad syntax or an unknown function."""
+    return ObjectTemplate(source, path)
+
+
+def untojsoned_outputs(template: ObjectTemplate | str) -> list[int]:
+    """Lines of ``{{ expr }}`` outputs not piped last through ``tojson`` (the injection lint)."""
+    source = template.source if isinstance(template, ObjectTemplate) else template
+    ast = environment().parse(source)
+    lines: list[int] = []
+    for output in ast.find_all(nodes.Output):
+        for expr in output.nodes:
+            if isinstance(expr, nodes.TemplateData):
+                continue
+            if isinstance(expr, nodes.Filter) and expr.name in _JSON_FILTERS:
+                continue
+            lines.append(expr.lineno)
+    return sorted(lines)

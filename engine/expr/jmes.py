@@ -1,0 +1,180 @@
+"""Compiled JMESPath expressions: the language of every expression field in a rule file.
+
+An expression is parsed once (``compile_query``), checked against the function registry, and
+analysed for the top-level context names it reads, so the rule compiler can order steps and
+lint can flag typos. Evaluation uses one shared ``jmespath.Options`` built at import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jmespath
+from jmespath import exceptions as jexc
+from jmespath import functions as jfunctions
+
+from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, safe_reason
+from engine.expr.functions import FUNCTIONS, Function, check_arguments
+
+__all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
+
+JMESPATH_BUILTINS: frozenset[str] = frozenset(jfunctions.Functions.FUNCTION_TABLE)
+"""The functions JMESPath itself provides (abs, contains, join, length, merge, sort_by, ...)."""
+
+_CLASHES = JMESPATH_BUILTINS & set(FUNCTIONS)
+if _CLASHES:  # pragma: no cover - a registry mistake, caught on import
+    raise RuntimeError(f"registered functions shadow JMESPath builtins: {sorted(_CLASHES)}")
+
+
+def _method(fn: Function) -> Callable[..., Any]:
+    """A ``_func_<name>`` method for the jmespath Functions class, carrying its signature."""
+    impl = fn.impl
+
+    if fn.variadic:
+        # JMESPath does not type-check the repeated tail of a variadic signature; do it here.
+        def call(_self: object, *args: Any) -> Any:
+            check_arguments(fn, args)
+            return impl(*args)
+    else:
+
+        def call(_self: object, *args: Any) -> Any:
+            return impl(*args)
+
+    spec: list[dict[str, Any]] = [{"types": list(types)} for types in fn.jmes_types]
+    if fn.variadic and spec:
+        spec[-1]["variadic"] = True
+    call.signature = tuple(spec)  # type: ignore[attr-defined]
+    call.__name__ = f"_func_{fn.name}"
+    return call
+
+
+_EngineFunctions = type(
+    "EngineFunctions",
+    (jfunctions.Functions,),
+    {f"_func_{name}": _method(fn) for name, fn in FUNCTIONS.items()},
+)
+_OPTIONS = jmespath.Options(custom_functions=_EngineFunctions())
+
+
+def _builtin_arity(name: str) -> tuple[int, int | None]:
+    signature = jfunctions.Functions.FUNCTION_TABLE[name]["signature"]
+    if signature and signature[-1].get("variadic"):
+        return len(signature), None
+    return len(signature), len(signature)
+
+
+def _arity(name: str) -> tuple[int, int | None]:
+    fn = FUNCTIONS.get(name)
+    return fn.arity if fn is not None else _builtin_arity(name)
+
+
+# Node types whose first child is evaluated against the current value and whose other children
+# are evaluated against what the first produced (or per element of it).
+_CHAINED = frozenset(
+    {"subexpression", "index_expression", "projection", "value_projection", "filter_projection", "pipe"}
+)
+
+
+class _Walk:
+    """Collects the root names and the function calls of a parsed expression, checking each call."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.names: set[str] = set()
+        self.functions: set[str] = set()
+
+    def visit(self, node: Mapping[str, Any], at_root: bool) -> None:
+        kind = node["type"]
+        children: list[Mapping[str, Any]] = node.get("children", [])
+        if kind == "field":
+            if at_root:
+                self.names.add(node["value"])
+        elif kind in ("current", "identity"):
+            if at_root:
+                self.names.add("@")
+        elif kind == "function_expression":
+            self._check_call(node["value"], len(children))
+            for child in children:
+                self.visit(child, at_root and child["type"] != "expref")
+        elif kind == "expref":
+            for child in children:
+                self.visit(child, False)
+        elif kind in _CHAINED:
+            for index, child in enumerate(children):
+                self.visit(child, at_root and index == 0)
+        else:
+            for child in children:
+                if isinstance(child, Mapping):
+                    self.visit(child, at_root)
+
+    def _offset(self, name: str) -> int | None:
+        match = re.search(rf"(?<![\w$]){re.escape(name)}\s*\(", self.source)
+        return match.start() if match else None
+
+    def _check_call(self, name: str, count: int) -> None:
+        if name not in FUNCTIONS and name not in JMESPATH_BUILTINS:
+            raise ExprSyntaxError(f"unknown function {name}()", self._offset(name), source=self.source)
+        low, high = _arity(name)
+        if count < low or (high is not None and count > high):
+            expected = f"at least {low}" if high is None else str(low)
+            raise ExprSyntaxError(
+                f"{name}() takes {expected} argument(s), got {count}", self._offset(name), source=self.source
+            )
+        self.functions.add(name)
+
+
+def _parse_error(exc: jexc.ParseError, source: str) -> ExprSyntaxError:
+    if isinstance(exc, jexc.LexerError):
+        message = f"invalid JMESPath expression: {exc.message}"
+    elif isinstance(exc, jexc.IncompleteExpressionError):
+        message = "invalid JMESPath expression: incomplete expression"
+    else:
+        message = f"invalid JMESPath expression: {exc.msg} (token {exc.token_value!r})"
+    return ExprSyntaxError(message, exc.lex_position, source=source)
+
+
+class Query:
+    """A compiled JMESPath expression, with the context names and functions it uses."""
+
+    __slots__ = ("_parsed", "functions", "names", "source")
+
+    def __init__(self, source: str, parsed: Any, names: frozenset[str], functions: frozenset[str]) -> None:
+        self.source = source
+        self.names = names
+        """Top-level context names read (``@`` when the whole context is read)."""
+        self.functions = functions
+        self._parsed = parsed
+
+    def __repr__(self) -> str:
+        return f"Query({self.source!r})"
+
+    def evaluate(self, context: Mapping[str, Any]) -> Any:
+        """The expression's value on ``context``; ExprError (naming no value) when a function fails."""
+        try:
+            return self._parsed.search(context, options=_OPTIONS)
+        except jexc.JMESPathTypeError as exc:
+            actual = jfunctions.TYPES_MAP.get(exc.actual_type, exc.actual_type)
+            reason = f"{exc.function_name}() expected {'|'.join(exc.expected_types)}, got {actual}"
+            raise ExprError(self.source, reason) from None
+        except jexc.ArityError as exc:
+            reason = f"{exc.function_name}() got {exc.actual_arity} argument(s)"
+            raise ExprError(self.source, reason) from None
+        except FunctionError as exc:
+            raise ExprError(self.source, str(exc)) from None
+        except Exception as exc:
+            raise ExprError(self.source, safe_reason(exc, self.source)) from None
+
+
+def compile_query(source: str) -> Query:
+    """Parse and check ``source``; ExprSyntaxError(message, offset) on bad syntax or an unknown function."""
+    try:
+        parsed = jmespath.compile(source)
+    except jexc.ParseError as exc:
+        raise _parse_error(exc, source) from None
+    except jexc.EmptyExpressionError:
+        raise ExprSyntaxError("empty JMESPath expression", 0, source=source) from None
+    walk = _Walk(source)
+    walk.visit(parsed.parsed, True)
+    return Query(source, parsed, frozenset(walk.names), frozenset(walk.functions))
