@@ -73,7 +73,11 @@ class TestRegistry:
 class TestHashing:
     @pytest.mark.parametrize(
         ("text", "h8"),
-        [("/tenant-a/workflow", "cebe0e7a"), ("edge-1/tenant-a/workflow", "a50c7809"), ("/tenant-b/workflow", "865180b2")],
+        [
+            ("/tenant-a/workflow", "cebe0e7a"),
+            ("edge-1/tenant-a/workflow", "a50c7809"),
+            ("/tenant-b/workflow", "865180b2"),
+        ],
     )
     def test_hash8_worked_examples(self, text: str, h8: str) -> None:
         """hash8 gives the child-name hashes of the spec's worked examples."""

@@ -34,7 +34,7 @@ class TestQuote:
             ("☺", '"☺"'),
             ("\U0001f600", '"\U0001f600"'),
             ('"Fran & Freddie\'s Diner\t☺"', '"\\"Fran & Freddie\'s Diner\\t☺\\""'),
-            ("admin\"\n  evil: x", '"admin\\"\\n  evil: x"'),
+            ('admin"\n  evil: x', '"admin\\"\\n  evil: x"'),
         ],
     )
     def test_quote_matches_go(self, text: str, quoted: str) -> None:
