@@ -1,0 +1,992 @@
+"""An in-memory Kubernetes API: one store per cluster, with the semantics the engine relies on.
+
+Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
+server, so it has to get right what a naive dict store gets wrong: resourceVersion and
+conflicts, generation, the status subresource, finalizers, ownerReference garbage
+collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``),
+no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
+
+Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
+not exist, and deleting a Namespace does not empty it), no version conversion (every
+served version of a CRD reads the same stored object), no deletecollection, no paging.
+"""
+
+from __future__ import annotations
+
+import builtins
+import random
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from engine.clock import Clock, format_time
+from engine.cluster import admission, ssa
+from engine.cluster.api import (
+    AlreadyExists,
+    BadRequest,
+    Cause,
+    Conflict,
+    Gone,
+    Invalid,
+    LabelSelector,
+    NotFound,
+    Obj,
+    ObjectList,
+    PatchType,
+    PrinterColumn,
+    ResourceInfo,
+    WatchEvent,
+)
+from engine.cluster.selectors import (
+    SUBDOMAIN_MSG,
+    Selector,
+    is_subdomain,
+    label_key_errors,
+    label_value_errors,
+    parse_fields,
+    parse_labels,
+)
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+CRD_KIND = "CustomResourceDefinition"
+UNKNOWN_MANAGER = "unknown"
+"""The field manager of a non-apply write whose caller names none."""
+
+BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
+    ResourceInfo("v1", "Secret", "secrets", True, False, "secret"),
+    ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
+    ResourceInfo("v1", "Namespace", "namespaces", False, False, "namespace", ("ns",)),
+    ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
+    ResourceInfo(CRD_API_VERSION, CRD_KIND, "customresourcedefinitions", False, True,
+                 "customresourcedefinition", ("crd", "crds")),
+)
+
+_SYSTEM_META = (
+    "uid", "creationTimestamp", "generation", "resourceVersion",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
+)
+"""Metadata the server owns: a create or update body cannot set it."""
+
+_T = TypeVar("_T")
+_GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _no_resource() -> NotFound:
+    return NotFound("the server could not find the requested resource")
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """A served kind: discovery info, the CRD admission for its version, its SSA list keys."""
+
+    info: ResourceInfo
+    admission: admission.CrdAdmission | None = None
+    list_keys: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def store(self) -> tuple[str, str]:
+        """Where its objects live: every version of a group's kind shares one store."""
+        return (self.info.group, self.info.kind)
+
+
+@dataclass(frozen=True)
+class _Event:
+    """One entry of the event log; ``old`` lets label-filtered watches see objects leave."""
+
+    rv: int
+    type: str
+    store: tuple[str, str]
+    namespace: str | None
+    obj: Obj
+    old: Obj | None
+
+
+class MemoryCluster:
+    """One in-memory cluster, thread-safe (one lock), every returned object a deep copy."""
+
+    def __init__(self, name: str = "", *, clock: Clock, permissive: bool = False,
+                 event_log_size: int = 10000) -> None:
+        """permissive=True: a kind with no installed CRD is served anyway as a custom resource
+        with a status subresource and no schema (namespaced when the object or call has a
+        namespace, plural = lowercase kind + "s"), as scenarios need for external kinds.
+        permissive=False: unknown kinds are NotFound, as on a real API server."""
+        self.name = name
+        self._clock = clock
+        self._permissive = permissive
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._rv = 0
+        self._kinds: dict[tuple[str, str], _Kind] = {(i.api_version, i.kind): _Kind(i) for i in BUILTIN_KINDS}
+        self._crds: dict[str, list[tuple[str, str]]] = {}
+        self._unserved: set[tuple[str, str]] = set()
+        self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
+        self._events: deque[_Event] = deque()
+        self._event_log_size = event_log_size
+        self._compacted = 0
+
+    # -----------------------------------------------------------------------
+    # Discovery.
+
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        with self._lock:
+            return self._kind(api_version, kind, namespaced=True).info
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        try:
+            self.resource_info(api_version, kind)
+        except NotFound:
+            return False
+        return True
+
+    def unserve(self, api_version: str, kind: str) -> None:
+        """From now on the kind answers NotFound to every call; its objects stay stored."""
+        with self._lock:
+            self._unserved.add((api_version, kind))
+
+    def serve(self, api_version: str, kind: str) -> None:
+        """Undo ``unserve``."""
+        with self._lock:
+            self._unserved.discard((api_version, kind))
+
+    # -----------------------------------------------------------------------
+    # Reads.
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            return self._out(k, self._existing(k, self._scope(k, namespace), name))
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        labels: LabelSelector = None,
+        fields: str | None = None,
+    ) -> ObjectList:
+        selector, field_selector = parse_labels(labels), parse_fields(fields)
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            scope = namespace if k.info.namespaced else None
+            items = [
+                self._out(k, obj)
+                for (ns, _), obj in sorted(self._stores.get(k.store, {}).items())
+                if (not scope or ns == scope) and selector.matches_object(obj) and field_selector.matches(obj)
+            ]
+            return ObjectList(items, str(self._rv))
+
+    # -----------------------------------------------------------------------
+    # Writes.
+
+    def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        with self._lock:
+            k, namespace, _ = self._identify(obj, need_name=False)
+            new = _copy(obj)
+            self._prepare_create(k, new, namespace, keep_managed=False)
+            new = self._admit(k, new, None)
+            new = ssa.record_update(None, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+                                    list_map_keys=k.list_keys)
+            return self._commit(k, None, new)
+
+    def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        with self._lock:
+            k, namespace, name = self._identify(obj)
+            old = self._existing(k, namespace, name)
+            self._check_precondition(k, obj, old)
+            new = _copy(obj)
+            _keep_server_fields(new, old)
+            if k.info.status_subresource:
+                _take_status(new, old)
+            return self._update(k, old, new, field_manager, subresource=None)
+
+    def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        with self._lock:
+            k, namespace, name = self._identify(obj)
+            if not k.info.status_subresource:
+                raise _no_resource()
+            old = self._existing(k, namespace, name)
+            self._check_precondition(k, obj, old)
+            new = _copy(old)
+            _take_status(new, obj)
+            return self._update(k, old, new, field_manager, subresource="status")
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = "merge",
+        status: bool = False,
+        field_manager: str | None = None,
+    ) -> Obj:
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            if status and not k.info.status_subresource:
+                raise _no_resource()
+            namespace = self._scope(k, namespace)
+            old = self._existing(k, namespace, name)
+            if patch_type == "merge":
+                if not isinstance(patch, dict):
+                    raise BadRequest("a merge patch must be a JSON object")
+                patched = merge_patch(old, patch)
+            elif patch_type == "json":
+                patched = json_patch(old, patch)
+            else:
+                raise BadRequest(f"unsupported patch type {patch_type!r}")
+            if not isinstance(patched, dict):
+                raise Invalid("the patched object is not a JSON object")
+            self._check_precondition(k, patched, old)
+            meta: Obj = patched["metadata"] if isinstance(patched.get("metadata"), dict) else {}
+            if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
+                raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
+                                 f" ({name})")
+            if status:
+                new = _copy(old)
+                _take_status(new, patched)
+            else:
+                new = patched
+                _keep_server_fields(new, old)
+                if k.info.status_subresource:
+                    _take_status(new, old)
+            return self._update(k, old, new, field_manager, subresource="status" if status else None)
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
+        with self._lock:
+            k, namespace, name = self._identify(obj)
+            if status and not k.info.status_subresource:
+                raise _no_resource()
+            live = self._stores.get(k.store, {}).get((namespace or "", name))
+            applied = _copy(obj)
+            applied["metadata"]["namespace"] = namespace
+            if namespace is None:
+                applied["metadata"].pop("namespace")
+            if live is None:
+                if status:
+                    raise self._not_found(k, name)
+                if applied["metadata"].get("resourceVersion"):
+                    raise self._conflict(k, name)
+                if k.info.status_subresource:
+                    applied.pop("status", None)
+                new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
+                                      list_map_keys=k.list_keys)
+                self._prepare_create(k, new, namespace, keep_managed=True)
+                return self._commit(k, None, self._admit(k, new, None))
+            self._check_precondition(k, applied, live)
+            subresource = "status" if status else None
+            if k.info.status_subresource and not status:
+                applied.pop("status", None)
+            result = ssa.apply_patch(live, applied, field_manager, force=force, now=self._now(),
+                                     subresource=subresource, list_map_keys=k.list_keys)
+            if status:
+                new = _copy(live)
+                _take_status(new, result)
+                _take_managed_fields(new, result)
+            else:
+                new = result
+                _keep_server_fields(new, live, keep_managed=False)
+                if k.info.status_subresource:
+                    _take_status(new, live)
+            return self._update(k, live, new, field_manager, subresource=subresource, attributed=True)
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            old = self._existing(k, self._scope(k, namespace), name)
+            return self._delete(k, old)
+
+    # -----------------------------------------------------------------------
+    # Scenario fixtures.
+
+    def seed(self, obj: Obj) -> Obj:
+        """Store an object as given, without admission (scenario fixtures): keep the metadata it
+        carries, fill what it lacks as the API server would, record a watch event."""
+        with self._lock:
+            k, namespace, name = self._identify(obj)
+            new = _copy(obj)
+            new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
+            meta = new["metadata"]
+            if namespace is None:
+                meta.pop("namespace", None)
+            meta.pop("resourceVersion", None)
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("generation", 1)
+            meta.setdefault("creationTimestamp", self._now())
+            if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+                new = self._admit_crd(new, None)
+            old = self._stores.get(k.store, {}).get((namespace or "", name))
+            return self._commit(k, old, new, seeded=True)
+
+    # -----------------------------------------------------------------------
+    # Watch.
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        labels: LabelSelector = None,
+        timeout: float | None = None,
+        bookmarks: bool = False,
+    ) -> Iterator[WatchEvent]:
+        """Checks the request now (NotFound, Gone, BadRequest raise here); the events come lazily."""
+        selector = parse_labels(labels)
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            scope = namespace if k.info.namespaced else None
+            initial: list[WatchEvent] = []
+            if resource_version in (None, "", "0"):
+                cursor = self._rv
+                initial = [
+                    {"type": "ADDED", "object": self._out(k, obj)}
+                    for (ns, _), obj in sorted(self._stores.get(k.store, {}).items())
+                    if (not scope or ns == scope) and selector.matches_object(obj)
+                ]
+            else:
+                try:
+                    cursor = int(str(resource_version))
+                except ValueError:
+                    raise BadRequest(f"invalid resource version {resource_version!r}") from None
+                self._check_not_compacted(cursor)
+        return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
+
+    def _stream(self, k: _Kind, scope: str | None, selector: Selector, cursor: int,
+                initial: builtins.list[WatchEvent], timeout: float | None, bookmarks: bool) -> Iterator[WatchEvent]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        yield from initial
+        while True:
+            with self._changed:
+                batch, cursor = self._events_after(k, scope, selector, cursor)
+                while not batch:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        break
+                    self._changed.wait(remaining)
+                    batch, cursor = self._events_after(k, scope, selector, cursor)
+            if not batch:
+                break
+            yield from batch
+        if bookmarks:
+            meta = {"resourceVersion": str(cursor)}
+            yield {"type": "BOOKMARK", "object": {"apiVersion": k.info.api_version, "kind": k.info.kind,
+                                                  "metadata": meta}}
+
+    def _events_after(self, k: _Kind, scope: str | None, selector: Selector,
+                      cursor: int) -> tuple[builtins.list[WatchEvent], int]:
+        """The events a watcher sees after cursor, and the resourceVersion it has now seen up to."""
+        self._check_not_compacted(cursor)
+        newer: builtins.list[_Event] = []
+        for event in reversed(self._events):
+            if event.rv <= cursor:
+                break
+            newer.append(event)
+        out: list[WatchEvent] = []
+        for event in reversed(newer):
+            if event.store != k.store or (scope and event.namespace != scope):
+                continue
+            kind = event.type
+            now_in = selector.matches_object(event.obj)
+            if kind == "MODIFIED":
+                was_in = event.old is not None and selector.matches_object(event.old)
+                kind = {(True, True): "MODIFIED", (False, True): "ADDED", (True, False): "DELETED"}.get(
+                    (was_in, now_in), "")
+            elif not now_in:
+                kind = ""
+            if kind:
+                out.append({"type": kind, "object": self._out(k, event.obj)})
+        return out, max(cursor, self._rv)
+
+    def _check_not_compacted(self, cursor: int) -> None:
+        if cursor < self._compacted:
+            raise Gone(f"too old resource version: {cursor} ({self._compacted + 1})")
+
+    # -----------------------------------------------------------------------
+    # Kinds.
+
+    def _kind(self, api_version: str, kind: str, *, namespaced: bool) -> _Kind:
+        """The served kind, or NotFound as the API server answers for an unknown resource."""
+        if (api_version, kind) in self._unserved:
+            raise _no_resource()
+        found = self._kinds.get((api_version, kind))
+        if found is not None:
+            return found
+        group = api_version.rpartition("/")[0]
+        if not self._permissive or any(k.store == (group, kind) for k in self._kinds.values()):
+            raise _no_resource()
+        lower = kind.lower()
+        return _Kind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower))
+
+    def _install_crd(self, crd: Obj) -> None:
+        name = crd["metadata"]["name"]
+        self._uninstall_crd(name)
+        kinds = _compile_crd(crd)
+        for k in kinds:
+            self._kinds[(k.info.api_version, k.info.kind)] = k
+        self._crds[name] = [(k.info.api_version, k.info.kind) for k in kinds]
+
+    def _uninstall_crd(self, name: str) -> set[tuple[str, str]]:
+        """Stop serving a CRD's kinds; returns their stores."""
+        stores = set()
+        for key in self._crds.pop(name, []):
+            k = self._kinds.pop(key, None)
+            if k is not None:
+                stores.add(k.store)
+        return stores
+
+    # -----------------------------------------------------------------------
+    # The write pipeline.
+
+    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[_Kind, str | None, str]:
+        """The kind, namespace (None when cluster-scoped) and name an object body addresses."""
+        if not isinstance(obj, dict):
+            raise BadRequest("the object must be a JSON object")
+        for key in ("apiVersion", "kind"):
+            if not obj.get(key) or not isinstance(obj[key], str):
+                raise BadRequest(f"Object '{'Kind' if key == 'kind' else key}' is missing in the request body")
+        meta = obj.get("metadata", {})
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata must be a JSON object")
+        namespace = meta.get("namespace") or None
+        k = self._kind(obj["apiVersion"], obj["kind"], namespaced=bool(namespace))
+        name = meta.get("name") or ""
+        if need_name and not name:
+            raise self._invalid(k, "", [Cause("metadata.name", "Required value: name is required",
+                                              "FieldValueRequired")])
+        return k, self._scope(k, namespace), name
+
+    def _scope(self, k: _Kind, namespace: str | None) -> str | None:
+        if not k.info.namespaced:
+            return None
+        if not namespace:
+            raise BadRequest(f"{k.info.resource} is namespaced: a namespace is required")
+        return namespace
+
+    def _existing(self, k: _Kind, namespace: str | None, name: str) -> Obj:
+        found = self._stores.get(k.store, {}).get((namespace or "", name))
+        if found is None:
+            raise self._not_found(k, name)
+        return found
+
+    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool) -> None:
+        """Server-set fields on a new object; the body's own values for them are ignored."""
+        new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
+        meta = new.setdefault("metadata", {})
+        for key in _SYSTEM_META:
+            if not (keep_managed and key == "managedFields"):
+                meta.pop(key, None)
+        meta.pop("selfLink", None)
+        if namespace is None:
+            meta.pop("namespace", None)
+        else:
+            meta["namespace"] = namespace
+        if not meta.get("name"):
+            prefix = meta.get("generateName") or ""
+            if not prefix:
+                raise self._invalid(k, "", [Cause("metadata.name", "Required value: name or generateName is required",
+                                                  "FieldValueRequired")])
+            meta["name"] = self._generate_name(k, namespace, str(prefix))
+        if (namespace or "", meta["name"]) in self._stores.get(k.store, {}):
+            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
+                                details=self._details(k, meta["name"]))
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self._now()
+        meta["generation"] = 1
+        if k.info.status_subresource:
+            new.pop("status", None)
+
+    def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
+        taken = self._stores.get(k.store, {})
+        while True:
+            name = prefix[:58] + "".join(random.choices(_GENERATED_CHARS, k=5))
+            if (namespace or "", name) not in taken:
+                return name
+
+    def _check_precondition(self, k: _Kind, body: Obj, old: Obj) -> None:
+        """A resourceVersion in the body must be the stored one (optimistic concurrency)."""
+        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+        given = meta.get("resourceVersion")
+        if given and str(given) != old["metadata"]["resourceVersion"]:
+            raise self._conflict(k, old["metadata"]["name"])
+
+    def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
+                subresource: str | None, attributed: bool = False) -> Obj:
+        """Admit and store a changed object; a write that changes nothing stores nothing."""
+        new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
+        self._check_finalizers(k, old, new)
+        new = self._admit(k, new, old)
+        if _spec(new, k) != _spec(old, k):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
+        if _content(new) == _content(old) and (
+            not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
+        ):
+            return self._out(k, old)
+        if not attributed:
+            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+                                    subresource=subresource, list_map_keys=k.list_keys)
+        return self._commit(k, old, new)
+
+    def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
+        """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
+        self._validate_metadata(k, new)
+        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+            return self._admit_crd(new, old)
+        if k.admission is not None:
+            return k.admission.admit(new, old)
+        return new
+
+    def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
+        """Validate a CRD by compiling it, and fill the status the API server's controllers write."""
+        _compile_crd(crd)
+        spec = crd["spec"]
+        names = dict(spec["names"])
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+        storage = [v["name"] for v in spec["versions"] if v.get("storage")]
+        stored = list(((old or {}).get("status") or {}).get("storedVersions") or [])
+        conditions = ((old or {}).get("status") or {}).get("conditions") or [
+            {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": self._now()}
+            for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
+                            ("Established", "InitialNamesAccepted", "the initial names have been accepted"))
+        ]
+        crd["status"] = {
+            "acceptedNames": names,
+            "conditions": conditions,
+            "storedVersions": stored + [v for v in storage if v not in stored],
+        }
+        return crd
+
+    def _validate_metadata(self, k: _Kind, obj: Obj) -> None:
+        meta = obj["metadata"]
+        name = str(meta.get("name") or "")
+        causes: list[Cause] = []
+        if k.info.kind == "Namespace" and not k.info.group:
+            if len(name) > 63 or "." in name or not is_subdomain(name):
+                causes.append(Cause("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 label must'
+                                    " consist of lower case alphanumeric characters or '-', and must start and end"
+                                    " with an alphanumeric character"))
+        elif not is_subdomain(name):
+            causes.append(Cause("metadata.name", f'Invalid value: "{name}": {SUBDOMAIN_MSG}'))
+        labels = meta.get("labels") or {}
+        if not isinstance(labels, dict):
+            causes.append(Cause("metadata.labels", "Invalid value: must be a map of strings", "FieldValueTypeInvalid"))
+            labels = {}
+        for key, value in labels.items():
+            for problem in label_key_errors(str(key)):
+                causes.append(Cause("metadata.labels", f'Invalid value: "{key}": {problem}'))
+            if not isinstance(value, str):
+                causes.append(Cause(f"metadata.labels.{key}", "Invalid value: must be a string",
+                                    "FieldValueTypeInvalid"))
+                continue
+            for problem in label_value_errors(value):
+                causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
+        if causes:
+            raise self._invalid(k, name, causes)
+
+    def _check_finalizers(self, k: _Kind, old: Obj, new: Obj) -> None:
+        """A deleting object accepts no new finalizer, as the API server enforces."""
+        if not old["metadata"].get("deletionTimestamp"):
+            return
+        before = set(old["metadata"].get("finalizers") or [])
+        added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
+        if added:
+            found = ", ".join(f'"{f}"' for f in added)
+            raise self._invalid(k, old["metadata"]["name"], [Cause(
+                "metadata.finalizers",
+                "Forbidden: no new finalizers can be added if the object is being deleted, "
+                f"found new finalizers []string{{{found}}}",
+                "FieldValueForbidden",
+            )])
+
+    def _delete(self, k: _Kind, old: Obj) -> Obj | None:
+        """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
+        meta = old["metadata"]
+        if meta.get("finalizers"):
+            if meta.get("deletionTimestamp"):
+                return self._out(k, old)
+            new = _copy(old)
+            new["metadata"]["deletionTimestamp"] = self._now()
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            # As the API server's markAsDeleting: marking an object deleted bumps its generation.
+            new["metadata"]["generation"] = int(meta.get("generation") or 0) + 1
+            return self._commit(k, old, new)
+        self._remove(k, old)
+        return None
+
+    def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
+        """Store new under a fresh resourceVersion and log its event. The write that removes the
+        last finalizer of a deleting object removes the object instead."""
+        meta = new["metadata"]
+        if old is not None and not seeded and meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._remove(k, new)
+            return self._out(k, new)
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
+        self._log("ADDED" if old is None else "MODIFIED", k, new, old)
+        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+            self._install_crd(new)
+        return self._out(k, new)
+
+    def _remove(self, k: _Kind, obj: Obj) -> None:
+        """Remove an object for good: DELETED event, its CRD's objects if it is one, its dependents."""
+        meta = obj["metadata"]
+        store = self._stores.get(k.store, {})
+        key = (meta.get("namespace") or "", meta["name"])
+        if store.get(key) is None:
+            return
+        del store[key]
+        self._rv += 1
+        gone = _copy(obj)
+        gone["metadata"]["resourceVersion"] = str(self._rv)
+        self._log("DELETED", k, gone, None)
+        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+            self._purge(self._uninstall_crd(meta["name"]))
+        self._collect(str(meta.get("uid") or ""))
+
+    def _purge(self, stores: set[tuple[str, str]]) -> None:
+        """A deleted CRD takes its objects with it (the API server's customresourcecleanup)."""
+        for store in stores:
+            for obj in [o for _, o in sorted(self._stores.get(store, {}).items())]:
+                self._remove(self._kind_of(store, obj), obj)
+
+    def _collect(self, owner_uid: str) -> None:
+        """Garbage collection: dependents of a vanished owner go once no live owner is left;
+        a dependent with another live owner only loses the dangling reference."""
+        if not owner_uid:
+            return
+        live = {str(o["metadata"].get("uid")) for store in self._stores.values() for o in store.values()}
+        for store_key, store in list(self._stores.items()):
+            for obj in [o for _, o in sorted(store.items())]:
+                refs = obj["metadata"].get("ownerReferences") or []
+                if not any(isinstance(r, dict) and r.get("uid") == owner_uid for r in refs):
+                    continue
+                if store.get((obj["metadata"].get("namespace") or "", obj["metadata"]["name"])) is not obj:
+                    continue  # already collected through another path
+                k = self._kind_of(store_key, obj)
+                kept = [r for r in refs if isinstance(r, dict) and str(r.get("uid")) in live]
+                if kept:
+                    new = _copy(obj)
+                    new["metadata"]["ownerReferences"] = kept
+                    self._commit(k, obj, new)
+                else:
+                    self._delete(k, obj)
+
+    def _kind_of(self, store: tuple[str, str], obj: Obj) -> _Kind:
+        """The kind entry for a stored object, for writes the server makes on its own (GC)."""
+        found = self._kinds.get((obj["apiVersion"], obj["kind"]))
+        if found is not None:
+            return found
+        lower = store[1].lower()
+        return _Kind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s", bool(obj["metadata"].get("namespace")),
+                                  True, lower))
+
+    def _log(self, kind: str, k: _Kind, obj: Obj, old: Obj | None) -> None:
+        self._events.append(_Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
+        while len(self._events) > self._event_log_size:
+            self._compacted = self._events.popleft().rv
+        self._changed.notify_all()
+
+    # -----------------------------------------------------------------------
+    # Small helpers.
+
+    def _now(self) -> str:
+        return format_time(self._clock.now())
+
+    def _out(self, k: _Kind, obj: Obj) -> Obj:
+        out = _copy(obj)
+        out["apiVersion"] = k.info.api_version
+        return out
+
+    def _details(self, k: _Kind, name: str) -> Obj:
+        return {"name": name, "group": k.info.group, "kind": k.info.plural}
+
+    def _not_found(self, k: _Kind, name: str) -> NotFound:
+        return NotFound(f'{k.info.resource} "{name}" not found', details=self._details(k, name))
+
+    def _conflict(self, k: _Kind, name: str) -> Conflict:
+        return Conflict(
+            f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+            details=self._details(k, name),
+        )
+
+    def _invalid(self, k: _Kind, name: str, causes: builtins.list[Cause]) -> Invalid:
+        return invalid(k.info, name, causes)
+
+
+def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
+    """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
+    qualified = f"{info.kind}.{info.group}" if info.group else info.kind
+    parts = [f"{c.field}: {c.message}" for c in causes]
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
+                   details={"name": name, "group": info.group, "kind": info.kind})
+
+
+# ---------------------------------------------------------------------------
+# CRDs.
+
+_CRD_INFO = BUILTIN_KINDS[-1]
+
+
+def _compile_crd(crd: Obj) -> list[_Kind]:
+    """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed."""
+    spec: Obj = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
+    names: Obj = spec["names"] if isinstance(spec.get("names"), dict) else {}
+    group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
+    versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
+    name = str((crd.get("metadata") or {}).get("name") or "")
+    causes: list[Cause] = []
+    for value, path in ((group, "spec.group"), (plural, "spec.names.plural"), (kind, "spec.names.kind")):
+        if not value or not isinstance(value, str):
+            causes.append(Cause(path, "Required value", "FieldValueRequired"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        causes.append(Cause("spec.scope", f'Unsupported value: "{spec.get("scope") or ""}": supported values:'
+                            ' "Cluster", "Namespaced"', "FieldValueNotSupported"))
+    if group and plural and name != f"{plural}.{group}":
+        causes.append(Cause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
+    if not versions or not all(isinstance(v, dict) and v.get("name") for v in versions):
+        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"
+                            if versions else "Required value", "FieldValueInvalid"))
+    elif sum(1 for v in versions if v.get("storage")) != 1:
+        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
+    if causes:
+        raise invalid(_CRD_INFO, name, causes)
+    admissions = admission.admissions_for(crd)
+    kinds = []
+    for version in versions:
+        if not version.get("served"):
+            continue
+        api_version = f"{group}/{version['name']}"
+        columns = tuple(
+            PrinterColumn(
+                name=str(c.get("name", "")), type=str(c.get("type", "")), json_path=str(c.get("jsonPath", "")),
+                description=str(c.get("description", "")), priority=int(c.get("priority") or 0),
+                format=str(c.get("format", "")),
+            )
+            for c in version.get("additionalPrinterColumns") or []
+        )
+        info = ResourceInfo(
+            api_version, str(kind), str(plural), spec["scope"] == "Namespaced",
+            "status" in (version.get("subresources") or {}), str(names.get("singular") or str(kind).lower()),
+            tuple(names.get("shortNames") or ()), columns,
+        )
+        schema = (version.get("schema") or {}).get("openAPIV3Schema")
+        kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema)))
+    return kinds
+
+
+def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Lists the schema makes granular for SSA: ``x-kubernetes-list-type`` map (by its keys) or set."""
+    found: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...]) -> None:
+        if not isinstance(node, dict):
+            return
+        list_type = node.get("x-kubernetes-list-type")
+        if list_type == "map":
+            found[path] = tuple(node.get("x-kubernetes-list-map-keys") or ())
+        elif list_type == "set":
+            found[path] = ()
+        walk(node.get("items"), path)
+        for key, sub in (node.get("properties") or {}).items():
+            walk(sub, (*path, key))
+
+    walk(schema, ())
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Object helpers.
+
+
+def _copy(value: _T) -> _T:
+    """A deep copy of JSON-shaped data (faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return cast(_T, {k: _copy(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return cast(_T, [_copy(v) for v in value])
+    return value
+
+
+def _spec(obj: Obj, k: _Kind) -> Obj:
+    """What generation tracks: everything but metadata, and but status where a subresource owns it
+    (as the API server's custom resource strategy: without one, a status change is a change)."""
+    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if k.info.status_subresource else set())
+    return {key: v for key, v in obj.items() if key not in skip}
+
+
+def _content(obj: Obj) -> Obj:
+    """What a no-op write leaves unchanged: all but resourceVersion and managedFields."""
+    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
+    return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "metadata")}, "metadata": meta}
+
+
+def _keep_server_fields(new: Obj, old: Obj, *, keep_managed: bool = True) -> None:
+    """Metadata the server owns comes from the stored object, whatever the body says."""
+    meta = new.get("metadata")
+    if not isinstance(meta, dict):
+        meta = new["metadata"] = {}
+    meta.pop("selfLink", None)
+    for key in _SYSTEM_META:
+        if key == "managedFields" and not keep_managed:
+            continue
+        if key in old["metadata"]:
+            meta[key] = _copy(old["metadata"][key])
+        else:
+            meta.pop(key, None)
+    meta["name"] = old["metadata"]["name"]
+    if "namespace" in old["metadata"]:
+        meta["namespace"] = old["metadata"]["namespace"]
+
+
+def _take_status(target: Obj, source: Obj) -> None:
+    if "status" in source:
+        target["status"] = _copy(source["status"])
+    else:
+        target.pop("status", None)
+
+
+def _take_managed_fields(target: Obj, source: Obj) -> None:
+    rows = (source.get("metadata") or {}).get("managedFields")
+    if rows:
+        target["metadata"]["managedFields"] = _copy(rows)
+    else:
+        target["metadata"].pop("managedFields", None)
+
+
+# ---------------------------------------------------------------------------
+# Patches.
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: null removes a key, objects merge, anything else replaces."""
+    if not isinstance(patch, dict):
+        return _copy(patch)
+    result = _copy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class _PatchError(Exception):
+    """A JSON patch that does not apply to the document (422), as opposed to a malformed one (400)."""
+
+
+def json_patch(doc: Any, operations: Any) -> Any:
+    """RFC 6902 JSON patch: add, remove, replace, move, copy and test, applied in order, all or nothing."""
+    if not isinstance(operations, list):
+        raise BadRequest("a JSON patch must be a list of operations")
+    doc = _copy(doc)
+    for index, op in enumerate(operations):
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str):
+            raise BadRequest(f"JSON patch operation {index} needs string 'op' and 'path'")
+        name, path = op["op"], _pointer(op["path"])
+        needs = {"add": "value", "replace": "value", "test": "value", "move": "from", "copy": "from"}.get(name)
+        if name not in ("add", "remove", "replace", "move", "copy", "test"):
+            raise BadRequest(f"JSON patch operation {index}: unknown op {name!r}")
+        if needs and needs not in op:
+            raise BadRequest(f"JSON patch operation {index} ({name}) needs {needs!r}")
+        try:
+            if name == "add":
+                doc = _add(doc, path, _copy(op["value"]))
+            elif name == "remove":
+                doc = _remove(doc, path)
+            elif name == "replace":
+                _get(doc, path)
+                doc = _add(_remove(doc, path), path, _copy(op["value"])) if path else _copy(op["value"])
+            elif name == "move":
+                source = _pointer(op["from"])
+                value = _get(doc, source)
+                doc = _add(_remove(doc, source), path, value)
+            elif name == "copy":
+                doc = _add(doc, path, _copy(_get(doc, _pointer(op["from"]))))
+            elif not _json_equal(_get(doc, path), op["value"]):
+                raise _PatchError(f"testing value {op['path']} failed")
+        except _PatchError as err:
+            raise Invalid(f"the server rejected our request due to an error in our request: {err}") from None
+    return doc
+
+
+def _pointer(text: str) -> list[str]:
+    if text == "":
+        return []
+    if not text.startswith("/"):
+        raise BadRequest(f"JSON pointer {text!r} must start with '/'")
+    return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
+
+
+def _index(container: list[Any], token: str, *, insert: bool) -> int:
+    if token == "-" and insert:
+        return len(container)
+    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
+        raise _PatchError(f"invalid array index {token!r}")
+    index = int(token)
+    if index > len(container) or (index == len(container) and not insert):
+        raise _PatchError(f"array index {index} out of range")
+    return index
+
+
+def _get(doc: Any, path: list[str]) -> Any:
+    node = doc
+    for token in path:
+        if isinstance(node, dict):
+            if token not in node:
+                raise _PatchError(f"missing path /{'/'.join(path)}")
+            node = node[token]
+        elif isinstance(node, list):
+            node = node[_index(node, token, insert=False)]
+        else:
+            raise _PatchError(f"missing path /{'/'.join(path)}")
+    return node
+
+
+def _add(doc: Any, path: list[str], value: Any) -> Any:
+    if not path:
+        return value
+    parent = _get(doc, path[:-1])
+    if isinstance(parent, dict):
+        parent[path[-1]] = value
+    elif isinstance(parent, list):
+        parent.insert(_index(parent, path[-1], insert=True), value)
+    else:
+        raise _PatchError(f"missing path /{'/'.join(path[:-1])}")
+    return doc
+
+
+def _remove(doc: Any, path: list[str]) -> Any:
+    if not path:
+        raise _PatchError("cannot remove the whole document")
+    parent = _get(doc, path[:-1])
+    if isinstance(parent, dict):
+        if path[-1] not in parent:
+            raise _PatchError(f"missing path /{'/'.join(path)}")
+        del parent[path[-1]]
+    elif isinstance(parent, list):
+        del parent[_index(parent, path[-1], insert=False)]
+    else:
+        raise _PatchError(f"missing path /{'/'.join(path)}")
+    return doc
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: unlike Python's, true is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and isinstance(a, (int, float)) == isinstance(b, (int, float))
