@@ -1,0 +1,38 @@
+"""Error messages of the expression layer: positions, and no data values."""
+
+from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, safe_reason
+
+
+def test_safe_reason_keeps_messages_quoting_only_source_tokens() -> None:
+    """A library message is kept when every quoted token comes from the expression or is a type name."""
+    exc = KeyError("x")
+    assert safe_reason(AttributeError("'dict object' has no attribute 'spec'"), "o.spec") == (
+        "AttributeError: 'dict object' has no attribute 'spec'"
+    )
+    assert safe_reason(exc, "d['x']") == "KeyError: 'x'"
+
+
+def test_safe_reason_drops_messages_quoting_data() -> None:
+    """A message that quotes anything not written in the expression is reduced to the error type."""
+    assert safe_reason(ValueError("invalid literal for int() with base 10: 'hunter2'"), "v | int") == "ValueError"
+    assert safe_reason(KeyError("hunter2"), "d[k]") == "KeyError"
+
+
+def test_function_errors_pass_through() -> None:
+    """FunctionError messages are written to be safe and are kept as they are."""
+    assert safe_reason(FunctionError("b64dec(): not valid base64"), "") == "b64dec(): not valid base64"
+
+
+def test_expr_error_text() -> None:
+    """An expression error shows the expression on one line; a template error shows path:line."""
+    assert str(ExprError("a.b\n  || c", "boom")) == "cannot evaluate 'a.b || c': boom"
+    assert str(ExprError("src", "boom", path="t.yaml.j2", line=3)) == "t.yaml.j2:3: boom"
+    assert str(ExprError("src", "boom", path="t.yaml.j2")) == "t.yaml.j2: boom"
+
+
+def test_syntax_error_text() -> None:
+    """A syntax error names its line and column when known."""
+    assert str(ExprSyntaxError("bad", 4)) == "bad (column 4)"
+    assert str(ExprSyntaxError("bad", line=2)) == "bad (line 2)"
+    assert str(ExprSyntaxError("bad")) == "bad"
+    assert isinstance(ExprSyntaxError("bad"), ValueError)
