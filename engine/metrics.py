@@ -1,0 +1,107 @@
+"""The operator's Prometheus metrics, owned per registry (never the global one).
+
+Only the runtime and the CLI record metrics: a pass reports its step outcomes in
+its Result and the runtime's outcome switch records them here. Building the
+families per registry keeps tests and scenarios free of duplicate-series errors.
+
+Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
+
+- ``<p>_reconcile_duration_seconds{sub_reconciler}``: histogram, one observation per step outcome.
+- ``<p>_reconcile_errors_total{sub_reconciler,condition_type}``: +1 per step outcome that errored.
+- ``<p>_reconcile_total{result}``: passes by result (success, requeue_after, error, terminal_error).
+- ``<p>_workqueue_depth``: gauge, requests waiting in the queue (timers not included).
+- ``<p>_workqueue_queue_duration_seconds``: histogram, time from queued to picked up.
+- ``<p>_active_workers``: gauge, passes running now.
+- ``<p>_leader_status``: gauge, 1 while this replica leads, else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from engine.outcome import StepOutcome
+
+DEFAULT_PREFIX = "c5c3_operator"
+"""The metric name prefix (an operator name, not a kind name)."""
+
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+QUEUE_BUCKETS = (0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1000.0)
+
+
+class PassResult(StrEnum):
+    """How a pass ended, as the ``result`` label of the passes counter."""
+
+    SUCCESS = "success"
+    REQUEUE_AFTER = "requeue_after"
+    ERROR = "error"
+    TERMINAL_ERROR = "terminal_error"
+
+
+class Metrics:
+    """Every metric family of one operator, registered in one injected registry."""
+
+    def __init__(self, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX) -> None:
+        self.registry = registry
+        self.prefix = prefix
+        self.reconcile_duration = Histogram(
+            f"{prefix}_reconcile_duration_seconds",
+            "Duration of one step (sub-reconciler) of a pass.",
+            ["sub_reconciler"],
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.reconcile_errors = Counter(
+            f"{prefix}_reconcile_errors_total",
+            "Steps (sub-reconcilers) that ended in an error, by the condition they own.",
+            ["sub_reconciler", "condition_type"],
+            registry=registry,
+        )
+        self.passes = Counter(
+            f"{prefix}_reconcile_total",
+            "Passes run, by how they ended.",
+            ["result"],
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            f"{prefix}_workqueue_depth",
+            "Requests waiting in the work queue (delayed requests not included).",
+            registry=registry,
+        )
+        self.queue_latency = Histogram(
+            f"{prefix}_workqueue_queue_duration_seconds",
+            "Time a request waited in the work queue before a worker picked it up.",
+            buckets=QUEUE_BUCKETS,
+            registry=registry,
+        )
+        self.active_workers = Gauge(
+            f"{prefix}_active_workers",
+            "Passes running now.",
+            registry=registry,
+        )
+        self.leader_status = Gauge(
+            f"{prefix}_leader_status",
+            "1 while this replica holds the leader lease, else 0.",
+            registry=registry,
+        )
+
+    def record_outcomes(self, outcomes: Iterable[StepOutcome]) -> None:
+        """One duration observation per step outcome; one error count per errored one."""
+        for outcome in outcomes:
+            self.reconcile_duration.labels(sub_reconciler=outcome.metric).observe(outcome.seconds)
+            if outcome.error:
+                self.reconcile_errors.labels(sub_reconciler=outcome.metric, condition_type=outcome.condition).inc()
+
+    def record_pass(self, result: PassResult) -> None:
+        self.passes.labels(result=result.value).inc()
+
+    def set_queue_depth(self, depth: int) -> None:
+        self.queue_depth.set(depth)
+
+    def observe_queue_latency(self, seconds: float) -> None:
+        self.queue_latency.observe(max(seconds, 0.0))
+
+    def set_leader(self, leading: bool) -> None:
+        self.leader_status.set(1 if leading else 0)

@@ -1,0 +1,295 @@
+"""The work queue: order names waiting for a pass, with timers and per-order backoff.
+
+It follows client-go's workqueue, because its guarantees are what make a
+level-based controller safe:
+
+- **De-duplicated.** A request waits in the queue at most once; adding it again
+  while it waits changes nothing.
+- **One pass per order at a time.** A request handed out (``get``/``pop_ready``)
+  is *processing* until ``done``. Adding it meanwhile marks it dirty; ``done``
+  queues it again, so the next pass sees whatever changed during this one, and
+  no two workers ever hold the same order.
+- **Timers on the injected clock.** ``add_after`` sets a timer; pending timers of
+  one request collapse to the earliest. In deterministic mode nothing fires by
+  itself: ``fire_due`` moves the timers due at ``clock.now()`` into the queue and
+  ``next_timer`` says when the next one is, so a simulated clock drives retries.
+  In threaded mode ``get`` fires due timers while it waits.
+- **Backoff for errors.** ``add_rate_limited`` delays by controller-runtime's
+  default limiter: per request 5 ms doubling on each failure up to 1000 s
+  (5 ms, 10 ms, 20 ms, ...; ``forget`` resets it), and, when a token bucket is
+  installed (threaded mode only: 10 per second, burst 100), the larger of that
+  and the bucket's delay. Deterministic runs have no bucket, so a retry's time
+  depends only on the order's own failures.
+
+FIFO order throughout, and timers that fall due together fire in the order
+they were set, so a single-threaded run is reproducible.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.clock import Clock
+from engine.metrics import Metrics
+from engine.outcome import Request
+
+BASE_DELAY = dt.timedelta(milliseconds=5)
+MAX_DELAY = dt.timedelta(seconds=1000)
+BUCKET_QPS = 10.0
+BUCKET_BURST = 100
+
+
+@dataclass
+class TokenBucket:
+    """An overall limit on retries (golang.org/x/time/rate semantics: reserve a token, wait if in debt)."""
+
+    qps: float = BUCKET_QPS
+    burst: int = BUCKET_BURST
+    monotonic: Callable[[], float] = time.monotonic
+    _tokens: float = field(init=False)
+    _last: float | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._tokens = float(self.burst)
+
+    def reserve(self) -> dt.timedelta:
+        """Take one token; the wait until it is really there (zero while the burst lasts)."""
+        now = self.monotonic()
+        if self._last is not None:
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1.0
+        return dt.timedelta(seconds=max(0.0, -self._tokens / self.qps))
+
+
+@dataclass
+class RateLimiter:
+    """Per-request exponential backoff, optionally combined (max) with an overall token bucket."""
+
+    base: dt.timedelta = BASE_DELAY
+    cap: dt.timedelta = MAX_DELAY
+    bucket: TokenBucket | None = None
+    _failures: dict[Request, int] = field(default_factory=dict)
+
+    def when(self, request: Request) -> dt.timedelta:
+        """The delay before this retry; counts one more failure of ``request``."""
+        failures = self._failures.get(request, 0)
+        self._failures[request] = failures + 1
+        # 2**failures overflows a timedelta long before the cap matters; stop doubling at the cap.
+        delay = self.cap if failures >= 40 else min(self.base * (2**failures), self.cap)
+        if self.bucket is not None:
+            delay = max(delay, self.bucket.reserve())
+        return delay
+
+    def forget(self, request: Request) -> None:
+        self._failures.pop(request, None)
+
+    def failures(self, request: Request) -> int:
+        return self._failures.get(request, 0)
+
+
+class ShutDown(Exception):
+    """The queue is shutting down; workers stop."""
+
+
+class WorkQueue:
+    """A keyed, de-duplicating work queue with timers and backoff; thread-safe."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        rate_limiter: RateLimiter | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._clock = clock
+        self.rate_limiter = rate_limiter or RateLimiter()
+        self._metrics = metrics
+        self._cond = threading.Condition()
+        self._queue: deque[Request] = deque()
+        self._dirty: set[Request] = set()
+        self._processing: set[Request] = set()
+        self._queued_at: dict[Request, dt.datetime] = {}
+        self._timers: dict[Request, dt.datetime] = {}
+        self._heap: list[tuple[dt.datetime, int, Request]] = []
+        self._seq = itertools.count()
+        self._shutting_down = False
+
+    # -- adding ---------------------------------------------------------------
+
+    def add(self, request: Request) -> None:
+        """Queue ``request`` unless it already waits; if it is processing, queue it again at ``done``."""
+        with self._cond:
+            self._add_locked(request)
+
+    def add_after(self, request: Request, delay: dt.timedelta) -> None:
+        """Queue ``request`` once ``delay`` has passed on the clock; an earlier pending timer wins."""
+        if delay <= dt.timedelta(0):
+            self.add(request)
+            return
+        with self._cond:
+            if self._shutting_down:
+                return
+            due = self._clock.now() + delay
+            pending = self._timers.get(request)
+            if pending is not None and pending <= due:
+                return
+            self._timers[request] = due
+            heapq.heappush(self._heap, (due, next(self._seq), request))
+            self._cond.notify_all()
+
+    def add_rate_limited(self, request: Request) -> dt.timedelta:
+        """Queue ``request`` after its backoff delay (one more failure); returns the delay."""
+        with self._cond:
+            delay = self.rate_limiter.when(request)
+        self.add_after(request, delay)
+        return delay
+
+    def forget(self, request: Request) -> None:
+        """Reset ``request``'s backoff (its last pass did not fail)."""
+        with self._cond:
+            self.rate_limiter.forget(request)
+
+    def failures(self, request: Request) -> int:
+        """How many failed passes in a row ``request`` has had since it was last forgotten."""
+        with self._cond:
+            return self.rate_limiter.failures(request)
+
+    # -- taking ---------------------------------------------------------------
+
+    def pop_ready(self) -> Request | None:
+        """The next waiting request, now processing; None if none waits. Never blocks, fires no timer."""
+        with self._cond:
+            return self._pop_locked() if self._queue else None
+
+    def get(self, timeout: float | None = None) -> Request | None:
+        """Block until a request waits (firing timers as they fall due); None on timeout.
+
+        Raises ShutDown once the queue is shutting down.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._shutting_down:
+                    raise ShutDown()
+                self._fire_due_locked()
+                if self._queue:
+                    return self._pop_locked()
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    return None
+                if self._timers:
+                    until_timer = (min(self._timers.values()) - self._clock.now()).total_seconds()
+                    # A clock that ticks coarsely (whole seconds) must not make this spin.
+                    until_timer = max(until_timer, 0.01)
+                    wait = until_timer if wait is None else min(wait, until_timer)
+                self._cond.wait(wait)
+
+    def done(self, request: Request) -> None:
+        """End ``request``'s pass; if it was added meanwhile, queue it again."""
+        with self._cond:
+            self._processing.discard(request)
+            if request in self._dirty:
+                self._enqueue_locked(request)
+
+    # -- timers ---------------------------------------------------------------
+
+    def next_timer(self) -> dt.datetime | None:
+        """When the earliest pending timer falls due, or None."""
+        with self._cond:
+            self._drop_stale_locked()
+            return self._heap[0][0] if self._heap else None
+
+    def fire_due(self) -> int:
+        """Queue every request whose timer is due at ``clock.now()``; returns how many fired."""
+        with self._cond:
+            return self._fire_due_locked()
+
+    # -- state ----------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """Requests waiting to be handed out (not counting timers or processing ones)."""
+        with self._cond:
+            return len(self._queue)
+
+    def waiting(self) -> list[Request]:
+        """The waiting requests, in the order they will be handed out."""
+        with self._cond:
+            return list(self._queue)
+
+    def timers(self) -> dict[Request, dt.datetime]:
+        """Each request with a pending timer and when it falls due."""
+        with self._cond:
+            return dict(self._timers)
+
+    def processing(self) -> set[Request]:
+        with self._cond:
+            return set(self._processing)
+
+    def shutdown(self) -> None:
+        """Stop handing out work: blocked and later ``get`` calls raise ShutDown."""
+        with self._cond:
+            self._shutting_down = True
+            self._cond.notify_all()
+
+    @property
+    def shutting_down(self) -> bool:
+        with self._cond:
+            return self._shutting_down
+
+    # -- internals (lock held) ------------------------------------------------
+
+    def _add_locked(self, request: Request) -> None:
+        if self._shutting_down or request in self._dirty:
+            return
+        self._dirty.add(request)
+        if request in self._processing:
+            return
+        self._enqueue_locked(request)
+
+    def _enqueue_locked(self, request: Request) -> None:
+        self._queue.append(request)
+        self._queued_at.setdefault(request, self._clock.now())
+        self._report_depth_locked()
+        self._cond.notify()
+
+    def _pop_locked(self) -> Request:
+        request = self._queue.popleft()
+        self._dirty.discard(request)
+        self._processing.add(request)
+        queued_at = self._queued_at.pop(request, None)
+        if self._metrics is not None and queued_at is not None:
+            self._metrics.observe_queue_latency((self._clock.now() - queued_at).total_seconds())
+        self._report_depth_locked()
+        return request
+
+    def _drop_stale_locked(self) -> None:
+        while self._heap:
+            due, _, request = self._heap[0]
+            if self._timers.get(request) == due:
+                return
+            heapq.heappop(self._heap)
+
+    def _fire_due_locked(self) -> int:
+        now = self._clock.now()
+        fired = 0
+        while True:
+            self._drop_stale_locked()
+            if not self._heap or self._heap[0][0] > now:
+                return fired
+            _, _, request = heapq.heappop(self._heap)
+            del self._timers[request]
+            self._add_locked(request)
+            fired += 1
+
+    def _report_depth_locked(self) -> None:
+        if self._metrics is not None:
+            self._metrics.set_queue_depth(len(self._queue))
