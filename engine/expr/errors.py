@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ExprError", "ExprSyntaxError", "FunctionError", "safe_reason"]
+__all__ = ["ExprError", "ExprSyntaxError", "FunctionError", "PassThrough", "safe_reason"]
 
 _SNIPPET = 200
 
@@ -63,6 +63,10 @@ class ExprError(Exception):
             return f"{where}: {self.reason}"
         suffix = f" (line {self.line})" if self.line is not None else ""
         return f"cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
+
+
+class PassThrough(Exception):
+    """Raised by the caller's context while an expression runs (a lazy read failed): never wrapped."""
 
 
 class FunctionError(ValueError):

@@ -584,5 +584,40 @@ def truncate_bytes(s: str, limit: float, suffix: str) -> str:
     return raw[: n - len(tail)].decode("utf-8", errors="ignore") + suffix
 
 
+def _path_value(item: Any, path: str) -> Any:
+    node = item
+    for key in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+@_register("where_eq", ("array", "null"), _STR, _ANY, returns="array")
+def where_eq(items: list[Any] | None, path: str, value: Any) -> list[Any]:
+    """The elements whose dotted ``path`` equals ``value`` (a missing path reads null).
+
+    JMESPath filters cannot read the root context; this compares against a value from it.
+    """
+    return [item for item in items or [] if _path_value(item, path) == value]
+
+
+@_register("if_else", _ANY, _ANY, _ANY, returns="any")
+def if_else(condition: Any, then: Any, otherwise: Any) -> Any:
+    """``then`` when ``condition`` is truthy (JMESPath truthiness: 0 is true), else ``otherwise``."""
+    false = condition is None or condition is False or condition == "" or condition == [] or condition == {}
+    return otherwise if false else then
+
+
+@_register("controlled_by", ("object", "null"), ("object", "null"), returns="boolean")
+def controlled_by(obj: Mapping[str, Any] | None, owner: Mapping[str, Any] | None) -> bool:
+    """Whether ``obj`` has a controller ownerReference to ``owner`` (compared by uid)."""
+    if not isinstance(obj, Mapping) or not isinstance(owner, Mapping):
+        return False
+    uid = _path_value(owner, "metadata.uid")
+    refs = _path_value(obj, "metadata.ownerReferences") or []
+    return any(isinstance(r, Mapping) and r.get("controller") is True and r.get("uid") == uid for r in refs)
+
+
 FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
 """Every registered function by name."""

@@ -15,7 +15,7 @@ import jmespath
 from jmespath import exceptions as jexc
 from jmespath import functions as jfunctions
 
-from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, safe_reason
+from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, check_arguments
 
 __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
@@ -163,6 +163,8 @@ class Query:
             raise ExprError(self.source, reason) from None
         except FunctionError as exc:
             raise ExprError(self.source, str(exc)) from None
+        except PassThrough:
+            raise
         except Exception as exc:
             raise ExprError(self.source, safe_reason(exc, self.source)) from None
 

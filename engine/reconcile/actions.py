@@ -1,0 +1,212 @@
+"""The actions a step runs, one function each; every write is compared with the live object first.
+
+Write verbs (docs/rules.md lists them): ``apply`` is Server-Side Apply (forced, the kind's
+field manager), ``ensure`` is create, ``patch`` is a JSON merge patch, ``delete`` is delete.
+An apply or patch that would not change the live object is not sent, so a converged pass
+writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
+from engine.reconcile.context import PassContext, RuleRuntimeError, truthy, walk_objects
+from engine.rules.model import Action, Outcome
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The step ends here with its condition False."""
+
+    reason: str
+    message: str
+    requeue: float | None
+
+
+class Refused(ApiError):
+    """A write the engine refuses itself: a live object of a child's name that is not the order's child."""
+
+    code, reason = 409, "Refused"
+
+
+def contains(live: Any, want: Any) -> bool:
+    """Whether ``live`` already holds every field of ``want`` (maps by key, lists element-wise, scalars equal)."""
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(live, list) and len(live) == len(want) and all(map(contains, live, want))
+    if isinstance(want, bool) or isinstance(live, bool):
+        return live is want
+    return bool(live == want)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, on a copy."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def requeue_seconds(ctx: PassContext, outcome: Outcome) -> float | None:
+    if outcome.requeue.seconds is not None:
+        return outcome.requeue.seconds
+    if outcome.requeue.query is not None:
+        value = ctx.evaluate(outcome.requeue.query)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return max(float(value), 0.0)
+    return None
+
+
+def stop(ctx: PassContext, outcome: Outcome) -> Stop:
+    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome))
+
+
+def _address(obj: Obj) -> tuple[str, str, str | None, str]:
+    meta = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], meta.get("namespace") or None, meta["name"]
+
+
+def _live(ctx: PassContext, cluster_scope: str, obj: Obj) -> Obj | None:
+    try:
+        return ctx.cluster_for(cluster_scope).get(*_address(obj))
+    except NotFound:
+        return None
+
+
+def _refuse_foreign(ctx: PassContext, live: Obj | None) -> None:
+    if live is not None and not ctx.is_child(live):
+        api_version, kind, namespace, name = _address(live)
+        raise Refused(f"refusing to adopt pre-existing {kind} {namespace}/{name}: it was not created by this order")
+
+
+def run_action(ctx: PassContext, action: Action) -> Stop | None:
+    """Run one action; a Stop ends the step, None goes on. API errors propagate to the step."""
+    if action.when is not None and not truthy(ctx.evaluate(action.when)):
+        return None
+    return _HANDLERS[action.op](ctx, action)
+
+
+def _apply(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.template is not None
+    rendered = ctx.render_object(action.template)
+    live = _live(ctx, action.cluster, rendered)
+    if action.adopt_children_only:
+        _refuse_foreign(ctx, live)
+    want = {"status": rendered.get("status") or {}} if action.status_subresource else rendered
+    if live is not None and contains(live, want):
+        result = live
+    else:
+        result = ctx.cluster_for(action.cluster).apply(
+            rendered, field_manager=ctx.kind.field_manager, force=True, status=action.status_subresource)
+    if action.bind:
+        ctx.scope[action.bind] = result
+    return None
+
+
+def _ensure(ctx: PassContext, action: Action) -> Stop | None:
+    """Create once: a live object is kept as it is (a generated secret is never rewritten)."""
+    assert action.template is not None
+    cluster = ctx.cluster_for(action.cluster)
+    rendered = ctx.render_object(action.template)
+    live = _live(ctx, action.cluster, rendered)
+    if live is None:
+        try:
+            live = cluster.create(rendered)
+        except AlreadyExists:
+            live = cluster.get(*_address(rendered))
+    elif action.cluster == "management":
+        _refuse_foreign(ctx, live)
+    if action.bind:
+        ctx.scope[action.bind] = live
+    return None
+
+
+def _patch(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.target is not None and action.query is not None
+    target = ctx.scope.get(action.target)
+    if not isinstance(target, dict) or "metadata" not in target:
+        return None
+    body = ctx.evaluate(action.query)
+    if not isinstance(body, dict) or not body:
+        return None
+    base = target.get("status") or {} if action.status_subresource else target
+    patch_body = body.get("status", {}) if action.status_subresource else body
+    if merge_patch(base, patch_body) == base:
+        return None
+    api_version, kind, namespace, name = _address(target)
+    try:
+        result = ctx.cluster_for(action.cluster).patch(
+            api_version, kind, namespace, name, body, status=action.status_subresource)
+    except ApiError as err:
+        if type(err).__name__ in action.tolerate:
+            return None
+        raise
+    if action.bind:
+        ctx.scope[action.bind] = result
+    return None
+
+
+def _delete(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.query is not None
+    cluster = ctx.cluster_for(action.cluster)
+    for obj in walk_objects(ctx.evaluate(action.query)):
+        try:
+            cluster.delete(*_address(obj))
+        except NotFound:
+            pass
+    return None
+
+
+def _wait(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.query is not None and action.outcome is not None
+    if truthy(ctx.evaluate(action.query)):
+        return None
+    for branch in action.otherwise:
+        if branch.when is None or truthy(ctx.evaluate(branch.when)):
+            return stop(ctx, branch)
+    return stop(ctx, action.outcome)
+
+
+def _refuse(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.query is not None and action.outcome is not None
+    if truthy(ctx.evaluate(action.query)):
+        return stop(ctx, action.outcome)
+    return None
+
+
+def _status(ctx: PassContext, action: Action) -> Stop | None:
+    for name, query in action.fields:
+        ctx.status_fields[name] = ctx.evaluate(query)
+    return None
+
+
+def _set(ctx: PassContext, action: Action) -> Stop | None:
+    for binding in action.bindings:
+        ctx.scope[binding.name] = ctx.evaluate_value(binding, ctx.scope)
+    return None
+
+
+class RuleFailure(Invalid):
+    """A `fail` action: the rule file declares the pass failed."""
+
+
+def _fail(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.outcome is not None
+    raise RuleFailure(ctx.render(action.outcome.message))
+
+
+_HANDLERS = {
+    "apply": _apply, "ensure": _ensure, "patch": _patch, "delete": _delete, "wait": _wait,
+    "refuse": _refuse, "status": _status, "set": _set, "fail": _fail,
+}
+
+__all__ = ["Refused", "RuleFailure", "RuleRuntimeError", "Stop", "contains", "merge_patch", "run_action"]

@@ -1,0 +1,246 @@
+"""The pass context: what expressions see, with inputs read and values computed only when first named.
+
+A pass builds one ``PassContext`` from the compiled kind and the live order and drops it at
+the end. Inputs are read lazily, so a read that only one branch needs (a list taken only when
+a rotation falls due) happens only on that branch; each input is read at most once per pass.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from engine.clock import Clock, format_time
+from engine.cluster.api import ApiError, Cluster, NotFound, Obj
+from engine.cluster.registry import ClusterSet
+from engine.expr.errors import ExprError, PassThrough
+from engine.expr.jinja import ObjectTemplate, Text
+from engine.expr.jmes import Query
+from engine.outcome import Request
+from engine.reconcile.conditions import ConditionMarker
+from engine.rules.model import CompiledKind, Input, Value
+
+DERIVED = ("prefix", "childNamespace", "childLabels")
+
+
+class ReadError(PassThrough):
+    """An input could not be read; the text is the rule's error text (never object data)."""
+
+    def __init__(self, text: str, cause: ApiError) -> None:
+        super().__init__(text)
+        self.text = text
+        self.cause = cause
+
+
+class RuleRuntimeError(PassThrough):
+    """A rule misbehaved at run time (a value cycle, a template that rendered no object)."""
+
+
+def truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, and empty strings, lists and objects are false; numbers are true."""
+    return not (value is None or value is False or value == "" or value == [] or value == {})
+
+
+class Scope(dict[str, Any]):
+    """A dict that resolves missing names through ``resolve`` and caches them (JMESPath and Jinja both read it)."""
+
+    def __init__(self, base: Mapping[str, Any], resolve: Callable[[str], Any], knows: Callable[[str], bool]) -> None:
+        super().__init__(base)
+        self._resolve = resolve
+        self._knows = knows
+
+    def __missing__(self, key: str) -> Any:
+        if not self._knows(key):
+            raise KeyError(key)
+        value = self._resolve(key)
+        self[key] = value
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and self._knows(key))
+
+    def child(self, **names: Any) -> Scope:
+        """A scope with a few more names (``item``, ``error``) that falls back to this one."""
+        return Scope(names, self.__getitem__, self.__contains__)
+
+
+class PassContext:
+    """Everything one pass reads and writes, in one place."""
+
+    def __init__(self, kind: CompiledKind, request: Request, order: Obj, *, clusters: ClusterSet,
+                 order_cluster: Cluster, clock: Clock, log: logging.Logger | logging.LoggerAdapter[Any]) -> None:
+        self.kind = kind
+        self.request = request
+        self.order = order
+        self.clusters = clusters
+        self.order_cluster = order_cluster
+        self.management = clusters.management
+        self.now = clock.now()
+        self.log = log
+        self.before_status: Obj = copy.deepcopy(order.get("status") or {})
+        self.status_fields: dict[str, Any] = {}
+        self.conditions = ConditionMarker(kind.conditions, self.before_status.get("conditions") or [],
+                                          int(order.get("metadata", {}).get("generation") or 0), format_time(self.now))
+        self.steps_done: dict[str, bool] = {}
+        self._resolving: list[str] = []
+        base = {
+            "order": order, "cluster": request.cluster, "now": format_time(self.now),
+            "status": self.before_status, "conditions": {}, "steps": {},
+        }
+        self.scope = Scope(base, self._resolve, self._knows)
+        self.refresh_progress()
+
+    # -- names ---------------------------------------------------------------------------------------
+
+    def _knows(self, name: str) -> bool:
+        return name in self.kind.inputs or name in self.kind.values or name in DERIVED
+
+    def _resolve(self, name: str) -> Any:
+        if name in self._resolving:
+            cycle = " -> ".join([*self._resolving[self._resolving.index(name):], name])
+            raise RuleRuntimeError(f"values depend on each other: {cycle}")
+        self._resolving.append(name)
+        try:
+            if name in self.kind.inputs:
+                return self.read(self.kind.inputs[name])
+            if name in self.kind.values:
+                return self.evaluate_value(self.kind.values[name], self.scope)
+            return self.derive(name)
+        finally:
+            self._resolving.pop()
+
+    def derive(self, name: str) -> Any:
+        children = self.kind.children
+        if name == "prefix":
+            return children.prefix.render(self.scope)
+        if name == "childNamespace":
+            return children.namespace.render(self.scope)
+        return {
+            children.name_label: self.order["metadata"]["name"],
+            children.namespace_label: self.order["metadata"].get("namespace", ""),
+            children.cluster_label: self.request.cluster,
+        }
+
+    def set_order(self, order: Obj) -> None:
+        """The order as the API server returned it after our write (keeps the resourceVersion current)."""
+        self.order = order
+        self.scope["order"] = order
+
+    def refresh_progress(self) -> None:
+        """Expose the conditions and steps written so far to expressions."""
+        self.scope["conditions"] = self.conditions.snapshot()
+        self.scope["steps"] = {name: {"done": done} for name, done in self.steps_done.items()}
+
+    # -- evaluation ----------------------------------------------------------------------------------
+
+    def evaluate(self, query: Query, scope: Scope | None = None) -> Any:
+        return query.evaluate(self.scope if scope is None else scope)
+
+    def render(self, text: Text, scope: Scope | None = None) -> str:
+        return text.render(prepared(self.scope if scope is None else scope, text.names))
+
+    def render_object(self, template: ObjectTemplate, scope: Scope | None = None) -> Obj:
+        """A child rendered from its template; it must be an object with apiVersion, kind and metadata.name."""
+        obj = template.render(prepared(self.scope if scope is None else scope, template.names))
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind") \
+                or not isinstance(meta, dict) or not meta.get("name"):
+            raise RuleRuntimeError(f"{template.path} did not render an object with apiVersion, kind and metadata.name")
+        return obj
+
+    def evaluate_value(self, value: Value, scope: Scope) -> Any:
+        if value.query is not None:
+            return value.query.evaluate(scope)
+        for row in value.rows:
+            if row.when is None or truthy(row.when.evaluate(scope)):
+                return row.value.evaluate(scope)
+        return None
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def cluster_for(self, scope: str) -> Cluster:
+        return self.management if scope == "management" else self.order_cluster
+
+    def is_child(self, obj: Obj) -> bool:
+        """The order's child: all three ownership labels match AND the name carries the prefix."""
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        expected: dict[str, str] = self.scope["childLabels"]
+        if any(key not in labels or labels[key] != value for key, value in expected.items()):
+            return False
+        return str(meta.get("name", "")).startswith(self.scope["prefix"])
+
+    def read(self, spec: Input) -> Any:
+        api_version = self.render(spec.api_version)
+        kind = self.render(spec.kind)
+        namespace = self.render(spec.namespace) if spec.namespace is not None else None
+        name = self.render(spec.object_name) if spec.object_name is not None else None
+        cluster = self.cluster_for(spec.cluster)
+        try:
+            if spec.verb == "get":
+                assert name is not None
+                try:
+                    return cluster.get(api_version, kind, namespace or None, name)
+                except NotFound:
+                    return None
+            labels = {self.render(k): self.render(v) for k, v in spec.labels}
+            if not labels and spec.children_only:
+                labels = dict(self.scope["childLabels"])
+            try:
+                items = cluster.list(api_version, kind, namespace or None, labels=labels or None).items
+            except NotFound:
+                if spec.unserved_absent:
+                    return []
+                raise
+        except ApiError as err:
+            where = f"{namespace}/{name}" if namespace and name else (name or namespace or "")
+            if spec.error is not None:
+                text = spec.error.render(self.scope.child(error=str(err)))
+            else:
+                text = f"reading {kind} {where}: {err}".replace("  ", " ")
+            raise ReadError(text, err) from None
+        if spec.children_only:
+            items = [item for item in items if self.is_child(item)]
+        if spec.where is not None:
+            where_query = spec.where
+            items = [item for item in items if truthy(where_query.evaluate(self.scope.child(item=item)))]
+        if spec.sort_by is not None:
+            sort_query = spec.sort_by
+            items.sort(key=lambda item: _sort_key(sort_query.evaluate(self.scope.child(item=item))))
+        return items
+
+
+def prepared(scope: Scope, names: frozenset[str]) -> Scope:
+    """Resolve the names a template reads first: Jinja copies its context, so lazy names must be there."""
+    for name in names:
+        if name in scope:
+            scope[name]
+    return scope
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    if isinstance(value, bool):
+        return (0, int(value))
+    if isinstance(value, (int, float)):
+        return (1, value)
+    return (2, str(value))
+
+
+def walk_objects(value: Any) -> Iterator[Obj]:
+    """The objects in a query's answer: one object, or a list of them (nulls skipped)."""
+    if isinstance(value, dict) and "metadata" in value:
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from walk_objects(item)
+
+
+__all__ = ["ExprError", "PassContext", "ReadError", "RuleRuntimeError", "Scope", "truthy", "walk_objects"]

@@ -1,0 +1,170 @@
+"""One pass over one order: the runtime's only entry into reconcile.
+
+Phases: 1. resolve the order's cluster and read the order; 2. a deleting order goes to
+teardown; 3. gates in order (the first that holds ends the pass; the finalizer is installed
+where the rules place it); 4. steps in order, each writing its condition; 5. the result: the
+shortest requeue any step asked for, capped by the first matching refresh; 6. the status,
+written once and only when it changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import logging
+import time
+from typing import Any
+
+from engine.clock import Clock
+from engine.cluster.api import ApiError, NotFound, Obj
+from engine.cluster.registry import ClusterNotFound, ClusterSet
+from engine.expr.errors import ExprError
+from engine.outcome import PassError, Request, Result, StepOutcome
+from engine.reconcile.actions import Stop, run_action
+from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, truthy
+from engine.reconcile.teardown import run_teardown
+from engine.rules.model import Action, CompiledKind, Requeue, Step
+
+LOG = logging.getLogger("engine.reconcile")
+
+
+def _seconds(value: float | None) -> dt.timedelta | None:
+    return None if value is None else dt.timedelta(seconds=value)
+
+
+def requeue_of(ctx: PassContext, requeue: Requeue) -> float | None:
+    if requeue.seconds is not None:
+        return requeue.seconds
+    if requeue.query is not None:
+        value = ctx.evaluate(requeue.query)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return max(float(value), 0.0)
+    return None
+
+
+def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clock: Clock,
+             log: logging.Logger | logging.LoggerAdapter[Any] | None = None) -> Result:
+    """Reconcile one order once. API errors come back in Result.error; nothing here retries."""
+    logger = log or LOG
+    extra = {"order": f"{request.namespace}/{request.name}", "kind": kind.kind, "cluster": request.cluster}
+    try:
+        order_cluster = clusters.resolve(request.cluster)
+    except ClusterNotFound:
+        logger.info(f"the cluster the {kind.kind} lives on does not resolve; skipping it", extra=extra)
+        return Result()
+    try:
+        order = order_cluster.get(kind.api_version, kind.kind, request.namespace, request.name)
+    except NotFound:
+        logger.debug(f"{kind.kind} not found; likely deleted", extra=extra)
+        return Result()
+    except ApiError as err:
+        return Result(error=PassError(f"fetching {kind.kind}: {err}"))
+    ctx = PassContext(kind, request, order, clusters=clusters, order_cluster=order_cluster, clock=clock, log=logger)
+    try:
+        if order.get("metadata", {}).get("deletionTimestamp"):
+            return run_teardown(ctx, persist_status)
+        result = run_gates_and_steps(ctx)
+    except (ReadError, RuleRuntimeError, ExprError) as err:
+        result = Result(error=PassError(str(err)))
+    except ApiError as err:
+        result = Result(error=PassError(str(err)))
+    if result.error is not None:
+        logger.info("pass ended in an error", extra={**extra, "error": str(result.error)})
+    return persist_status(ctx, result)
+
+
+def run_gates_and_steps(ctx: PassContext) -> Result:
+    kind = ctx.kind
+    for gate in kind.gates:
+        if gate.finalizer:
+            finalizers = list(ctx.order["metadata"].get("finalizers") or [])
+            if kind.finalizer in finalizers:
+                continue
+            patched = ctx.order_cluster.patch(
+                kind.api_version, kind.kind, ctx.request.namespace, ctx.request.name,
+                {"metadata": {"finalizers": [*finalizers, kind.finalizer],
+                              "resourceVersion": ctx.order["metadata"].get("resourceVersion")}})
+            ctx.set_order(patched)
+            return Result(requeue_after=_seconds(gate.requeue.seconds))
+        assert gate.when is not None and gate.outcome is not None
+        if not truthy(ctx.evaluate(gate.when)):
+            continue
+        message = ctx.render(gate.outcome.message)
+        for condition in gate.conditions or kind.conditions.types:
+            ctx.conditions.set(condition, False, gate.outcome.reason, message)
+        return Result(requeue_after=_seconds(requeue_of(ctx, gate.outcome.requeue)))
+
+    result = Result()
+    for step in kind.steps:
+        step_result = run_step(ctx, step)
+        result = result.merge(step_result)
+        ctx.refresh_progress()
+        if step_result.error is not None:
+            return result
+    for refresh in kind.refresh:
+        if refresh.when is None or truthy(ctx.evaluate(refresh.when)):
+            cap = requeue_of(ctx, refresh.requeue)
+            if cap is not None:
+                result = result.merge(Result(requeue_after=_seconds(cap)))
+            break
+    return result
+
+
+def run_step(ctx: PassContext, step: Step) -> Result:
+    """Run one step's actions; its condition is True only when every action went through."""
+    if any(not ctx.steps_done.get(name) for name in step.requires):
+        ctx.steps_done[step.name] = False
+        if step.skipped is not None:
+            ctx.conditions.set(step.condition, False, step.skipped.reason, ctx.render(step.skipped.message))
+        return Result()
+    started = time.perf_counter()
+    verdict: Stop | None = None
+    current: Action | None = None
+    try:
+        for action in step.actions:
+            current = action
+            verdict = run_action(ctx, action)
+            if verdict is not None:
+                break
+    except (ApiError, ReadError) as err:
+        text = err.text if isinstance(err, ReadError) else str(err)
+        report = current.error if current is not None and current.error is not None else step.error
+        scope = ctx.scope.child(error=text)
+        message = ctx.render(report.message, scope)
+        reason = report.reason or step.error.reason or "Error"
+        ctx.conditions.set(step.condition, False, reason, message)
+        wrap = ctx.render(report.wrap, scope) if report.wrap is not None else message
+        ctx.steps_done[step.name] = False
+        seconds = time.perf_counter() - started
+        return Result(error=PassError(wrap), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)])
+    seconds = time.perf_counter() - started
+    outcome = StepOutcome(step.metric, step.condition, seconds, False)
+    if verdict is not None:
+        ctx.steps_done[step.name] = False
+        ctx.conditions.set(step.condition, False, verdict.reason, verdict.message)
+        return Result(requeue_after=_seconds(verdict.requeue), outcomes=[outcome])
+    ctx.steps_done[step.name] = True
+    ctx.conditions.set(step.condition, True, step.done.reason, ctx.render(step.done.message))
+    return Result(requeue_after=_seconds(requeue_of(ctx, step.done.requeue)), outcomes=[outcome])
+
+
+def persist_status(ctx: PassContext, result: Result) -> Result:
+    """Write the status once, only when it changed; a failed write turns the result into an error."""
+    status: Obj = copy.deepcopy(ctx.before_status)
+    for name, value in ctx.status_fields.items():
+        if value is None:
+            status.pop(name, None)
+        else:
+            status[name] = value
+    status["conditions"] = ctx.conditions.finalize()
+    status["observedGeneration"] = int(ctx.order.get("metadata", {}).get("generation") or 0)
+    if status == ctx.before_status:
+        return result
+    updated = copy.deepcopy(ctx.order)
+    updated["status"] = status
+    try:
+        ctx.order_cluster.update_status(updated)
+    except ApiError as err:
+        error = PassError(f"{result.error}; updating status: {err}" if result.error else f"updating status: {err}")
+        return Result(error=error, outcomes=result.outcomes)
+    return result

@@ -1,0 +1,601 @@
+"""Compile rule files into a CompiledKind: parse, validate, merge includes, compile expressions, check names.
+
+Stages, each reporting every error it finds with file:line:col:
+1. load the file and its includes (source.py), 2. validate each against the schema
+(schema.py), 3. merge (includes first), 4. compile every query, text and template,
+5. check that every name an expression reads is defined where it is read, and that
+every condition type and reason written is declared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from engine.expr.errors import ExprSyntaxError
+from engine.expr.functions import FUNCTIONS
+from engine.expr.jinja import ObjectTemplate, Text, compile_object_template, compile_text
+from engine.expr.jmes import Query, compile_query
+from engine.rules import model, schema
+from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.source import SourceFile, load_source
+
+CONTEXT_NAMES = frozenset({
+    "order", "cluster", "now", "status", "prefix", "childLabels", "childNamespace", "conditions", "steps",
+})
+"""Names every expression may read: the order, its cluster, the clock, and the naming the engine derives."""
+
+_DURATION = re.compile(r"^-?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_TEMPLATE_KEYS = (re.compile(r"^apiVersion:", re.M), re.compile(r"^kind:", re.M),
+                  re.compile(r"^metadata:\s*(\{.*\bname\b.*|\n(?:[ \t].*\n)*?[ \t]+name:)", re.M))
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string (``1h30m``, ``10s``, ``0``)."""
+    if text in ("0", "-0"):
+        return 0.0
+    sign = -1.0 if text.startswith("-") else 1.0
+    total = sum(float(num) * _UNITS[unit] for num, _, unit in re.findall(r"([0-9]+(\.[0-9]*)?)(ns|us|µs|ms|s|m|h)", text))
+    return sign * total
+
+
+Path_ = tuple[str | int, ...]
+T = TypeVar("T")
+
+
+@dataclass
+class Located:
+    """A validated element with the file and path it came from."""
+
+    item: Any
+    src: SourceFile
+    path: Path_
+
+
+@dataclass
+class Merged:
+    """The rule file and its includes, merged: single sections from the last file, maps unioned, lists joined."""
+
+    main: SourceFile
+    single: dict[str, Located] = field(default_factory=dict)
+    maps: dict[str, dict[str, Located]] = field(default_factory=dict)
+    lists: dict[str, list[Located]] = field(default_factory=dict)
+
+
+class Compiler:
+    """Compiles one rule file; collects errors instead of stopping at the first."""
+
+    def __init__(self, rules_dir: Path, templates_root: Path) -> None:
+        self.rules_dir = rules_dir
+        self.templates_root = templates_root
+        self.errors: list[RuleError] = []
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def error(self, src: SourceFile, path: Path_, message: str, *, value: bool = False) -> None:
+        position = src.locate_value(path) if value else src.locate(path)
+        self.errors.append(RuleError(position, message))
+
+    def query(self, loc: Located, key: str | int, source: str | None) -> Query | None:
+        if source is None:
+            return None
+        try:
+            return compile_query(source)
+        except ExprSyntaxError as err:
+            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            return None
+
+    def text(self, loc: Located, key: str | int, source: str | None) -> Text | None:
+        if source is None:
+            return None
+        try:
+            return compile_text(source)
+        except ExprSyntaxError as err:
+            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            return None
+
+    def requeue(self, loc: Located, key: str, value: str | None) -> model.Requeue:
+        if value is None:
+            return model.NO_REQUEUE
+        if _DURATION.match(value):
+            return model.Requeue(seconds=parse_duration(value))
+        query = self.query(loc, key, value)
+        return model.Requeue(query=query) if query else model.NO_REQUEUE
+
+    def position(self, loc: Located) -> Position:
+        return loc.src.locate(loc.path)
+
+    # -- stage 1-3: load, validate, merge -------------------------------------------------------
+
+    def validate(self, src: SourceFile, spec_type: type[BaseModel]) -> BaseModel | None:
+        try:
+            return spec_type.model_validate(dict(src.data))
+        except ValidationError as err:
+            for issue in err.errors():
+                loc = tuple(issue["loc"])
+                data_path = _data_path(src.data, loc)
+                where = ".".join(str(p) for p in data_path) or "(top level)"
+                message = issue["msg"]
+                if issue["type"] == "extra_forbidden":
+                    message = f"unknown field {data_path[-1]!r}" if data_path else message
+                    where = ".".join(str(p) for p in data_path[:-1]) or "(top level)"
+                elif issue["type"] == "missing":
+                    message = f"missing required field {loc[-1]!r}"
+                self.error(src, data_path, f"{where}: {message}")
+            return None
+
+    def load(self, path: Path, seen: tuple[Path, ...] = ()) -> Merged | None:
+        src = load_source(path, _display(path))
+        spec_type = schema.IncludeFileSpec if seen else schema.RuleFileSpec
+        spec = self.validate(src, spec_type)
+        if spec is None:
+            return None
+        assert isinstance(spec, schema.RuleFileSpec)
+        merged = Merged(main=src)
+        for index, include in enumerate(spec.include):
+            target = (path.parent / include).resolve()
+            if target in seen or target == path.resolve():
+                self.error(src, ("include", index), f"include: {include} includes itself")
+                continue
+            if not target.is_file():
+                self.error(src, ("include", index), f"include: no rule file {include}", value=True)
+                continue
+            try:
+                inner = self.load(target, (*seen, path.resolve()))
+            except RuleErrors as err:
+                self.errors.extend(err.errors)
+                continue
+            if inner is not None:
+                self.merge_into(merged, inner)
+        own = Merged(main=src)
+        for name in type(spec).model_fields:
+            if name == "include" or name not in src.data:
+                continue
+            value = getattr(spec, name)
+            if isinstance(value, dict) and name in ("inputs", "values"):
+                own.maps[name] = {k: Located(v, src, (name, k)) for k, v in value.items()}
+            elif isinstance(value, list):
+                own.lists[name] = [Located(v, src, (name, i)) for i, v in enumerate(value)]
+            else:
+                own.single[name] = Located(value, src, (name,))
+        self.merge_into(merged, own)
+        return merged
+
+    def merge_into(self, merged: Merged, other: Merged) -> None:
+        merged.single.update(other.single)
+        for name, entries in other.maps.items():
+            target = merged.maps.setdefault(name, {})
+            for key, loc in entries.items():
+                if key in target:
+                    first = target[key]
+                    self.error(loc.src, loc.path, f"{name}.{key} is already defined at {first.src.locate(first.path)}")
+                else:
+                    target[key] = loc
+        for name, items in other.lists.items():
+            merged.lists.setdefault(name, []).extend(items)
+
+    # -- stage 4-5: compile and check ----------------------------------------------------------
+
+    def compile(self, path: Path) -> model.CompiledKind | None:
+        merged = self.load(path)
+        if merged is None:
+            return None
+        src = merged.main
+        for required in ("order", "conditions", "children", "teardown"):
+            if required not in merged.single:
+                self.error(src, (), f"missing required section {required!r} (in this file or an include)")
+        if self.errors:
+            return None
+        kind_name = str(src.data["kind"])
+        order_loc = merged.single["order"]
+        order: schema.OrderSpec = order_loc.item
+        conditions = self.compile_conditions(merged.single["conditions"])
+        children = self.compile_children(merged.single["children"])
+        templates_dir = self.templates_root / (
+            merged.single["templates"].item if "templates" in merged.single else kind_name.lower())
+        self.templates: dict[str, ObjectTemplate] = {}
+        self.templates_dir = templates_dir
+        inputs = {name: self.compile_input(name, loc) for name, loc in merged.maps.get("inputs", {}).items()}
+        values = {name: self.compile_value(name, loc) for name, loc in merged.maps.get("values", {}).items()}
+        gates = tuple(self.compile_gate(i, loc) for i, loc in enumerate(merged.lists.get("gates", [])))
+        steps = tuple(self.compile_step(loc) for loc in merged.lists.get("steps", []))
+        refresh: tuple[model.Outcome, ...] = ()
+        if "result" in merged.single:
+            result_loc = merged.single["result"]
+            refresh = tuple(
+                model.Outcome("", compile_text(""), self.requeue(Located(row, result_loc.src, (*result_loc.path, "refresh", i)),
+                                                                 "requeue", row.requeue),
+                              self.position(Located(row, result_loc.src, (*result_loc.path, "refresh", i))),
+                              self.query(Located(row, result_loc.src, (*result_loc.path, "refresh", i)), "when", row.when))
+                for i, row in enumerate(result_loc.item.refresh)
+            )
+        teardown = self.compile_teardown(merged.single["teardown"])
+        index_loc = merged.single.get("indexKey")
+        index_query = self.query(Located(None, index_loc.src, ()), "indexKey", index_loc.item) if index_loc else None
+        key = f"{order.apiVersion}/{kind_name}"
+        watches = self.derive_watches(key, order, merged, children, teardown)
+        if self.errors:
+            return None
+        assert conditions is not None and children is not None
+        compiled = model.CompiledKind(
+            name=path.stem, api_version=order.apiVersion, kind=kind_name, plural=order.plural,
+            finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
+            children=children, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
+            teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
+            origin=src.locate(()),
+        )
+        self.check(compiled, merged)
+        return None if self.errors else compiled
+
+    def compile_conditions(self, loc: Located) -> model.Conditions | None:
+        spec: schema.ConditionsSpec = loc.item
+        ready = spec.ready
+        reasons = frozenset(spec.reasons)
+        for field_name, reason in (("trueReason", ready.trueReason), ("falseReason", ready.falseReason)):
+            if reason not in reasons:
+                self.error(loc.src, (*loc.path, "ready", field_name), f"reason {reason!r} is not declared in reasons")
+        return model.Conditions(tuple(spec.types), ready.type, ready.trueReason, ready.trueMessage, ready.falseReason,
+                                ready.falseMessage, reasons, spec.maxMessageBytes, spec.truncateSuffix)
+
+    def compile_children(self, loc: Located) -> model.Children | None:
+        spec: schema.ChildrenSpec = loc.item
+        missing = [k for k in ("name", "namespace", "cluster") if k not in spec.labels]
+        extra = [k for k in spec.labels if k not in ("name", "namespace", "cluster")]
+        if missing or extra:
+            self.error(loc.src, (*loc.path, "labels"),
+                       "children.labels names exactly three label keys: name, namespace and cluster")
+            return None
+        prefix = self.text(loc, "prefix", spec.prefix)
+        namespace = self.text(loc, "namespace", spec.namespace)
+        if prefix is None or namespace is None:
+            return None
+        return model.Children(prefix, namespace, spec.labels["name"], spec.labels["namespace"], spec.labels["cluster"])
+
+    def compile_input(self, name: str, loc: Located) -> model.Input:
+        spec: schema.InputSpec = loc.item
+        address: Any = spec.get or spec.list
+        sub = Located(address, loc.src, (*loc.path, "get" if spec.get else "list"))
+        labels = tuple(
+            (self.text(sub, "labels", k) or compile_text(k), self.text(sub, "labels", v) or compile_text(v))
+            for k, v in (getattr(address, "labels", None) or {}).items()
+        )
+        return model.Input(
+            name=name, verb="get" if spec.get else "list",
+            api_version=self.text(sub, "apiVersion", address.apiVersion) or compile_text(""),
+            kind=self.text(sub, "kind", address.kind) or compile_text(""),
+            namespace=self.text(sub, "namespace", address.namespace),
+            object_name=self.text(sub, "name", getattr(address, "name", None)),
+            labels=labels, cluster=spec.cluster, where=self.query(loc, "where", spec.where),
+            sort_by=self.query(loc, "sortBy", spec.sortBy), children_only=spec.children, live=spec.live,
+            unserved_absent=spec.unserved == "absent", error=self.text(loc, "error", spec.error),
+            origin=self.position(loc),
+        )
+
+    def compile_value(self, name: str, loc: Located) -> model.Value:
+        spec = loc.item
+        if isinstance(spec, str):
+            return model.Value(name, self.query(loc.__class__(None, loc.src, loc.path[:-1]), name, spec), (),
+                               self.position(loc))
+        rows = tuple(self.compile_row(Located(row, loc.src, (*loc.path, i))) for i, row in enumerate(spec))
+        return model.Value(name, None, rows, self.position(loc))
+
+    def compile_row(self, loc: Located) -> model.Row:
+        row: schema.RowSpec = loc.item
+        return model.Row(self.query(loc, "when", row.when), self.query(loc, "value", row.value) or _NULL,
+                         self.position(loc))
+
+    def compile_outcome(self, loc: Located, spec: Any, when: str | None = None) -> model.Outcome:
+        """An outcome from any spec with reason, message and requeue (outcomes, waits, refusals)."""
+        return model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
+                             self.requeue(loc, "requeue", spec.requeue), self.position(loc),
+                             self.query(loc, "when", when))
+
+    def compile_error(self, loc: Located, spec: schema.ErrorSpec | None) -> model.ErrorReport | None:
+        if spec is None:
+            return None
+        sub = Located(spec, loc.src, (*loc.path, "error"))
+        return model.ErrorReport(spec.reason, self.text(sub, "message", spec.message) or compile_text(""),
+                                 self.text(sub, "wrap", spec.wrap))
+
+    def compile_gate(self, index: int, loc: Located) -> model.Gate:
+        spec: schema.GateSpec = loc.item
+        outcome = None
+        if not spec.finalizer:
+            assert spec.reason is not None and spec.message is not None
+            outcome = model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
+                                    self.requeue(loc, "requeue", spec.requeue), self.position(loc))
+        conditions = () if spec.conditions == "all" else tuple(spec.conditions)
+        return model.Gate(spec.name or f"gate {index + 1}", self.query(loc, "when", spec.when), conditions, outcome,
+                          spec.finalizer, self.requeue(loc, "requeue", spec.requeue), self.position(loc))
+
+    def template(self, loc: Located, key: str, filename: str) -> ObjectTemplate | None:
+        if filename in self.templates:
+            return self.templates[filename]
+        path = self.templates_dir / filename
+        if not path.is_file():
+            self.error(loc.src, (*loc.path, key), f"{key}: no template {_display(path)}", value=True)
+            return None
+        text = path.read_text(encoding="utf-8")
+        try:
+            compiled = compile_object_template(text, _display(path))
+        except ExprSyntaxError as err:
+            line = err.line or 1
+            self.errors.append(RuleError(Position(_display(path), line, 1), err.message))
+            return None
+        for pattern, what in zip(_TEMPLATE_KEYS, ("apiVersion", "kind", "metadata.name"), strict=True):
+            if not pattern.search(text):
+                self.errors.append(RuleError(Position(_display(path), 1, 1),
+                                             f"the template does not render an object with {what}"))
+        self.templates[filename] = compiled
+        return compiled
+
+    def compile_action(self, loc: Located) -> model.Action:
+        spec = loc.item
+        common: dict[str, Any] = {
+            "origin": self.position(loc), "when": self.query(loc, "when", spec.when),
+            "error": self.compile_error(loc, spec.error),
+        }
+        if isinstance(spec, schema.ApplySpec):
+            return model.Action("apply", template=self.template(loc, "apply", spec.apply), cluster=spec.cluster,
+                                adopt_children_only=spec.adopt == "children", bind=spec.as_,
+                                status_subresource=spec.status, **common)
+        if isinstance(spec, schema.EnsureSpec):
+            return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure), cluster=spec.cluster,
+                                bind=spec.as_, **common)
+        if isinstance(spec, schema.PatchSpec):
+            return model.Action("patch", target=spec.patch, query=self.query(loc, "body", spec.body),
+                                status_subresource=spec.status, bind=spec.as_ or spec.patch, cluster=spec.cluster,
+                                tolerate=frozenset(spec.tolerate), **common)
+        if isinstance(spec, schema.DeleteSpec):
+            return model.Action("delete", query=self.query(loc, "delete", spec.delete), cluster=spec.cluster, **common)
+        if isinstance(spec, schema.WaitSpec):
+            otherwise = tuple(self.compile_outcome(Located(b, loc.src, (*loc.path, "otherwise", i)), b, b.when)
+                              for i, b in enumerate(spec.otherwise))
+            return model.Action("wait", query=self.query(loc, "wait", spec.wait),
+                                outcome=self.compile_outcome(loc, spec), otherwise=otherwise, **common)
+        if isinstance(spec, schema.RefuseSpec):
+            return model.Action("refuse", query=self.query(loc, "refuse", spec.refuse),
+                                outcome=self.compile_outcome(loc, spec), **common)
+        if isinstance(spec, schema.StatusSpec):
+            sub = Located(spec, loc.src, (*loc.path, "status"))
+            fields = tuple((k, self.query(sub, k, v) or _NULL) for k, v in spec.status.items())
+            return model.Action("status", fields=fields, **common)
+        if isinstance(spec, schema.SetSpec):
+            sub_path = (*loc.path, "set")
+            bindings = tuple(self.compile_value(k, Located(v, loc.src, (*sub_path, k))) for k, v in spec.set.items())
+            return model.Action("set", bindings=bindings, **common)
+        assert isinstance(spec, schema.FailSpec)
+        outcome = model.Outcome(spec.reason, self.text(loc, "fail", spec.fail) or compile_text(""), model.NO_REQUEUE,
+                                self.position(loc))
+        return model.Action("fail", outcome=outcome, **common)
+
+    def compile_step(self, loc: Located) -> model.Step:
+        spec: schema.StepSpec = loc.item
+        actions = tuple(self.compile_action(Located(a, loc.src, (*loc.path, "do", i))) for i, a in enumerate(spec.do))
+        skipped = None
+        if spec.skipped is not None:
+            skipped = self.compile_outcome(Located(spec.skipped, loc.src, (*loc.path, "skipped")), spec.skipped)
+        error = self.compile_error(loc, spec.error) or model.ErrorReport(None, compile_text("{{ error }}"), None)
+        done = self.compile_outcome(Located(spec.done, loc.src, (*loc.path, "done")), spec.done)
+        return model.Step(spec.name, spec.condition, spec.metric, tuple(spec.requires), skipped, error, actions, done,
+                          self.position(loc))
+
+    def compile_teardown(self, loc: Located) -> model.Teardown:
+        spec: schema.TeardownSpec = loc.item
+        holds = []
+        for i, hold in enumerate(spec.holds):
+            sub = Located(hold, loc.src, (*loc.path, "holds", i))
+            holds.append(model.Hold(self.query(sub, "when", hold.when) or _NULL, hold.condition, hold.reason,
+                                    self.text(sub, "message", hold.message) or compile_text(""),
+                                    self.requeue(sub, "requeue", hold.requeue), self.position(sub)))
+        sweeps = []
+        for i, sweep in enumerate(spec.sweep):
+            sub = Located(sweep, loc.src, (*loc.path, "sweep", i))
+            sort_by = tuple(q for j, s in enumerate(sweep.sortBy)
+                            if (q := self.query(Located(sweep.sortBy, sub.src, (*sub.path, "sortBy")), j, s)))
+            sweeps.append(model.Sweep(sweep.apiVersion, sweep.kind, sort_by, self.query(sub, "before", sweep.before),
+                                      self.query(sub, "beforeWhen", sweep.beforeWhen), self.position(sub)))
+        delivered = []
+        for i, item in enumerate(spec.delivered):
+            sub = Located(item, loc.src, (*loc.path, "delivered", i))
+            delivered.append(model.Delivered(item.apiVersion, item.kind,
+                                             self.text(sub, "name", item.name) or compile_text(""), self.position(sub)))
+        return model.Teardown(tuple(holds), self.query(loc, "patientWhile", spec.patientWhile) or _NULL,
+                              self.requeue(loc, "patientRequeue", spec.patientRequeue), tuple(sweeps),
+                              tuple(delivered))
+
+    def derive_watches(self, key: str, order: schema.OrderSpec, merged: Merged, children: model.Children | None,
+                       teardown: model.Teardown) -> tuple[model.CompiledWatch, ...]:
+        """The order, the objects it controls, its labelled children, and the declared watches."""
+        origin = merged.main.locate(("order",))
+        watches = [model.CompiledWatch(order.apiVersion, key.rpartition("/")[2], "all", key, "order", origin,
+                                       changed=tuple(compile_query(q) for q in model.ORDER_CHANGES))]
+        seen: set[tuple[str, ...]] = set()
+        for item in teardown.delivered:
+            if (item.api_version, item.kind) not in seen:
+                seen.add((item.api_version, item.kind))
+                watches.append(model.CompiledWatch(item.api_version, item.kind, "all", key, "owner", item.origin,
+                                                   owner_api_version=order.apiVersion,
+                                                   owner_kind=key.rpartition("/")[2]))
+        if children is not None:
+            labels = (children.name_label, children.namespace_label, children.cluster_label)
+            for sweep in teardown.sweeps:
+                if (sweep.api_version, sweep.kind, "labels") not in seen:
+                    seen.add((sweep.api_version, sweep.kind, "labels"))
+                    watches.append(model.CompiledWatch(sweep.api_version, sweep.kind, "management", key, "labels",
+                                                       sweep.origin, labels=labels))
+        for loc in merged.lists.get("watches", []):
+            spec: schema.WatchSpec = loc.item
+            changed = tuple(q for i, c in enumerate(spec.changed)
+                            if (q := self.query(Located(spec.changed, loc.src, (*loc.path, "changed")), i, c)))
+            if spec.index is not None:
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "index",
+                                                   self.position(loc), changed=changed,
+                                                   index_query=self.query(loc, "index", spec.index)))
+            elif spec.name is not None:
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "reference",
+                                                   self.position(loc), changed=changed,
+                                                   name_query=self.query(loc, "name", spec.name),
+                                                   namespace_query=self.query(loc, "namespace", spec.namespace)))
+            else:
+                self.error(loc.src, loc.path, "a watch needs `name` (a reference) or `index` (a fan-out)")
+        return tuple(watches)
+
+    # -- names, conditions and reasons --------------------------------------------------------
+
+    def check(self, kind: model.CompiledKind, merged: Merged) -> None:
+        """Every name read is defined; every condition type and reason written is declared."""
+        defined = set(CONTEXT_NAMES) | set(kind.inputs) | set(kind.values)
+        declared_types = set(kind.conditions.types)
+        reasons = kind.conditions.reasons
+
+        def names_of(expr: Query | Text | ObjectTemplate | None) -> Iterable[str]:
+            return () if expr is None else (n for n in expr.names if n != "@")
+
+        def need(expr: Query | Text | ObjectTemplate | None, origin: Position, available: set[str], what: str) -> None:
+            for name in sorted(set(names_of(expr)) - available):
+                self.errors.append(RuleError(origin, f"{what}: unknown name {name!r}"))
+
+        def need_reason(reason: str | None, origin: Position) -> None:
+            if reason is not None and reason not in reasons:
+                self.errors.append(RuleError(origin, f"reason {reason!r} is not declared in conditions.reasons"))
+
+        def need_type(condition: str, origin: Position) -> None:
+            if condition not in declared_types:
+                self.errors.append(RuleError(origin, f"condition {condition!r} is not declared in conditions.types"))
+
+        need(kind.children.prefix, kind.origin, defined, "children.prefix")
+        need(kind.children.namespace, kind.origin, defined, "children.namespace")
+        for item in kind.inputs.values():
+            for text in (item.api_version, item.kind, item.namespace, item.object_name, *sum(item.labels, ())):
+                need(text, item.origin, defined, f"input {item.name}")
+            need(item.where, item.origin, defined | {"item"}, f"input {item.name}.where")
+            need(item.sort_by, item.origin, defined | {"item"}, f"input {item.name}.sortBy")
+            need(item.error, item.origin, defined | {"error"}, f"input {item.name}.error")
+        for value in kind.values.values():
+            for expr in (value.query, *(r.when for r in value.rows), *(r.value for r in value.rows)):
+                need(expr, value.origin, defined, f"value {value.name}")
+        for gate in kind.gates:
+            need(gate.when, gate.origin, defined, f"{gate.name}.when")
+            if gate.outcome:
+                need(gate.outcome.message, gate.origin, defined, f"{gate.name}.message")
+                need(gate.requeue.query, gate.origin, defined, f"{gate.name}.requeue")
+                need_reason(gate.outcome.reason, gate.origin)
+            for condition in gate.conditions:
+                need_type(condition, gate.origin)
+        bound_by_step: dict[str, set[str]] = {}
+        step_names = [s.name for s in kind.steps]
+        for step in kind.steps:
+            need_type(step.condition, step.origin)
+            for req in step.requires:
+                if req not in step_names[: step_names.index(step.name)]:
+                    self.errors.append(RuleError(step.origin, f"step {step.name} requires {req!r}, "
+                                                              "which is not an earlier step"))
+            available = set(defined)
+            for req in step.requires:
+                available |= bound_by_step.get(req, set())
+            for outcome in (step.skipped,):
+                if outcome:
+                    need(outcome.message, outcome.origin, defined, f"step {step.name}.skipped")
+                    need_reason(outcome.reason, outcome.origin)
+            need(step.error.message, step.origin, available | {"error"}, f"step {step.name}.error")
+            need_reason(step.error.reason, step.origin)
+            for action in step.actions:
+                self.check_action(action, available, need, need_reason)
+                if action.bind:
+                    available.add(action.bind)
+                for binding in action.bindings:
+                    available.add(binding.name)
+            need(step.done.message, step.done.origin, available, f"step {step.name}.done")
+            need(step.done.requeue.query, step.done.origin, available, f"step {step.name}.done.requeue")
+            need_reason(step.done.reason, step.done.origin)
+            bound_by_step[step.name] = available - defined
+        for outcome in kind.refresh:
+            need(outcome.when, outcome.origin, defined, "result.refresh")
+            need(outcome.requeue.query, outcome.origin, defined, "result.refresh")
+        for hold in kind.teardown.holds:
+            need(hold.when, hold.origin, defined, "teardown hold")
+            need(hold.message, hold.origin, defined, "teardown hold")
+            need_type(hold.condition, hold.origin)
+            need_reason(hold.reason, hold.origin)
+        need(kind.teardown.patient_while, kind.origin, defined, "teardown.patientWhile")
+        for sweep in kind.teardown.sweeps:
+            for q in (*sweep.sort_by, sweep.before, sweep.before_when):
+                need(q, sweep.origin, defined | {"item"}, "teardown sweep")
+        for delivered in kind.teardown.delivered:
+            need(delivered.name, delivered.origin, defined, "teardown delivered")
+        if kind.index_query is not None:
+            need(kind.index_query, kind.origin, {"order"}, "indexKey")
+
+    def check_action(self, action: model.Action, available: set[str], need: Any, need_reason: Any) -> None:
+        what = f"{action.op} action"
+        need(action.when, action.origin, available, what)
+        need(action.query, action.origin, available, what)
+        need(action.template, action.origin, available, f"{what} template")
+        if action.error:
+            need(action.error.message, action.origin, available | {"error"}, what)
+            need(action.error.wrap, action.origin, available | {"error"}, what)
+            need_reason(action.error.reason, action.origin)
+        if action.op == "patch" and action.target not in available:
+            self.errors.append(RuleError(action.origin, f"{what}: unknown name {action.target!r}"))
+        for outcome in (action.outcome, *action.otherwise):
+            if outcome is None:
+                continue
+            need(outcome.message, outcome.origin, available, what)
+            need(outcome.when, outcome.origin, available, what)
+            need(outcome.requeue.query, outcome.origin, available, what)
+            need_reason(outcome.reason, outcome.origin)
+        for _, query in action.fields:
+            need(query, action.origin, available, what)
+        scope = set(available)
+        for binding in action.bindings:
+            for expr in (binding.query, *(r.when for r in binding.rows), *(r.value for r in binding.rows)):
+                need(expr, binding.origin, scope, what)
+            scope.add(binding.name)
+
+
+_NULL = compile_query("`null`")
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _data_path(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
+    """The pydantic error location with union tags and wrapper names dropped: a real path into the data."""
+    node = data
+    out: list[str | int] = []
+    for step in loc:
+        if (isinstance(node, Mapping) and step in node) or (isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)):
+            out.append(step)
+            node = node[step]
+        elif isinstance(node, Mapping) and isinstance(step, str) and step.endswith("_") and step[:-1] in node:
+            out.append(step[:-1])
+            node = node[step[:-1]]
+    if loc and isinstance(loc[-1], str) and (not out or out[-1] != loc[-1]) and isinstance(node, Mapping):
+        out.append(loc[-1])
+    return tuple(out)
+
+
+def compile_kind(path: Path, *, rules_dir: Path | None = None, templates_root: Path | None = None) -> model.CompiledKind:
+    """Compile one rule file (with its includes); RuleErrors lists everything wrong with it."""
+    rules_dir = rules_dir or path.parent
+    compiler = Compiler(rules_dir, templates_root or rules_dir.parent / "templates")
+    compiled = compiler.compile(path)
+    if compiler.errors or compiled is None:
+        raise RuleErrors(compiler.errors or [RuleError(Position(_display(path), 1, 1), "the rule file did not compile")])
+    return compiled
+
+
+def known_functions() -> Mapping[str, Any]:
+    """The registered function library (for docs and lint)."""
+    return FUNCTIONS

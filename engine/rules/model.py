@@ -1,0 +1,308 @@
+"""The compiled model: immutable objects built once from rule files, run by every pass.
+
+Every element keeps ``origin``, its rule-file position, so run-time errors cite file:line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.cluster.api import Obj
+from engine.expr.jinja import ObjectTemplate, Text
+from engine.expr.jmes import Query
+from engine.outcome import Request
+from engine.rules.errors import Position
+
+ClusterScope = Literal["management", "order"]
+
+
+@dataclass(frozen=True)
+class Requeue:
+    """When to come back: a fixed number of seconds, a query giving seconds, or never (both None)."""
+
+    seconds: float | None = None
+    query: Query | None = None
+
+
+NO_REQUEUE = Requeue()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A condition verdict with the requeue it asks for."""
+
+    reason: str
+    message: Text
+    requeue: Requeue
+    origin: Position
+    when: Query | None = None
+
+
+@dataclass(frozen=True)
+class ErrorReport:
+    """How a failed API call shows: the condition reason and message, and the pass error's text."""
+
+    reason: str | None
+    message: Text
+    wrap: Text | None
+
+
+@dataclass(frozen=True)
+class Input:
+    """A read, done the first time an expression names it, then cached for the pass."""
+
+    name: str
+    verb: Literal["get", "list"]
+    api_version: Text
+    kind: Text
+    namespace: Text | None
+    object_name: Text | None
+    labels: tuple[tuple[Text, Text], ...]
+    cluster: ClusterScope
+    where: Query | None
+    sort_by: Query | None
+    children_only: bool
+    live: bool
+    unserved_absent: bool
+    error: Text | None
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Row:
+    when: Query | None
+    value: Query
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Value:
+    """A named value: one query, or a decision table whose first matching row wins."""
+
+    name: str
+    query: Query | None
+    rows: tuple[Row, ...]
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    when: Query | None
+    conditions: tuple[str, ...]
+    outcome: Outcome | None
+    finalizer: bool
+    requeue: Requeue
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of a step; ``op`` names it and the fields that op uses are set."""
+
+    op: Literal["apply", "ensure", "patch", "delete", "wait", "refuse", "status", "set", "fail"]
+    origin: Position
+    when: Query | None = None
+    error: ErrorReport | None = None
+    template: ObjectTemplate | None = None
+    cluster: ClusterScope = "management"
+    adopt_children_only: bool = True
+    bind: str | None = None
+    status_subresource: bool = False
+    target: str | None = None
+    query: Query | None = None
+    tolerate: frozenset[str] = frozenset()
+    outcome: Outcome | None = None
+    otherwise: tuple[Outcome, ...] = ()
+    fields: tuple[tuple[str, Query], ...] = ()
+    bindings: tuple[Value, ...] = ()
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    condition: str
+    metric: str
+    requires: tuple[str, ...]
+    skipped: Outcome | None
+    error: ErrorReport
+    actions: tuple[Action, ...]
+    done: Outcome
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Hold:
+    when: Query
+    condition: str
+    reason: str
+    message: Text
+    requeue: Requeue
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Sweep:
+    api_version: str
+    kind: str
+    sort_by: tuple[Query, ...]
+    before: Query | None
+    before_when: Query | None
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Delivered:
+    api_version: str
+    kind: str
+    name: Text
+    origin: Position
+
+
+@dataclass(frozen=True)
+class Teardown:
+    holds: tuple[Hold, ...]
+    patient_while: Query
+    patient_requeue: Requeue
+    sweeps: tuple[Sweep, ...]
+    delivered: tuple[Delivered, ...]
+
+
+@dataclass(frozen=True)
+class Conditions:
+    types: tuple[str, ...]
+    ready_type: str
+    true_reason: str
+    true_message: str
+    false_reason: str
+    false_message: str
+    reasons: frozenset[str]
+    max_message_bytes: int
+    truncate_suffix: str
+
+
+@dataclass(frozen=True)
+class Children:
+    """The order's children: named under ``prefix``, labelled with the three ownership labels."""
+
+    prefix: Text
+    namespace: Text
+    name_label: str
+    namespace_label: str
+    cluster_label: str
+
+
+def _lookup(obj: Mapping[str, Any] | None, *path: str) -> Any:
+    node: Any = obj
+    for key in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+ORDER_CHANGES = ("metadata.generation", "metadata.labels", "metadata.annotations",
+                 "metadata.finalizers", "metadata.deletionTimestamp")
+"""An order update that changes none of these (a status write) wakes nothing."""
+
+
+@dataclass(frozen=True)
+class CompiledWatch:
+    """A kind whose events wake orders, and how an event maps to the orders it concerns."""
+
+    api_version: str
+    kind: str
+    clusters: Literal["management", "all"]
+    order_kind: str
+    mapping: Literal["order", "owner", "labels", "reference", "index"]
+    origin: Position
+    changed: tuple[Query, ...] = ()
+    name_query: Query | None = None
+    namespace_query: Query | None = None
+    index_query: Query | None = None
+    labels: tuple[str, str, str] = ("", "", "")
+    owner_api_version: str = ""
+    owner_kind: str = ""
+
+    @property
+    def is_order(self) -> bool:
+        return self.mapping == "order"
+
+    @property
+    def uses_index(self) -> bool:
+        return self.mapping == "index"
+
+    def passes(self, old: Obj | None, new: Obj | None) -> bool:
+        """The update predicate: creations and deletions always pass; updates only when a watched part changed."""
+        if old is None or new is None or not self.changed:
+            return True
+        return any(q.evaluate(old) != q.evaluate(new) for q in self.changed)
+
+    def requests(self, obj: Obj, cluster: str, index: Callable[[str], Iterable[tuple[str, str]]]) -> list[Request]:
+        """The orders an event on ``obj`` (seen on ``cluster``) wakes."""
+        namespace = _lookup(obj, "metadata", "namespace") or ""
+        if self.mapping == "order":
+            return [Request(self.order_kind, cluster, namespace, obj["metadata"]["name"])]
+        if self.mapping == "owner":
+            return [
+                Request(self.order_kind, cluster, namespace, ref["name"])
+                for ref in _lookup(obj, "metadata", "ownerReferences") or []
+                if ref.get("controller") and ref.get("kind") == self.owner_kind
+                and ref.get("apiVersion") == self.owner_api_version
+            ]
+        if self.mapping == "labels":
+            labels = _lookup(obj, "metadata", "labels") or {}
+            name_key, namespace_key, cluster_key = self.labels
+            name, order_namespace = labels.get(name_key), labels.get(namespace_key)
+            if not name or not order_namespace:
+                return []
+            return [Request(self.order_kind, labels.get(cluster_key) or "", order_namespace, name)]
+        if self.mapping == "reference":
+            assert self.name_query is not None
+            name = self.name_query.evaluate(obj)
+            order_namespace = self.namespace_query.evaluate(obj) if self.namespace_query else namespace
+            if not isinstance(name, str) or not name or not isinstance(order_namespace, str) or not order_namespace:
+                return []
+            return [Request(self.order_kind, cluster, order_namespace, name)]
+        assert self.index_query is not None
+        key = self.index_query.evaluate(obj)
+        if not isinstance(key, str) or not key:
+            return []
+        return [Request(self.order_kind, "", ns, name) for ns, name in sorted(index(key))]
+
+
+@dataclass(frozen=True)
+class CompiledKind:
+    """Everything the engine needs to serve one order kind, compiled once."""
+
+    name: str
+    api_version: str
+    kind: str
+    plural: str
+    finalizer: str
+    field_manager: str
+    conditions: Conditions
+    children: Children
+    inputs: Mapping[str, Input]
+    values: Mapping[str, Value]
+    gates: tuple[Gate, ...]
+    steps: tuple[Step, ...]
+    refresh: tuple[Outcome, ...]
+    teardown: Teardown
+    watches: tuple[CompiledWatch, ...]
+    index_query: Query | None
+    templates: Mapping[str, ObjectTemplate] = field(default_factory=dict)
+    origin: Position = Position("", 1, 1)
+
+    @property
+    def key(self) -> str:
+        return f"{self.api_version}/{self.kind}"
+
+    def index_key(self, order: Obj) -> str | None:
+        """The order's key in the fan-out index (e.g. the object it references), or None."""
+        if self.index_query is None:
+            return None
+        value = self.index_query.evaluate({"order": order})
+        return value if isinstance(value, str) and value else None

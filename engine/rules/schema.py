@@ -1,0 +1,384 @@
+"""The rule-file schema: raw ``*Spec`` models, validated with pydantic.
+
+These models say what a rule file may contain; ``compile.py`` turns them into the
+immutable model the interpreter runs. Field docstrings become the JSON Schema
+descriptions that ``engine schema`` publishes for editors.
+
+Convention (see docs/rules.md): a field documented as *query* holds a JMESPath
+expression evaluated on the pass context; a field documented as *text* is a string
+that may hold Jinja ``{{ }}`` and renders to a string; durations are Go syntax.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+Query = Annotated[str, Field(description="A JMESPath expression over the pass context.")]
+Text = Annotated[str, Field(description="A string; `{{ }}` parts are Jinja, rendered on the pass context.")]
+Duration = Annotated[str, Field(pattern=r"^-?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$",
+                                description="A Go duration such as 10s, 1m or 720h.")]
+Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="A name usable in expressions.")]
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# ---------------------------------------------------------------------------
+# The order kind and its children
+
+
+class OrderSpec(Spec):
+    """The custom resource this rule file serves."""
+
+    apiVersion: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9]+$")
+    plural: str = Field(pattern=r"^[a-z0-9]+$")
+    finalizer: str = Field(description="The finalizer that holds a deleting order until its teardown is done.")
+    fieldManager: str = Field(description="The Server-Side Apply field manager of every write.")
+
+
+class ReadySpec(Spec):
+    """The aggregate condition: True when every sub-condition is True."""
+
+    type: str = "Ready"
+    trueReason: str
+    trueMessage: str
+    falseReason: str
+    falseMessage: str
+
+
+class ConditionsSpec(Spec):
+    """The condition types the order's status carries."""
+
+    types: list[str] = Field(min_length=1, description="The sub-conditions, in the order they are written.")
+    ready: ReadySpec
+    reasons: list[str] = Field(description="Every reason a rule may write; lint refuses any other.")
+    maxMessageBytes: int = 32768
+    truncateSuffix: str = " […truncated]"
+
+
+class ChildrenSpec(Spec):
+    """How children in another namespace are named and recognised: the prefix AND every label."""
+
+    prefix: Text
+    labels: dict[str, Text]
+    namespace: Text = Field(description="Where the order's children live on the management cluster.")
+
+
+# ---------------------------------------------------------------------------
+# Inputs and values
+
+
+class ObjectAddress(Spec):
+    apiVersion: Text
+    kind: Text
+    namespace: Text | None = None
+    name: Text
+
+
+class ListAddress(Spec):
+    apiVersion: Text
+    kind: Text
+    namespace: Text | None = None
+    labels: dict[str, Text] | None = None
+
+
+class InputSpec(Spec):
+    """An object (get) or the objects (list) a pass reads, when an expression first asks."""
+
+    get: ObjectAddress | None = None
+    list: ListAddress | None = None
+    cluster: Literal["management", "order"] = "management"
+    where: Query | None = Field(None, description="list: keep items for which this query (on the item as `@`, "
+                                                  "the pass context as `$`) is true.")
+    sortBy: Query | None = Field(None, description="list: sort items by this query on each item.")
+    children: bool = Field(False, description="list: keep only the order's own children (labels and prefix).")
+    live: bool = Field(False, description="Read from the API server, never from a cache.")
+    unserved: Literal["absent", "error"] = Field(
+        "absent", description="A kind the cluster does not serve reads as absent (get: null, list: []) or fails.")
+    error: Text | None = Field(None, description="The pass error when the read fails; `{{ error }}` is the cause.")
+
+    @model_validator(mode="after")
+    def _one_read(self) -> InputSpec:
+        if (self.get is None) == (self.list is None):
+            raise ValueError("an input has exactly one of get or list")
+        return self
+
+
+class RowSpec(Spec):
+    """One row of a decision table: the first row whose `when` holds gives the value."""
+
+    when: Query | None = None
+    value: Query
+
+
+ValueSpec = Query | list[RowSpec]
+
+
+# ---------------------------------------------------------------------------
+# Conditions written by gates and actions
+
+
+class ErrorSpec(Spec):
+    """What a failed API call reports: the step's condition, and the pass error."""
+
+    reason: str | None = None
+    message: Text = Field("{{ error }}", description="The condition message; `{{ error }}` is the error text.")
+    wrap: Text | None = Field(None, description="The pass error's text; default: the message.")
+
+
+class OutcomeSpec(Spec):
+    """A condition verdict: reason, message, and when to come back."""
+
+    reason: str
+    message: Text
+    requeue: Duration | Query | None = Field(None, description="A duration, or a query giving seconds.")
+
+
+class BranchSpec(OutcomeSpec):
+    when: Query | None = None
+
+
+class GateSpec(Spec):
+    """An ordered refusal before any step, or the point where the finalizer is installed."""
+
+    name: str | None = None
+    when: Query | None = None
+    conditions: Literal["all"] | list[str] = "all"
+    reason: str | None = None
+    message: Text | None = None
+    requeue: Duration | Query | None = None
+    finalizer: bool = Field(False, description="Install the finalizer here (ends the pass when it was missing).")
+
+    @model_validator(mode="after")
+    def _shape(self) -> GateSpec:
+        if self.finalizer:
+            if self.when or self.reason or self.message:
+                raise ValueError("a finalizer gate takes only requeue")
+        elif not (self.when and self.reason and self.message):
+            raise ValueError("a gate needs when, reason and message")
+        return self
+
+
+# ---------------------------------------------------------------------------
+# Actions
+
+
+class ActionBase(Spec):
+    when: Query | None = Field(None, description="Run the action only when this query is true.")
+    error: ErrorSpec | None = None
+
+
+class ApplySpec(ActionBase):
+    """Server-Side Apply a child rendered from a template (skipped when the live object already matches)."""
+
+    apply: str = Field(description="The template file, relative to templates/<kind>/.")
+    cluster: Literal["management", "order"] = "management"
+    adopt: Literal["children", "any"] = Field(
+        "children", description="children: refuse to overwrite a live object that is not the order's child.")
+    as_: Name | None = Field(None, alias="as", description="Bind the object as stored to this name.")
+    status: bool = Field(False, description="Apply to the status subresource.")
+
+
+class EnsureSpec(ActionBase):
+    """Create a child once if it is absent; never rewrite it (generated secrets)."""
+
+    ensure: str
+    cluster: Literal["management", "order"] = "management"
+    as_: Name | None = Field(None, alias="as")
+
+
+class PatchSpec(ActionBase):
+    """A JSON merge patch of a bound object (or its status)."""
+
+    patch: Name = Field(description="The bound object to patch.")
+    body: Query = Field(description="A query giving the merge patch.")
+    status: bool = False
+    as_: Name | None = Field(None, alias="as")
+    cluster: Literal["management", "order"] = "management"
+    tolerate: list[str] = Field(default_factory=list,
+                                description="Error names (NotFound, Conflict, ...) that skip the patch silently.")
+
+
+class DeleteSpec(ActionBase):
+    """Delete the objects a query selects (a bound object or a list)."""
+
+    delete: Query = Field(description="A query giving an object or a list of objects to delete.")
+    cluster: Literal["management", "order"] = "management"
+
+
+class WaitSpec(ActionBase):
+    """Stop the step with a False condition unless `for` holds."""
+
+    wait: Query = Field(description="The predicate to wait for.")
+    reason: str
+    message: Text
+    requeue: Duration | Query | None = None
+    otherwise: list[BranchSpec] = Field(default_factory=list,
+                                        description="Verdicts tried in order before reason/message.")
+
+
+class RefuseSpec(ActionBase):
+    """Stop the step with a False condition when `refuse` holds."""
+
+    refuse: Query
+    reason: str
+    message: Text
+    requeue: Duration | Query | None = None
+
+
+class StatusSpec(ActionBase):
+    """Write status fields (a null value removes the field)."""
+
+    status: dict[str, Query]
+
+
+class SetSpec(ActionBase):
+    """Bind names for the actions that follow."""
+
+    set: dict[Name, Query | list[RowSpec]]
+
+
+class FailSpec(ActionBase):
+    """End the pass with an error (retried with backoff) after writing the condition."""
+
+    fail: Text
+    reason: str
+
+
+ACTION_KEYS = ("apply", "ensure", "patch", "delete", "wait", "refuse", "set", "fail", "status")
+"""The key that names an action, tried in this order (apply and patch also take a `status` flag)."""
+
+
+def action_key(value: Any) -> str | None:
+    """The action a raw mapping describes, by the first action key it carries."""
+    if isinstance(value, dict):
+        for key in ACTION_KEYS:
+            if key in value:
+                return key
+    return None
+
+
+ActionSpec = Annotated[
+    Annotated[ApplySpec, Tag("apply")]
+    | Annotated[EnsureSpec, Tag("ensure")]
+    | Annotated[PatchSpec, Tag("patch")]
+    | Annotated[DeleteSpec, Tag("delete")]
+    | Annotated[WaitSpec, Tag("wait")]
+    | Annotated[RefuseSpec, Tag("refuse")]
+    | Annotated[SetSpec, Tag("set")]
+    | Annotated[FailSpec, Tag("fail")]
+    | Annotated[StatusSpec, Tag("status")],
+    Discriminator(action_key, custom_error_type="unknown_action",
+                  custom_error_message="an action needs one of: " + ", ".join(ACTION_KEYS)),
+]
+
+
+class StepSpec(Spec):
+    """One sub-reconciler: owns one condition and one metrics name, runs actions in order."""
+
+    name: str
+    condition: str
+    metric: str = Field(description="The sub_reconciler label of the step's metrics.")
+    requires: list[str] = Field(default_factory=list)
+    skipped: OutcomeSpec | None = Field(None, description="The condition when a required step is not done.")
+    error: ErrorSpec | None = None
+    do: list[ActionSpec] = Field(min_length=1)
+    done: OutcomeSpec
+
+
+class RefreshSpec(Spec):
+    """A default requeue, used when no step asked for one and `when` holds."""
+
+    when: Query | None = None
+    requeue: Duration | Query | None = Field(None, description="Omitted: no cap (the order waits for an event).")
+
+
+class ResultSpec(Spec):
+    """The pass result once the steps ran: the first matching refresh when no step asked to come back."""
+
+    refresh: list[RefreshSpec] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Teardown
+
+
+class HoldSpec(Spec):
+    """A deleting order waits while `when` holds (objects still reference it)."""
+
+    when: Query
+    condition: str
+    reason: str
+    message: Text
+    requeue: Duration = "1m"
+
+
+class SweepSpec(Spec):
+    """One list of the order's children (labels and prefix) deleted in teardown, in order."""
+
+    apiVersion: str
+    kind: str
+    sortBy: list[Query] = Field(default_factory=list)
+    before: Query | None = Field(None, description="A merge patch (query on the item as `@`) sent before the delete.")
+    beforeWhen: Query | None = None
+
+
+class DeliveredSpec(Spec):
+    """The object beside the order, deleted last when the order controls it."""
+
+    apiVersion: str
+    kind: str
+    name: Text
+
+
+class TeardownSpec(Spec):
+    holds: list[HoldSpec] = Field(default_factory=list)
+    patientWhile: Query = Field(description="While true, the finalizer stays until nothing is left to delete.")
+    patientRequeue: Duration = "10s"
+    sweep: list[SweepSpec]
+    delivered: list[DeliveredSpec] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# Watches
+
+
+class WatchSpec(Spec):
+    """A kind whose events wake orders (beyond the order, its owned objects and its children)."""
+
+    apiVersion: str
+    kind: str
+    clusters: Literal["management", "all"] = "management"
+    namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
+    name: Query | None = Field(None, description="The order's name, from the object.")
+    index: Query | None = Field(None, description="Fan out to the orders whose `indexKey` equals this query.")
+    changed: list[Query] = Field(default_factory=list,
+                                 description="An update wakes orders only when one of these differs.")
+
+
+class RuleFileSpec(Spec):
+    """A rule file: everything the engine needs to serve one order kind."""
+
+    kind: str = Field(description="The order kind served.")
+    include: list[str] = Field(default_factory=list, description="Rule files merged before this one.")
+    order: OrderSpec | None = None
+    conditions: ConditionsSpec | None = None
+    children: ChildrenSpec | None = None
+    indexKey: Query | None = Field(None, description="The order's key for `index` watches.")
+    inputs: dict[Name, InputSpec] = Field(default_factory=dict)
+    values: dict[Name, ValueSpec] = Field(default_factory=dict)
+    gates: list[GateSpec] = Field(default_factory=list)
+    steps: list[StepSpec] = Field(default_factory=list)
+    result: ResultSpec | None = None
+    teardown: TeardownSpec | None = None
+    watches: list[WatchSpec] = Field(default_factory=list)
+    templates: str | None = Field(None, description="The template folder; default templates/<kind lowercased>.")
+
+
+class IncludeFileSpec(RuleFileSpec):
+    """A shared file other rule files include: the same keys, no kind of its own."""
+
+    kind: str = ""
