@@ -1,0 +1,122 @@
+"""The controller: runs passes off the work queue and applies the one outcome switch.
+
+Queue policy lives in one place, as in controller-runtime's ``reconcileHandler``:
+
+- the pass ended in an error: retry with backoff (``add_rate_limited``), unless it
+  is a ``TerminalError``, which no retry can fix: log it, count it, ``forget``;
+- it asked to come back (``requeue_after``): ``forget`` the backoff, ``add_after``;
+- otherwise: ``forget``; the next event brings it back.
+
+Metrics and logs of a pass are recorded here too, never in the pass itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from engine.metrics import Metrics, PassResult
+from engine.outcome import Request, Result, TerminalError
+from engine.runtime.kinds import Log
+from engine.runtime.queue import ShutDown, WorkQueue
+
+PassRunner = Callable[[Request], Result]
+"""Runs one pass of one order (the manager binds the kind, clusters and clock)."""
+
+
+class Controller:
+    """Workers over one queue: take a request, run its pass, apply the outcome switch, mark it done."""
+
+    def __init__(
+        self,
+        queue: WorkQueue,
+        run: PassRunner,
+        *,
+        metrics: Metrics,
+        log: Log,
+        recover: bool = False,
+    ) -> None:
+        """recover=True: a pass that raises (a bug) is logged and retried with backoff, as a
+        production operator must survive it; False (tests, scenarios): the exception propagates."""
+        self.queue = queue
+        self._run = run
+        self._metrics = metrics
+        self._log = log
+        self.recover = recover
+        self._active = 0
+        self._active_lock = threading.Lock()
+
+    def handle(self, request: Request, result: Result) -> PassResult:
+        """The outcome switch: record the pass, then queue the order again as its result asks."""
+        self._metrics.record_outcomes(result.outcomes)
+        if result.error is not None:
+            if isinstance(result.error, TerminalError):
+                self._log.error("%s: terminal error, not retried: %s", request, result.error)
+                self.queue.forget(request)
+                outcome = PassResult.TERMINAL_ERROR
+            else:
+                delay = self.queue.add_rate_limited(request)
+                self._log.warning("%s: %s (retry in %s)", request, result.error, delay)
+                outcome = PassResult.ERROR
+        elif result.requeue_after is not None:
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+            outcome = PassResult.REQUEUE_AFTER
+        else:
+            self.queue.forget(request)
+            outcome = PassResult.SUCCESS
+        self._metrics.record_pass(outcome)
+        return outcome
+
+    def run_pass(self, request: Request) -> Result:
+        """Run one pass of ``request`` now and apply the outcome switch; the queue entry is untouched."""
+        self._set_active(+1)
+        try:
+            try:
+                result = self._run(request)
+            except Exception as exc:
+                if not self.recover:
+                    raise
+                self._log.exception("%s: the pass raised", request)
+                result = Result(error=exc)
+        finally:
+            self._set_active(-1)
+        self.handle(request, result)
+        return result
+
+    def process_next(self) -> Request | None:
+        """Deterministic mode: run the next waiting request's pass; None when nothing waits."""
+        request = self.queue.pop_ready()
+        if request is None:
+            return None
+        try:
+            self.run_pass(request)
+        finally:
+            self.queue.done(request)
+        return request
+
+    def work(self, stop: threading.Event, *, poll: float = 0.5) -> None:
+        """Threaded mode: one worker's loop, until ``stop`` is set or the queue shuts down."""
+        while not stop.is_set():
+            try:
+                request = self.queue.get(timeout=poll)
+            except ShutDown:
+                return
+            if request is None:
+                continue
+            try:
+                self.run_pass(request)
+            except Exception:  # recover=False in threaded mode: still never kill the worker silently
+                self._log.exception("%s: the pass raised", request)
+            finally:
+                self.queue.done(request)
+
+    def _set_active(self, delta: int) -> None:
+        with self._active_lock:
+            self._active += delta
+            self._metrics.active_workers.set(self._active)
+
+
+def default_log() -> logging.Logger:
+    return logging.getLogger("engine.runtime")

@@ -1,0 +1,330 @@
+"""Event sources: list-then-watch each watched kind on each cluster, and map events to requests.
+
+One informer per (cluster, apiVersion, kind), shared by every compiled watch on
+that kind, keeps the last-seen object of each key (so a watch's update predicate
+sees old and new) and the resourceVersion to resume from. Events become requests
+through the compiled watch's own mapper, never by event type; the queue
+de-duplicates them. The informer of an order kind on the management cluster also
+maintains the fan-out index (index key -> orders) that index-mapped watches read.
+
+A kind the cluster does not serve is skipped and checked again later (every pump
+in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
+appears is watched without a restart. A Gone (410) re-lists; the re-list is
+compared with the cache, so objects that vanished meanwhile still map as deletes.
+
+Deterministic mode: ``Sources.pump()`` drains every informer with a non-blocking
+watch (timeout 0). Threaded mode: ``Sources.start()`` runs one thread per
+informer, blocking on a long watch and resuming from the last resourceVersion
+(bookmarks included). Both share the same event handling.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
+from engine.runtime.kinds import Catalog, Log, OrderKind, Watch
+from engine.runtime.queue import WorkQueue
+
+Key = tuple[str, str]
+"""(namespace or "", name) of an object."""
+
+WATCH_TIMEOUT = 300.0
+"""Threaded mode: seconds one watch call lasts before it is renewed from the last resourceVersion."""
+
+RECHECK_INTERVAL = 30.0
+"""Threaded mode: seconds between checks whether an unserved kind is served now."""
+
+RETRY_MAX = 30.0
+"""Threaded mode: the longest wait after a failed list or watch before trying again."""
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _rv(obj: Obj) -> str | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv else None
+
+
+@dataclass
+class OrderIndex:
+    """Per order kind: index key -> the management cluster's orders carrying that key."""
+
+    _keys: dict[str, dict[str, set[Key]]] = field(default_factory=dict)
+    _of: dict[tuple[str, Key], str] = field(default_factory=dict)
+
+    def put(self, kind: str, order: Key, key: str | None) -> None:
+        """Record (or, with key None, drop) ``order``'s index key."""
+        previous = self._of.pop((kind, order), None)
+        if previous is not None:
+            members = self._keys[kind][previous]
+            members.discard(order)
+            if not members:
+                del self._keys[kind][previous]
+        if key is not None:
+            self._of[(kind, order)] = key
+            self._keys.setdefault(kind, {}).setdefault(key, set()).add(order)
+
+    def lookup(self, kind: str, key: str) -> list[Key]:
+        """(namespace, name) of the orders of ``kind`` whose index key is ``key``, sorted."""
+        return sorted(self._keys.get(kind, {}).get(key, ()))
+
+
+class Informer:
+    """List-then-watch of one kind on one cluster, feeding the watches on it."""
+
+    def __init__(
+        self,
+        sources: Sources,
+        cluster_name: str,
+        cluster: Cluster,
+        api_version: str,
+        kind: str,
+        watches: list[Watch],
+        indexes: list[OrderKind],
+    ) -> None:
+        self._sources = sources
+        self.cluster_name = cluster_name
+        self._cluster = cluster
+        self.api_version = api_version
+        self.kind = kind
+        self.watches = watches
+        self._indexes = indexes
+        self._cache: dict[Key, Obj] = {}
+        self._rv: str | None = None
+        self.listed = False
+        """True once listed and while the watch can resume; False while unserved or after a Gone."""
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        where = f"cluster {self.cluster_name!r}" if self.cluster_name else "the management cluster"
+        return f"<Informer {self.kind}.{self.api_version} on {where}>"
+
+    def cached(self) -> dict[Key, Obj]:
+        """The last-seen objects (a copy of the mapping)."""
+        with self._sources.lock:
+            return dict(self._cache)
+
+    # -- deterministic --------------------------------------------------------
+
+    def pump(self) -> int:
+        """List if not listed yet (and served), then drain what the watch has now; events mapped."""
+        mapped = 0
+        if not self.listed:
+            if not self._cluster.serves(self.api_version, self.kind):
+                return 0
+            try:
+                mapped += self._list()
+            except NotFound:
+                return 0
+            except ApiError as exc:
+                self._sources.log.warning("%r: list failed, trying again at the next pump: %s", self, exc)
+                return 0
+        try:
+            mapped += self._drain(self._open(timeout=0))
+        except Gone:
+            self.listed = False
+            try:
+                mapped += self._list()
+            except ApiError as exc:
+                self._sources.log.warning("%r: re-list failed, trying again at the next pump: %s", self, exc)
+        except NotFound:
+            self.listed = False
+        except ApiError as exc:
+            self._sources.log.warning("%r: watch failed, trying again at the next pump: %s", self, exc)
+        return mapped
+
+    # -- threaded -------------------------------------------------------------
+
+    def run(self, *, watch_timeout: float, recheck: float) -> None:
+        """The informer thread's loop, until ``stop`` is set."""
+        failures = 0
+        while not self.stop.is_set():
+            try:
+                if not self.listed:
+                    if not self._cluster.serves(self.api_version, self.kind):
+                        self.stop.wait(recheck)
+                        continue
+                    self._list()
+                self._drain(self._open(timeout=watch_timeout))
+                failures = 0
+            except Gone:
+                self.listed = False
+            except NotFound:
+                self.listed = False
+                self.stop.wait(recheck)
+            except Exception as exc:  # an informer thread must outlive any one failure
+                failures += 1
+                delay = min(RETRY_MAX, 0.5 * 2 ** min(failures, 8))
+                self._sources.log.warning("%r: %s; retrying in %.1fs", self, exc, delay)
+                self.stop.wait(delay)
+
+    # -- shared ---------------------------------------------------------------
+
+    def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
+        return self._cluster.watch(
+            self.api_version, self.kind, resource_version=self._rv, timeout=timeout, bookmarks=True
+        )
+
+    def _drain(self, events: Iterable[WatchEvent]) -> int:
+        mapped = 0
+        for event in events:
+            if self.stop.is_set():
+                break
+            mapped += self._event(event)
+        return mapped
+
+    def _list(self) -> int:
+        """List, and reconcile the cache with the answer as a stream of events (an initial list adds all)."""
+        answer = self._cluster.list(self.api_version, self.kind)
+        mapped = 0
+        with self._sources.lock:
+            seen: set[Key] = set()
+            for obj in answer.items:
+                key = _key(obj)
+                seen.add(key)
+                old = self._cache.get(key)
+                if old is not None and _rv(old) is not None and _rv(old) == _rv(obj):
+                    continue
+                mapped += self._apply("MODIFIED" if old is not None else "ADDED", obj)
+            for key in [k for k in self._cache if k not in seen]:
+                mapped += self._apply("DELETED", self._cache[key])
+            self._rv = answer.resource_version or None
+            self.listed = True
+        return mapped
+
+    def _event(self, event: WatchEvent) -> int:
+        kind, obj = event["type"], event["object"]
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone(str(obj.get("message") or "watch expired"))
+            raise ApiError(str(obj.get("message") or "watch error"))
+        with self._sources.lock:
+            if kind == "BOOKMARK":
+                self._rv = _rv(obj) or self._rv
+                return 0
+            mapped = self._apply(kind, obj)
+            self._rv = _rv(obj) or self._rv
+            return mapped
+
+    def _apply(self, kind: str, obj: Obj) -> int:
+        """Update the cache and the index, then map the event through every watch (lock held)."""
+        key = _key(obj)
+        if kind == "DELETED":
+            old = self._cache.pop(key, None)
+            new: Obj | None = None
+        else:
+            old = self._cache.get(key)
+            self._cache[key] = new = obj
+        for order_kind in self._indexes:
+            self._sources.index.put(order_kind.key, key, None if new is None else order_kind.index_key(new))
+        for watch in self.watches:
+            self._sources.map_event(watch, self.cluster_name, old, new, obj)
+        return 1
+
+
+class Sources:
+    """Every informer of every engaged cluster, the order index, and the queue they feed."""
+
+    def __init__(self, catalog: Catalog, queue: WorkQueue, *, log: Log, recover: bool = False) -> None:
+        """recover=True: a watch mapper that raises is logged and skipped (threaded mode); False: it propagates."""
+        self._catalog = catalog
+        self._queue = queue
+        self.log = log
+        self.recover = recover
+        self.lock = threading.RLock()
+        self.index = OrderIndex()
+        self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._threads_running = False
+        self._watch_timeout = WATCH_TIMEOUT
+        self._recheck = RECHECK_INTERVAL
+
+    def informers(self, cluster: str | None = None) -> list[Informer]:
+        with self.lock:
+            return [i for i in self._informers.values() if cluster is None or i.cluster_name == cluster]
+
+    def add_cluster(self, name: str, cluster: Cluster) -> list[Informer]:
+        """Build the informers of one cluster (replacing any it had); started if threads run."""
+        self.remove_cluster(name)
+        plan: dict[tuple[str, str], tuple[list[Watch], list[OrderKind]]] = {}
+        if name == MANAGEMENT_CLUSTER:  # order kinds first: the index is filled before fan-out watches map
+            for order_kind in self._catalog.values():
+                plan.setdefault((order_kind.api_version, order_kind.kind), ([], []))[1].append(order_kind)
+        for order_kind in self._catalog.values():
+            for watch in order_kind.watches:
+                if name != MANAGEMENT_CLUSTER and watch.clusters == "management":
+                    continue
+                plan.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
+        built = [
+            Informer(self, name, cluster, api_version, kind, watches, indexes)
+            for (api_version, kind), (watches, indexes) in plan.items()
+        ]
+        with self.lock:
+            for informer in built:
+                self._informers[(name, informer.api_version, informer.kind)] = informer
+            if self._threads_running:
+                for informer in built:
+                    self._start(informer)
+        return built
+
+    def remove_cluster(self, name: str) -> None:
+        """Stop and drop a cluster's informers (the index is fed by the management cluster only)."""
+        with self.lock:
+            gone = [k for k in self._informers if k[0] == name]
+            informers = [self._informers.pop(k) for k in gone]
+        for informer in informers:
+            informer.stop.set()
+
+    def pump(self, cluster: str | None = None) -> int:
+        """Deterministic mode: drain every informer (or one cluster's) without blocking; events mapped."""
+        return sum(informer.pump() for informer in self.informers(cluster))
+
+    def start(self, *, watch_timeout: float = WATCH_TIMEOUT, recheck: float = RECHECK_INTERVAL) -> None:
+        """Threaded mode: one thread per informer, now and for clusters added later."""
+        with self.lock:
+            self._threads_running = True
+            self._watch_timeout = watch_timeout
+            self._recheck = recheck
+            for informer in self._informers.values():
+                self._start(informer)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every informer thread; waits up to ``timeout`` seconds in all for them to end."""
+        with self.lock:
+            self._threads_running = False
+            informers = list(self._informers.values())
+        for informer in informers:
+            informer.stop.set()
+        for informer in informers:
+            if informer.thread is not None:
+                informer.thread.join(timeout / max(len(informers), 1))
+
+    def map_event(self, watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj) -> None:
+        """Queue the orders an event wakes, if the watch's update predicate lets it through."""
+        try:
+            if not watch.passes(old, new):
+                return
+            requests = watch.requests(obj, cluster, lambda key: self.index.lookup(watch.order_kind, key))
+        except Exception:
+            if not self.recover:
+                raise
+            self.log.exception("a watch on %s.%s failed to map an event", watch.kind, watch.api_version)
+            return
+        for request in requests:
+            self._queue.add(request)
+
+    def _start(self, informer: Informer) -> None:
+        thread = threading.Thread(
+            target=informer.run,
+            kwargs={"watch_timeout": self._watch_timeout, "recheck": self._recheck},
+            name=f"informer {informer.cluster_name or '(management)'} {informer.kind}.{informer.api_version}",
+            daemon=True,
+        )
+        informer.thread = thread
+        thread.start()

@@ -1,0 +1,150 @@
+"""The outcome switch: errors back off, terminal errors stop, requeues wait, successes forget; metrics recorded."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import pytest
+from prometheus_client import CollectorRegistry
+from runtime_kit import START, request
+
+from engine.metrics import Metrics
+from engine.outcome import PassError, Request, Result, StepOutcome, TerminalError
+from engine.runtime.controller import Controller
+from engine.runtime.queue import WorkQueue
+from engine.testing.clock import SimulatedClock
+
+MS = dt.timedelta(milliseconds=1)
+LOG = logging.getLogger("tests.runtime")
+
+
+class Harness:
+    """A controller over a queue, running a pass that answers whatever ``answer`` holds."""
+
+    def __init__(self) -> None:
+        self.clock = SimulatedClock(START)
+        self.registry = CollectorRegistry()
+        self.queue = WorkQueue(self.clock)
+        self.answer = Result()
+        self.raises: Exception | None = None
+        self.controller = Controller(self.queue, self._run, metrics=Metrics(self.registry), log=LOG)
+
+    def _run(self, req: Request) -> Result:
+        if self.raises is not None:
+            raise self.raises
+        return self.answer
+
+    def passes(self, result: str) -> float:
+        return self.registry.get_sample_value("c5c3_operator_reconcile_total", {"result": result}) or 0.0
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
+
+
+def test_success_forgets_the_backoff_and_queues_nothing(h: Harness) -> None:
+    """A clean pass resets the order's failures and leaves no timer."""
+    h.queue.add_rate_limited(request("a"))
+    h.clock.advance(5 * MS)
+    h.queue.fire_due()
+    assert h.controller.process_next() == request("a")
+    assert h.queue.timers() == {}
+    assert h.queue.depth == 0
+    assert h.queue.failures(request("a")) == 0
+    assert h.passes("success") == 1
+
+
+def test_error_retries_with_doubling_backoff(h: Harness) -> None:
+    """A failed pass comes back after 5 ms, then 10 ms, on the clock."""
+    h.answer = Result(error=PassError("the API said no"))
+    h.controller.run_pass(request("a"))
+    assert h.queue.timers() == {request("a"): START + 5 * MS}
+    h.clock.advance(5 * MS)
+    h.queue.fire_due()
+    assert h.controller.process_next() == request("a")
+    assert h.queue.timers() == {request("a"): START + 15 * MS}
+    assert h.passes("error") == 2
+
+
+def test_terminal_error_is_counted_not_retried(h: Harness) -> None:
+    """A TerminalError leaves no timer and resets the backoff."""
+    h.queue.add_rate_limited(request("a"))
+    h.answer = Result(error=TerminalError("the rule file is wrong"), requeue_after=dt.timedelta(seconds=5))
+    h.clock.advance(5 * MS)
+    h.queue.fire_due()
+    assert h.controller.process_next() == request("a")
+    assert h.queue.timers() == {}
+    assert h.queue.depth == 0
+    assert h.queue.failures(request("a")) == 0
+    assert h.passes("terminal_error") == 1
+
+
+def test_requeue_after_forgets_backoff_and_waits(h: Harness) -> None:
+    """A pass asking to come back is queued after exactly that delay, with its backoff reset."""
+    h.queue.add_rate_limited(request("a"))
+    h.queue.add_rate_limited(request("a"))
+    h.clock.advance(dt.timedelta(seconds=1))
+    h.queue.fire_due()
+    h.answer = Result(requeue_after=dt.timedelta(minutes=1))
+    h.controller.process_next()
+    assert h.queue.timers() == {request("a"): START + dt.timedelta(seconds=61)}
+    assert h.queue.failures(request("a")) == 0
+    assert h.passes("requeue_after") == 1
+
+
+def test_error_wins_over_requeue_after(h: Harness) -> None:
+    """A pass with both an error and a requeue retries on the backoff."""
+    h.answer = Result(error=PassError("boom"), requeue_after=dt.timedelta(minutes=5))
+    h.controller.run_pass(request("a"))
+    assert h.queue.timers() == {request("a"): START + 5 * MS}
+
+
+def test_step_outcomes_become_duration_and_error_samples(h: Harness) -> None:
+    """Each outcome is one duration observation; only errored ones count as errors, by condition."""
+    h.answer = Result(outcomes=[
+        StepOutcome("WidgetProvision", "Provisioned", 0.2, False),
+        StepOutcome("WidgetDelivery", "Delivered", 0.03, True),
+    ])
+    h.controller.run_pass(request("a"))
+    h.controller.run_pass(request("b"))
+    sample = h.registry.get_sample_value
+    duration = "c5c3_operator_reconcile_duration_seconds"
+    assert sample(f"{duration}_count", {"sub_reconciler": "WidgetProvision"}) == 2
+    assert sample(f"{duration}_sum", {"sub_reconciler": "WidgetProvision"}) == pytest.approx(0.4)
+    assert sample(f"{duration}_bucket", {"sub_reconciler": "WidgetDelivery", "le": "0.05"}) == 2
+    assert sample(f"{duration}_bucket", {"sub_reconciler": "WidgetDelivery", "le": "0.01"}) == 0
+    errors = "c5c3_operator_reconcile_errors_total"
+    assert sample(errors, {"sub_reconciler": "WidgetDelivery", "condition_type": "Delivered"}) == 2
+    assert sample(errors, {"sub_reconciler": "WidgetProvision", "condition_type": "Provisioned"}) is None
+
+
+def test_a_raising_pass_propagates_by_default(h: Harness) -> None:
+    """Without recover, a bug in the pass surfaces (tests and scenarios see it) and the order is done."""
+    h.queue.add(request("a"))
+    h.raises = KeyError("bug")
+    with pytest.raises(KeyError):
+        h.controller.process_next()
+    assert h.queue.processing() == set()
+    assert h.registry.get_sample_value("c5c3_operator_active_workers") == 0
+
+
+def test_a_raising_pass_is_retried_when_recovering(h: Harness) -> None:
+    """With recover, a bug in the pass is treated as an error: logged and retried with backoff."""
+    h.controller.recover = True
+    h.raises = KeyError("bug")
+    result = h.controller.run_pass(request("a"))
+    assert isinstance(result.error, KeyError)
+    assert h.queue.timers() == {request("a"): START + 5 * MS}
+
+
+def test_metric_prefix_is_a_parameter() -> None:
+    """Metrics built with another prefix expose every family under it."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, prefix="acme")
+    metrics.record_outcomes([StepOutcome("S", "C", 1.0, True)])
+    metrics.set_leader(True)
+    assert registry.get_sample_value("acme_reconcile_errors_total", {"sub_reconciler": "S", "condition_type": "C"}) == 1
+    assert registry.get_sample_value("acme_leader_status") == 1
+    assert registry.get_sample_value("c5c3_operator_leader_status") is None

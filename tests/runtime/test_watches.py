@@ -1,0 +1,234 @@
+"""Event sources: list then watch each kind, map events through the compiled watches, keep the order index."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from runtime_kit import (
+    API,
+    ORDER,
+    OWNER_LABEL,
+    START,
+    FailingWatch,
+    FakeKind,
+    FakeWatch,
+    memory,
+    obj,
+    request,
+    widget_kind,
+)
+
+from engine.cluster.api import Cluster, ServerError
+from engine.cluster.memory import MemoryCluster
+from engine.runtime.queue import WorkQueue
+from engine.runtime.watches import Sources
+from engine.testing.clock import SimulatedClock
+
+LOG = logging.getLogger("tests.runtime")
+
+
+def sources_for(kind: FakeKind, **clusters: Cluster) -> tuple[Sources, WorkQueue]:
+    """Sources over the given clusters (keyword ``management`` is the cluster "")."""
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({kind.key: kind}, queue, log=LOG)
+    for name, cluster in clusters.items():
+        sources.add_cluster("" if name == "management" else name, cluster)
+    return sources, queue
+
+
+def drain(queue: WorkQueue) -> list[str]:
+    """Names of every waiting request, taking them out."""
+    names = []
+    while (req := queue.pop_ready()) is not None:
+        names.append(f"{req.cluster}:{req.namespace}/{req.name}")
+        queue.done(req)
+    return names
+
+
+def test_the_first_pump_queues_every_order() -> None:
+    """The initial list queues each order present, as an informer's initial list does."""
+    cluster = memory()
+    for name in ("a", "b"):
+        cluster.create(obj("Widget", name))
+    sources, queue = sources_for(widget_kind(), management=cluster)
+    assert sources.pump() == 2
+    assert drain(queue) == [":ns/a", ":ns/b"]
+    assert sources.pump() == 0
+    assert queue.depth == 0
+
+
+def test_changes_after_the_list_are_mapped() -> None:
+    """Creations, updates and deletions after the list each wake the order."""
+    cluster = memory()
+    sources, queue = sources_for(widget_kind(), management=cluster)
+    sources.pump()
+    cluster.create(obj("Widget", "a", spec={"x": 1}))
+    assert sources.pump() == 1
+    assert drain(queue) == [":ns/a"]
+    cluster.patch(API, "Widget", "ns", "a", {"spec": {"x": 2}})
+    cluster.delete(API, "Widget", "ns", "a")
+    assert sources.pump() == 2
+    assert drain(queue) == [":ns/a"]
+
+
+def test_the_predicate_sees_the_last_seen_object() -> None:
+    """An update passes only when the watched part changed between the cached and the new object."""
+    child = FakeWatch("Gadget", mapping="labels", changed=lambda o: o.get("spec"))
+    cluster = memory()
+    cluster.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}, spec={"size": 1}))
+    sources, queue = sources_for(widget_kind(child), management=cluster)
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+    cluster.patch(API, "Gadget", "ns", "g", {"metadata": {"annotations": {"note": "x"}}})
+    sources.pump()
+    assert drain(queue) == []
+    old, new = child.seen[-1]
+    assert old is not None and new is not None
+    assert "annotations" not in old["metadata"] and new["metadata"]["annotations"] == {"note": "x"}
+    cluster.patch(API, "Gadget", "ns", "g", {"spec": {"size": 2}})
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+
+
+def test_a_deletion_passes_with_no_new_object() -> None:
+    """A deletion reaches the predicate as (last seen, None) and maps the deleted object."""
+    child = FakeWatch("Gadget", mapping="labels")
+    cluster = memory()
+    cluster.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    sources, queue = sources_for(widget_kind(child), management=cluster)
+    sources.pump()
+    drain(queue)
+    cluster.delete(API, "Gadget", "ns", "g")
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+    old, new = child.seen[-1]
+    assert old is not None and old["metadata"]["name"] == "g" and new is None
+
+
+def test_the_index_fans_out_to_the_orders_that_reference_a_hub() -> None:
+    """A hub event wakes exactly the management cluster's orders whose index key names it, as it is now."""
+    hub = FakeWatch("Hub", mapping="index", clusters="management")
+    cluster = memory()
+    cluster.create(obj("Widget", "a", spec={"hub": "h1"}))
+    cluster.create(obj("Widget", "b", spec={"hub": "h2"}))
+    cluster.create(obj("Widget", "c", namespace="other", spec={"hub": "h1"}))
+    cluster.create(obj("Hub", "h1"))
+    sources, queue = sources_for(widget_kind(hub), management=cluster)
+    sources.pump()
+    drain(queue)
+    cluster.patch(API, "Hub", "ns", "h1", {"spec": {"ready": True}})
+    sources.pump()
+    assert drain(queue) == [":ns/a", ":other/c"]
+    cluster.patch(API, "Widget", "ns", "a", {"spec": {"hub": "h2"}})
+    cluster.delete(API, "Widget", "other", "c")
+    sources.pump()
+    drain(queue)
+    cluster.patch(API, "Hub", "ns", "h1", {"spec": {"ready": False}})
+    sources.pump()
+    assert drain(queue) == []
+    assert sources.index.lookup(ORDER, "h2") == [("ns", "a"), ("ns", "b")]
+
+
+def test_target_clusters_get_only_watches_for_all_clusters() -> None:
+    """A management-only watch is not built on a target cluster; target events carry the cluster's name."""
+    hub = FakeWatch("Hub", mapping="index", clusters="management")
+    management, edge = memory(), memory("edge")
+    edge.create(obj("Widget", "a"))
+    edge.create(obj("Hub", "h1"))
+    sources, queue = sources_for(widget_kind(hub), management=management, edge=edge)
+    assert [i.kind for i in sources.informers("edge")] == ["Widget"]
+    assert sorted(i.kind for i in sources.informers("")) == ["Hub", "Widget"]
+    sources.pump()
+    assert drain(queue) == ["edge:ns/a"]
+
+
+def test_removing_a_cluster_stops_its_events() -> None:
+    """After remove_cluster, the cluster's changes wake nothing."""
+    management, edge = memory(), memory("edge")
+    sources, queue = sources_for(widget_kind(), management=management, edge=edge)
+    sources.pump()
+    sources.remove_cluster("edge")
+    edge.create(obj("Widget", "a"))
+    sources.pump()
+    assert drain(queue) == []
+    assert sources.informers("edge") == []
+
+
+def test_a_kind_served_later_is_watched_without_restart() -> None:
+    """An unserved kind is skipped at each pump and listed at the first pump after it is served."""
+    cluster = memory()
+    cluster.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    cluster.unserve(API, "Gadget")
+    sources, queue = sources_for(widget_kind(FakeWatch("Gadget", mapping="labels")), management=cluster)
+    assert sources.pump() == 0
+    assert sources.pump() == 0
+    cluster.serve(API, "Gadget")
+    assert sources.pump() == 1
+    assert drain(queue) == [":ns/a"]
+    cluster.patch(API, "Gadget", "ns", "g", {"spec": {"size": 3}})
+    assert sources.pump() == 1
+
+
+def test_a_kind_unserved_while_watched_is_relisted_when_served_again() -> None:
+    """A kind whose watch answers NotFound is re-checked, and re-listed (deletions included) once served."""
+    cluster = memory()
+    cluster.create(obj("Widget", "a"))
+    sources, queue = sources_for(widget_kind(), management=cluster)
+    sources.pump()
+    drain(queue)
+    cluster.unserve(API, "Widget")
+    assert sources.pump() == 0
+    cluster.serve(API, "Widget")
+    cluster.create(obj("Widget", "b"))
+    cluster.delete(API, "Widget", "ns", "a")
+    sources.pump()
+    assert drain(queue) == [":ns/b", ":ns/a"]
+
+
+def test_gone_relists_and_maps_what_vanished() -> None:
+    """A watch too far behind (410 Gone) re-lists; objects missing from the new list map as deletions."""
+    clock = SimulatedClock(START)
+    cluster = MemoryCluster("", clock=clock, permissive=True, event_log_size=2)
+    cluster.create(obj("Widget", "a"))
+    cluster.create(obj("Widget", "b"))
+    sources, queue = sources_for(widget_kind(), management=cluster)
+    sources.pump()
+    drain(queue)
+    cluster.delete(API, "Widget", "ns", "a")
+    for name in ("c", "d", "e"):
+        cluster.create(obj("Widget", name))
+    assert sources.pump() == 4
+    assert drain(queue) == [":ns/c", ":ns/d", ":ns/e", ":ns/a"]
+    assert sorted(k[1] for k in sources.informers("")[0].cached()) == ["b", "c", "d", "e"]
+
+
+def test_a_failing_watch_is_tried_again_at_the_next_pump() -> None:
+    """An API error from watch loses no event: the next pump resumes from the last resourceVersion."""
+    inner = memory()
+    cluster = FailingWatch(inner, ServerError("try later"), times=0)
+    sources, queue = sources_for(widget_kind(), management=cluster)  # type: ignore[arg-type]
+    sources.pump()
+    cluster.times = 1
+    inner.create(obj("Widget", "a"))
+    assert sources.pump() == 0
+    assert sources.pump() == 1
+    assert drain(queue) == [":ns/a"]
+
+
+def test_threaded_sources_feed_the_queue_and_stop() -> None:
+    """In threaded mode each informer's thread maps events as they happen; stop ends the threads."""
+    cluster = memory()
+    cluster.create(obj("Widget", "a"))
+    sources, queue = sources_for(widget_kind(), management=cluster)
+    sources.start(watch_timeout=0.2, recheck=0.05)
+    assert queue.get(timeout=5) == request("a")
+    queue.done(request("a"))
+    cluster.create(obj("Widget", "b"))
+    assert queue.get(timeout=5) == request("b")
+    began = time.monotonic()
+    sources.stop()
+    assert time.monotonic() - began < 2
+    assert not any(i.thread is not None and i.thread.is_alive() for i in sources.informers())
+    assert not any(t.name.startswith("informer") for t in threading.enumerate())
