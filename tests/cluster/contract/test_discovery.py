@@ -1,0 +1,138 @@
+"""Discovery: built-in kinds, custom kinds known through their installed CRD, and unknown kinds."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+import pytest
+from contract_kit import WIDGET, WIDGET_CRD, widget
+
+from engine.cluster.api import Cluster, Invalid, NotFound, PrinterColumn, ResourceInfo
+
+THING_CRD = copy.deepcopy(WIDGET_CRD)
+THING_CRD["metadata"]["name"] = "things.example.org"
+THING_CRD["spec"].update(group="example.org", names={"plural": "things", "kind": "Thing"})
+THING_CRD["spec"]["versions"] = [
+    {"name": "v1alpha1", "served": False, "storage": False},
+    {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}},
+]
+
+
+def thing(name: str) -> dict:  # type: ignore[type-arg]
+    return {"apiVersion": "example.org/v1", "kind": "Thing", "metadata": {"name": name, "namespace": "default"}}
+
+
+class TestBuiltins:
+    @pytest.mark.parametrize(
+        ("api_version", "kind", "plural", "namespaced"),
+        [
+            ("v1", "Secret", "secrets", True),
+            ("v1", "ConfigMap", "configmaps", True),
+            ("v1", "Namespace", "namespaces", False),
+            ("coordination.k8s.io/v1", "Lease", "leases", True),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False),
+        ],
+    )
+    def test_core_kinds(self, bare: Cluster, api_version: str, kind: str, plural: str, namespaced: bool) -> None:
+        """Core kinds are served from the start with their plural and scope."""
+        info = bare.resource_info(api_version, kind)
+        assert (info.plural, info.namespaced) == (plural, namespaced)
+        assert bare.serves(api_version, kind)
+
+    def test_secret_has_no_status_subresource(self, bare: Cluster) -> None:
+        """A Secret has no status subresource."""
+        assert bare.resource_info("v1", "Secret").status_subresource is False
+
+    def test_namespace_is_cluster_scoped(self, bare: Cluster) -> None:
+        """A Namespace is created and read without a namespace."""
+        bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+        assert bare.get("v1", "Namespace", None, "team-a")["metadata"]["name"] == "team-a"
+
+    def test_lease(self, bare: Cluster) -> None:
+        """A Lease round-trips through update with its resourceVersion, as leader election uses it."""
+        lease = bare.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                             "metadata": {"name": "leader", "namespace": "ops"}, "spec": {"holderIdentity": "a"}})
+        lease["spec"]["holderIdentity"] = "b"
+        assert bare.update(lease)["spec"]["holderIdentity"] == "b"
+
+
+class TestCustomKinds:
+    def test_info_from_crd(self, cluster: Cluster) -> None:
+        """resource_info reports what the CRD declares: names, scope, subresource, printer columns."""
+        info = cluster.resource_info(WIDGET, "Widget")
+        assert info == ResourceInfo(
+            api_version=WIDGET, kind="Widget", plural="widgets", namespaced=True, status_subresource=True,
+            singular="widget", short_names=("wd",),
+            printer_columns=(
+                PrinterColumn(name="Size", type="integer", json_path=".spec.size"),
+                PrinterColumn(name="Ready", type="string", json_path='.status.conditions[?(@.type=="Ready")].status',
+                              priority=1),
+            ),
+        )
+        assert info.resource == "widgets.example.com"
+
+    def test_cluster_scoped_without_status(self, cluster: Cluster) -> None:
+        """A Cluster-scoped CRD without subresources is reported so."""
+        info = cluster.resource_info("example.com/v1", "Gadget")
+        assert (info.namespaced, info.status_subresource, info.singular) == (False, False, "gadget")
+
+    def test_unknown_kind(self, bare: Cluster) -> None:
+        """A kind with no CRD is not served: serves False, every call NotFound as the API server says it."""
+        assert not bare.serves("example.org/v1", "Thing")
+        with pytest.raises(NotFound) as caught:
+            bare.resource_info("example.org/v1", "Thing")
+        assert caught.value.message == "the server could not find the requested resource"
+        for call in (
+            lambda: bare.get("example.org/v1", "Thing", "default", "x"),
+            lambda: bare.list("example.org/v1", "Thing"),
+            lambda: bare.create(thing("x")),
+            lambda: bare.apply(thing("x"), field_manager="m"),
+            lambda: bare.watch("example.org/v1", "Thing", timeout=0),
+        ):
+            with pytest.raises(NotFound):
+                result = call()
+                if isinstance(result, Iterator):  # a watch may fail when iterated rather than when called
+                    list(result)
+
+    def test_installing_a_crd_serves_the_kind(self, bare: Cluster) -> None:
+        """Creating a CRD makes its kind servable at once, in its served versions only."""
+        bare.create(THING_CRD)
+        assert bare.serves("example.org/v1", "Thing")
+        assert not bare.serves("example.org/v1alpha1", "Thing")
+        created = bare.create(thing("x"))
+        assert created["metadata"]["generation"] == 1
+
+    def test_crd_reads_back_established(self, bare: Cluster) -> None:
+        """A created CRD reports itself Established, with its accepted names."""
+        crd = bare.create(THING_CRD)
+        conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+        assert conditions["Established"] == "True"
+        assert crd["status"]["acceptedNames"]["kind"] == "Thing"
+
+    def test_deleting_the_crd_stops_serving_and_removes_objects(self, bare: Cluster) -> None:
+        """Deleting a CRD stops serving its kind and takes its objects with it."""
+        bare.create(THING_CRD)
+        bare.create(thing("x"))
+        bare.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "things.example.org")
+        assert not bare.serves("example.org/v1", "Thing")
+        bare.create(THING_CRD)
+        assert bare.list("example.org/v1", "Thing").items == []
+
+    def test_updating_the_crd_changes_discovery(self, cluster: Cluster) -> None:
+        """An updated CRD is served as it now reads."""
+        crd = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
+        crd["spec"]["names"]["shortNames"] = ["wd", "wdg"]
+        cluster.update(crd)
+        assert cluster.resource_info(WIDGET, "Widget").short_names == ("wd", "wdg")
+        assert cluster.create(widget("still-here"))["metadata"]["name"] == "still-here"
+
+    def test_crd_name_must_match(self, bare: Cluster) -> None:
+        """A CRD must be named plural.group."""
+        bad = copy.deepcopy(THING_CRD)
+        bad["metadata"]["name"] = "wrong.example.org"
+        with pytest.raises(Invalid) as caught:
+            bare.create(bad)
+        assert 'metadata.name: Invalid value: "wrong.example.org": must be spec.names.plural+"."+spec.group' in (
+            caught.value.message)
+        assert not bare.serves("example.org/v1", "Thing")
