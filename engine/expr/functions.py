@@ -593,6 +593,12 @@ def _path_value(item: Any, path: str) -> Any:
     return node
 
 
+@_register("trim_suffix", _STR, _STR, returns="string")
+def trim_suffix(s: str, suffix: str) -> str:
+    """``s`` without ``suffix`` at its end (unchanged when it does not end with it)."""
+    return s[: -len(suffix)] if suffix and s.endswith(suffix) else s
+
+
 @_register("where_eq", ("array", "null"), _STR, _ANY, returns="array")
 def where_eq(items: list[Any] | None, path: str, value: Any) -> list[Any]:
     """The elements whose dotted ``path`` equals ``value`` (a missing path reads null).
