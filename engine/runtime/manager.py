@@ -1,0 +1,236 @@
+"""The manager: one queue, one controller and the event sources of every engaged cluster.
+
+It runs the same way in two modes.
+
+**Deterministic** (``engine test``, ``engine demo``): one thread, a simulated
+clock, nothing happens unless asked. ``start`` lists every watched kind and
+queues every order present; ``settle`` runs passes until nothing is due at the
+current instant; ``advance`` moves the clock timer by timer, settling at each
+instant a timer fires; ``reconcile`` runs one pass now. Given the same calls,
+the same passes run in the same order (FIFO queue, timers by due time then by
+the order they were set, informers in a fixed order).
+
+**Threaded** (``engine run``): ``run(stop)`` starts one thread per informer and
+``max_concurrent_reconciles`` workers on the real clock, until ``stop`` is set.
+
+**Backoff.** A pass that ends in an error is retried after a per-order delay of
+5 ms, doubling with each consecutive failure (5 ms, 10 ms, 20 ms, ...) up to
+1000 s; a pass that does not fail resets it. In threaded mode an overall token
+bucket (10 retries per second, burst 100) may delay retries further. In
+deterministic mode the delay is simulated time, so ``settle`` at one instant
+never spins on a failing order, and ``advance`` retries it when its delay is up.
+A ``TerminalError`` (the rule file is wrong) is logged and counted, not retried.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Generic, Protocol, TypeVar, cast, runtime_checkable
+
+from engine.clock import Clock
+from engine.cluster.api import Cluster
+from engine.cluster.registry import ClusterSet
+from engine.metrics import Metrics
+from engine.outcome import Request, Result
+from engine.runtime.controller import Controller, default_log
+from engine.runtime.kinds import Log, OrderKind, RunPass
+from engine.runtime.queue import TokenBucket, WorkQueue
+from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
+
+DEFAULT_MAX_PASSES = 1000
+"""``settle``'s bound on passes at one instant."""
+
+K = TypeVar("K", bound=OrderKind)
+
+
+@runtime_checkable
+class MovableClock(Clock, Protocol):
+    """A clock that can be moved forward (the simulated clock); ``advance`` needs one."""
+
+    def set(self, moment: dt.datetime) -> None: ...
+
+
+class SettleLoop(RuntimeError):
+    """``settle`` ran more passes at one instant than allowed: some order keeps waking itself."""
+
+    def __init__(self, request: Request, runs: int, passes: int, at: dt.datetime) -> None:
+        super().__init__(
+            f"more than {passes} passes at {at.isoformat()} without settling: "
+            f"{request} ran {runs} times (it keeps being queued again)"
+        )
+        self.request = request
+        self.runs = runs
+        self.passes = passes
+        self.at = at
+
+
+def _default_run_pass() -> RunPass[K]:
+    # Imported when needed: the pass is the reconcile layer's, the runtime only calls it.
+    from engine.reconcile.run import run_pass
+
+    return cast(RunPass[K], run_pass)
+
+
+class Manager(Generic[K]):
+    """Watches, queue, workers and timers for every kind in a catalog, on every engaged cluster."""
+
+    def __init__(
+        self,
+        catalog: Mapping[str, K],
+        clusters: ClusterSet,
+        *,
+        clock: Clock,
+        metrics: Metrics,
+        log: Log | None = None,
+        run_pass: RunPass[K] | None = None,
+        max_concurrent_reconciles: int = 1,
+        watch_timeout: float = WATCH_TIMEOUT,
+        recheck_interval: float = RECHECK_INTERVAL,
+    ) -> None:
+        """run_pass: None for ``engine.reconcile.run.run_pass`` (tests inject a fake).
+        watch_timeout, recheck_interval: threaded mode only (seconds)."""
+        if max_concurrent_reconciles < 1:
+            raise ValueError("max_concurrent_reconciles must be at least 1")
+        self.catalog = catalog
+        self.clusters = clusters
+        self.clock = clock
+        self.metrics = metrics
+        self.log: Log = log if log is not None else default_log()
+        self._run_pass: RunPass[K] = run_pass if run_pass is not None else _default_run_pass()
+        self.max_concurrent_reconciles = max_concurrent_reconciles
+        self._watch_timeout = watch_timeout
+        self._recheck = recheck_interval
+        self.queue = WorkQueue(clock, metrics=metrics)
+        self.controller = Controller(self.queue, self._pass, metrics=metrics, log=self.log)
+        self.sources = Sources(catalog, self.queue, log=self.log)
+        self.last_result: Result | None = None
+        """The Result of the last pass run by ``reconcile``."""
+        self._started = False
+        self._threaded = False
+
+    # -- deterministic ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Build the sources of every engaged cluster and pump once: every order present is queued."""
+        self._build()
+        self.sources.pump()
+
+    def settle(self, max_passes: int = DEFAULT_MAX_PASSES) -> int:
+        """Run passes until nothing is due now: no queued request, no timer due at this instant.
+
+        Fires due timers and pumps events before each pass. Raises SettleLoop, naming the
+        order that ran most, instead of running pass ``max_passes + 1``. Returns passes run.
+        """
+        self._require_started()
+        runs: collections.Counter[Request] = collections.Counter()
+        passes = 0
+        while True:
+            self.queue.fire_due()
+            self.sources.pump()
+            if self.queue.depth == 0:
+                return passes
+            if passes >= max_passes:
+                looping, count = runs.most_common(1)[0] if runs else (self.queue.waiting()[0], 0)
+                raise SettleLoop(looping, count, max_passes, self.clock.now())
+            ran = self.controller.process_next()
+            if ran is not None:
+                runs[ran] += 1
+                passes += 1
+
+    def advance(self, delta: dt.timedelta, max_passes: int = DEFAULT_MAX_PASSES) -> int:
+        """Settle, then move the clock to now+delta timer by timer, settling at each instant a
+        timer fires and at the end. Returns passes run."""
+        if delta < dt.timedelta(0):
+            raise ValueError(f"cannot advance by a negative duration ({delta})")
+        clock = self._movable_clock()
+        passes = self.settle(max_passes)
+        end = clock.now() + delta
+        while (due := self.queue.next_timer()) is not None and due <= end:
+            clock.set(max(due, clock.now()))
+            passes += self.settle(max_passes)
+        clock.set(end)
+        return passes + self.settle(max_passes)
+
+    def reconcile(self, request: Request) -> Result:
+        """Run one pass of ``request`` now, whatever the queue holds; its result goes through the
+        outcome switch like any pass's. The request's queued entry, if any, stays."""
+        self._require_started()
+        result = self.controller.run_pass(request)
+        self.last_result = result
+        self.sources.pump()
+        return result
+
+    # -- clusters ---------------------------------------------------------------
+
+    def engage(self, name: str, cluster: Cluster) -> None:
+        """Add (or replace) a target cluster: build its sources, list it and queue its orders."""
+        self.clusters.engage(name, cluster)
+        if not self._started:
+            return
+        self.sources.add_cluster(name, cluster)
+        if not self._threaded:
+            self.sources.pump(name)
+
+    def disengage(self, name: str) -> None:
+        """Remove a target cluster and its sources; its queued requests are dropped by their pass."""
+        self.clusters.disengage(name)
+        self.sources.remove_cluster(name)
+
+    # -- threaded ---------------------------------------------------------------
+
+    def run(self, stop: threading.Event, *, shutdown_timeout: float = 30.0) -> None:
+        """Run the operator until ``stop`` is set: informer threads, worker threads, then a
+        graceful stop (no new passes; running ones finish, up to ``shutdown_timeout`` seconds)."""
+        self._threaded = True
+        self.queue.rate_limiter.bucket = TokenBucket()
+        self.controller.recover = True
+        self.sources.recover = True
+        self._build()
+        self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
+        halt = threading.Event()
+        workers = [
+            threading.Thread(target=self.controller.work, args=(halt,), name=f"worker {n}", daemon=True)
+            for n in range(self.max_concurrent_reconciles)
+        ]
+        for worker in workers:
+            worker.start()
+        self.log.info("started %d worker(s) on %d informer(s)", len(workers), len(self.sources.informers()))
+        try:
+            stop.wait()
+        finally:
+            halt.set()
+            self.queue.shutdown()
+            for worker in workers:
+                worker.join(shutdown_timeout / len(workers))
+            self.sources.stop()
+            self.log.info("stopped")
+
+    # -- internals --------------------------------------------------------------
+
+    def _build(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for name, cluster in self.clusters:
+            self.sources.add_cluster(name, cluster)
+
+    def _pass(self, request: Request) -> Result:
+        kind = self.catalog.get(request.kind)
+        if kind is None:
+            self.log.error("%s: no rules for kind %r; dropped", request, request.kind)
+            return Result()
+        log = logging.LoggerAdapter(self.log, {"request": str(request)})
+        return self._run_pass(kind, request, clusters=self.clusters, clock=self.clock, log=log)
+
+    def _movable_clock(self) -> MovableClock:
+        if not isinstance(self.clock, MovableClock):
+            raise TypeError("advance needs a clock that can be moved (engine.testing.clock.SimulatedClock)")
+        return self.clock
+
+    def _require_started(self) -> None:
+        if not self._started:
+            raise RuntimeError("the manager is not started: call start() first")
