@@ -210,3 +210,8 @@ class _failed_on_error:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
         if isinstance(error, ApiError):
             self.call.failed = True
+
+
+def _conforms(cluster: FaultyCluster) -> Cluster:
+    """Never called: mypy proves here that FaultyCluster satisfies the Cluster protocol."""
+    return cluster

@@ -59,6 +59,14 @@ class TestDeleteWithFinalizers:
         with pytest.raises(NotFound):
             cluster.get("v1", "Secret", "default", "s")
 
+    def test_apply_dropping_its_finalizer(self, cluster: Cluster) -> None:
+        """An apply that stops applying the manager's last finalizer lets the deleting object go."""
+        cluster.apply(widget("a", finalizers=[FIN]), field_manager="engine")
+        cluster.delete(WIDGET, "Widget", "default", "a")
+        cluster.apply(widget("a"), field_manager="engine")
+        with pytest.raises(NotFound):
+            get(cluster)
+
     def test_finalizer_removed_before_delete(self, cluster: Cluster) -> None:
         """Removing finalizers from a live object just updates it."""
         cluster.create(widget("a", finalizers=[FIN]))
