@@ -295,7 +295,11 @@ class Sources:
                 self._start(informer)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop every informer thread; waits up to ``timeout`` seconds in all for them to end."""
+        """Stop every informer thread; waits up to ``timeout`` seconds in all for them to end.
+
+        A thread blocked in a watch call ends when that call returns (at the latest after the
+        watch timeout); the threads are daemons, so one still blocked never holds the process.
+        """
         with self.lock:
             self._threads_running = False
             informers = list(self._informers.values())
