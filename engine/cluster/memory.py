@@ -143,6 +143,20 @@ class MemoryCluster:
             return False
         return True
 
+    def resources(self) -> builtins.list[ResourceInfo]:
+        """Every kind served now, for discovery documents (the HTTP emulator): built-in kinds, the
+        served versions of installed CRDs and, in a permissive cluster, the guessed kinds that
+        hold objects. Sorted by apiVersion, then kind."""
+        with self._lock:
+            found = {key: k.info for key, k in self._kinds.items()}
+            if self._permissive:
+                owned = {k.store for k in self._kinds.values()}
+                for store_key, store in self._stores.items():
+                    if store and store_key not in owned:
+                        obj = next(iter(store.values()))
+                        found.setdefault((obj["apiVersion"], obj["kind"]), self._kind_of(store_key, obj).info)
+            return [info for key, info in sorted(found.items()) if key not in self._unserved]
+
     def unserve(self, api_version: str, kind: str) -> None:
         """From now on the kind answers NotFound to every call; its objects stay stored."""
         with self._lock:
@@ -394,16 +408,19 @@ class MemoryCluster:
         for event in reversed(newer):
             if event.store != k.store or (scope and event.namespace != scope):
                 continue
-            kind = event.type
-            now_in = selector.matches_object(event.obj)
-            if kind == "MODIFIED":
-                was_in = event.old is not None and selector.matches_object(event.old)
-                kind = {(True, True): "MODIFIED", (False, True): "ADDED", (True, False): "DELETED"}.get(
-                    (was_in, now_in), "")
+            kind, obj = event.type, event.obj
+            now_in = selector.matches_object(obj)
+            if kind == "MODIFIED" and event.old is not None and not now_in:
+                # Leaving the selection reads as a deletion of the object as it was, as the watch cache does.
+                kind, obj = ("DELETED", event.old) if selector.matches_object(event.old) else ("", obj)
+            elif kind == "MODIFIED" and event.old is not None and not selector.matches_object(event.old):
+                kind = "ADDED"
             elif not now_in:
                 kind = ""
             if kind:
-                out.append({"type": kind, "object": self._out(k, event.obj)})
+                view = self._out(k, obj)
+                view["metadata"]["resourceVersion"] = str(event.rv)
+                out.append({"type": kind, "object": view})
         return out, max(cursor, self._rv)
 
     def _check_not_compacted(self, cursor: int) -> None:

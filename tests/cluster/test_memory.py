@@ -130,6 +130,23 @@ class TestPermissive:
             MemoryCluster(clock=clock).create(external("s"))
 
 
+class TestResources:
+    def test_lists_served_kinds(self, memory: MemoryCluster) -> None:
+        """resources() lists built-in and CRD kinds, without unserved ones."""
+        memory.unserve("v1", "ConfigMap")
+        kinds = [(i.api_version, i.kind) for i in memory.resources()]
+        assert ("example.com/v1", "Widget") in kinds
+        assert ("v1", "Secret") in kinds
+        assert ("v1", "ConfigMap") not in kinds
+        assert kinds == sorted(kinds)
+
+    def test_permissive_kinds_with_objects(self, permissive: MemoryCluster) -> None:
+        """A permissive cluster lists the guessed kinds it holds objects of."""
+        permissive.create(external("s"))
+        info = next(i for i in permissive.resources() if i.kind == "Store")
+        assert (info.plural, info.namespaced) == ("stores", True)
+
+
 class TestUnserve:
     def test_every_call_is_not_found(self, memory: MemoryCluster) -> None:
         """An unserved kind answers NotFound to reads, writes, watches and discovery."""

@@ -108,9 +108,10 @@ class TestFilters:
         cluster.create(widget("b", labels={"app": "db"}))
         cluster.patch(WIDGET, "Widget", "default", "a", {"metadata": {"labels": {"app": "db"}}})
         cluster.patch(WIDGET, "Widget", "default", "b", {"metadata": {"labels": {"app": "web"}}})
-        assert seen(now(cluster, resource_version=start, labels="app=web")) == [
-            ("ADDED", "a"), ("DELETED", "a"), ("ADDED", "b"),
-        ]
+        events = now(cluster, resource_version=start, labels="app=web")
+        assert seen(events) == [("ADDED", "a"), ("DELETED", "a"), ("ADDED", "b")]
+        assert events[1]["object"]["metadata"]["labels"] == {"app": "web"}  # as it was when it last matched
+        assert rv(events[1]["object"]) > rv(events[0]["object"])
 
     def test_label_selector_on_initial_state(self, cluster: Cluster) -> None:
         """The initial ADDED events honour the selector too."""
