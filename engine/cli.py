@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from engine import __version__
 
@@ -15,8 +16,58 @@ def build_parser() -> argparse.ArgumentParser:
         description="A declarative rule engine that serves c5c3.io credential orders.",
     )
     parser.add_argument("--version", action="version", version=f"engine {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    test = subparsers.add_parser(
+        "test",
+        help="run scenario files against the rules, without a cluster",
+        description="Run every scenario file (*.yaml with a top-level `scenario:` key) under the given "
+        "files or folders. Exit status: 0 all passed, 1 any failed, 2 a scenario file is invalid.",
+    )
+    test.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="scenario files or folders (recursive)")
+    test.add_argument("--rules", type=Path, help="rule files folder (default: rules/)")
+    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster (default: deploy/crds/)")
+    test.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
+    test.set_defaults(handler=_test)
+
+    lint = subparsers.add_parser(
+        "lint",
+        help="check rule files and their templates",
+        description="Compile every rule file and template; print each error as file:line:col: message. "
+        "Exit status: 0 clean, 1 errors.",
+    )
+    lint.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="rule files or folders (default: rules/)")
+    lint.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules folder)")
+    lint.set_defaults(handler=_lint)
+
+    schema = subparsers.add_parser("schema", help="print the rule-file JSON Schema (for editors)")
+    schema.set_defaults(handler=_schema)
     return parser
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from engine.rules.lint import lint_paths
+
+    errors = lint_paths(list(args.paths) or [Path("rules")], templates_root=args.templates)
+    for error in errors:
+        print(error)
+    if errors:
+        print(f"{len(errors)} error(s)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from engine.rules.lint import schema_document
+
+    print(schema_document())
+    return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    from engine.testing.scenario.runner import command  # loaded only when scenarios run
+
+    return command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return 0
+    handler = getattr(args, "handler", None)
+    return int(handler(args)) if handler is not None else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

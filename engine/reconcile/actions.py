@@ -8,6 +8,7 @@ writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +85,7 @@ def _live(ctx: PassContext, cluster_scope: str, obj: Obj) -> Obj | None:
 
 def _refuse_foreign(ctx: PassContext, live: Obj | None) -> None:
     if live is not None and not ctx.is_child(live):
-        api_version, kind, namespace, name = _address(live)
+        _api_version, kind, namespace, name = _address(live)
         raise Refused(f"refusing to adopt pre-existing {kind} {namespace}/{name}: it was not created by this order")
 
 
@@ -159,10 +160,8 @@ def _delete(ctx: PassContext, action: Action) -> Stop | None:
     assert action.query is not None
     cluster = ctx.cluster_for(action.cluster)
     for obj in walk_objects(ctx.evaluate(action.query)):
-        try:
+        with contextlib.suppress(NotFound):
             cluster.delete(*_address(obj))
-        except NotFound:
-            pass
     return None
 
 

@@ -67,8 +67,11 @@ def sweep(ctx: PassContext) -> tuple[int, str | None]:
         except ApiError as err:
             return issued, f"listing {item.kind} children: {err}"
         mine = [obj for obj in listed if ctx.is_child(obj)]
-        mine.sort(key=lambda obj: tuple(_sort_key(q.evaluate(ctx.scope.child(item=obj))) for q in item.sort_by)
-                  + (obj["metadata"]["name"],))
+        def order_key(obj: Obj, queries: tuple[Any, ...] = item.sort_by) -> tuple[Any, ...]:
+            keys = (_sort_key(q.evaluate(ctx.scope.child(item=obj))) for q in queries)
+            return (*keys, obj["metadata"]["name"])
+
+        mine.sort(key=order_key)
         for obj in mine:
             name = obj["metadata"]["name"]
             try:

@@ -41,7 +41,8 @@ def parse_duration(text: str) -> float:
     if text in ("0", "-0"):
         return 0.0
     sign = -1.0 if text.startswith("-") else 1.0
-    total = sum(float(num) * _UNITS[unit] for num, _, unit in re.findall(r"([0-9]+(\.[0-9]*)?)(ns|us|µs|ms|s|m|h)", text))
+    parts = re.findall(r"([0-9]+(\.[0-9]*)?)(ns|us|µs|ms|s|m|h)", text)
+    total = sum(float(num) * _UNITS[unit] for num, _, unit in parts)
     return sign * total
 
 
@@ -208,12 +209,12 @@ class Compiler:
         refresh: tuple[model.Outcome, ...] = ()
         if "result" in merged.single:
             result_loc = merged.single["result"]
+            rows = [Located(row, result_loc.src, (*result_loc.path, "refresh", i))
+                    for i, row in enumerate(result_loc.item.refresh)]
             refresh = tuple(
-                model.Outcome("", compile_text(""), self.requeue(Located(row, result_loc.src, (*result_loc.path, "refresh", i)),
-                                                                 "requeue", row.requeue),
-                              self.position(Located(row, result_loc.src, (*result_loc.path, "refresh", i))),
-                              self.query(Located(row, result_loc.src, (*result_loc.path, "refresh", i)), "when", row.when))
-                for i, row in enumerate(result_loc.item.refresh)
+                model.Outcome("", compile_text(""), self.requeue(row, "requeue", row.item.requeue),
+                              self.position(row), self.query(row, "when", row.item.when))
+                for row in rows
             )
         teardown = self.compile_teardown(merged.single["teardown"])
         index_loc = merged.single.get("indexKey")
@@ -575,7 +576,9 @@ def _data_path(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
     node = data
     out: list[str | int] = []
     for step in loc:
-        if (isinstance(node, Mapping) and step in node) or (isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)):
+        in_map = isinstance(node, Mapping) and step in node
+        in_list = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        if in_map or in_list:
             out.append(step)
             node = node[step]
         elif isinstance(node, Mapping) and isinstance(step, str) and step.endswith("_") and step[:-1] in node:
@@ -586,13 +589,15 @@ def _data_path(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
     return tuple(out)
 
 
-def compile_kind(path: Path, *, rules_dir: Path | None = None, templates_root: Path | None = None) -> model.CompiledKind:
+def compile_kind(path: Path, *, rules_dir: Path | None = None,
+                 templates_root: Path | None = None) -> model.CompiledKind:
     """Compile one rule file (with its includes); RuleErrors lists everything wrong with it."""
     rules_dir = rules_dir or path.parent
     compiler = Compiler(rules_dir, templates_root or rules_dir.parent / "templates")
     compiled = compiler.compile(path)
     if compiler.errors or compiled is None:
-        raise RuleErrors(compiler.errors or [RuleError(Position(_display(path), 1, 1), "the rule file did not compile")])
+        fallback = RuleError(Position(_display(path), 1, 1), "the rule file did not compile")
+        raise RuleErrors(compiler.errors or [fallback])
     return compiled
 
 

@@ -294,7 +294,7 @@ class CompiledKind:
     watches: tuple[CompiledWatch, ...]
     index_query: Query | None
     templates: Mapping[str, ObjectTemplate] = field(default_factory=dict)
-    origin: Position = Position("", 1, 1)
+    origin: Position = field(default_factory=lambda: Position("", 1, 1))
 
     @property
     def key(self) -> str:

@@ -1,0 +1,46 @@
+"""`engine lint`: compile every rule file and its templates, and report every error as file:line:col."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine.expr.jinja import untojsoned_outputs
+from engine.rules.catalog import rule_files
+from engine.rules.compile import compile_kind
+from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.schema import RuleFileSpec
+
+
+def lint_paths(paths: list[Path], *, templates_root: Path | None = None) -> list[RuleError]:
+    """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``)."""
+    errors: list[RuleError] = []
+    files = rule_files(paths)
+    if not files:
+        return [RuleError(Position(str(p), 1, 1), "no rule files here") for p in paths]
+    for path in files:
+        if not path.is_file():
+            errors.append(RuleError(Position(str(path), 1, 1), "no such rule file"))
+            continue
+        root = path.parent
+        try:
+            kind = compile_kind(path, rules_dir=root, templates_root=templates_root or root.parent / "templates")
+        except RuleErrors as err:
+            errors.extend(err.errors)
+            continue
+        except Exception as err:  # a bug must still read as a lint error, never a traceback
+            errors.append(RuleError(Position(str(path), 1, 1), f"internal error while compiling: {type(err).__name__}"))
+            continue
+        for template in kind.templates.values():
+            for line in untojsoned_outputs(template):
+                errors.append(RuleError(Position(template.path, line, 1),
+                                        "an interpolated value is not piped through `| tojson` (YAML injection)"))
+    return errors
+
+
+def schema_document() -> str:
+    """The rule-file JSON Schema, for yaml-language-server and other editors."""
+    schema = RuleFileSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Rule file"
+    return json.dumps(schema, indent=2, sort_keys=True)

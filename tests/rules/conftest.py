@@ -1,0 +1,77 @@
+"""A minimal, valid rule file for a neutral kind (Widget), written into a temporary rules folder."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+WIDGET = textwrap.dedent("""\
+    kind: Widget
+    order:
+      apiVersion: example.io/v1
+      plural: widgets
+      finalizer: example.io/teardown
+      fieldManager: rule-engine
+    conditions:
+      types: [BuiltReady]
+      ready:
+        {type: Ready, trueReason: AllReady, trueMessage: all ready, falseReason: NotAllReady, falseMessage: not ready}
+      reasons: [AllReady, NotAllReady, Built, Waiting, Broken]
+    children:
+      namespace: "{{ order.metadata.namespace }}"
+      prefix: "{{ order.metadata.name }}-"
+      labels: {name: example.io/name, namespace: example.io/namespace, cluster: example.io/cluster}
+    values:
+      size: "order.spec.size || `1`"
+    steps:
+      - name: build
+        condition: BuiltReady
+        metric: WidgetBuild
+        do:
+          - apply: part.yaml.j2
+            as: part
+          - wait: "part.status.ready"
+            reason: Waiting
+            message: "waiting for part {{ part.metadata.name }}"
+            requeue: 10s
+        done: {reason: Built, message: "built {{ size }} parts"}
+    teardown:
+      patientWhile: "`true`"
+      sweep:
+        - {apiVersion: v1, kind: ConfigMap}
+    """)
+
+PART = textwrap.dedent("""\
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: {{ (prefix ~ 'part') | tojson }}
+      namespace: {{ childNamespace | tojson }}
+      labels: {{ childLabels | tojson }}
+    data:
+      size: {{ size | string | tojson }}
+    """)
+
+
+@pytest.fixture
+def rules_dir(tmp_path: Path) -> Callable[..., Path]:
+    """Write the Widget rule file (optionally edited) and its template; return the rules folder."""
+
+    def write(rule: str = WIDGET, template: str | None = PART, extra: dict[str, str] | None = None) -> Path:
+        rules = tmp_path / "rules"
+        templates = tmp_path / "templates" / "widget"
+        rules.mkdir(exist_ok=True)
+        templates.mkdir(parents=True, exist_ok=True)
+        (rules / "widget.yaml").write_text(rule)
+        if template is not None:
+            (templates / "part.yaml.j2").write_text(template)
+        for name, text in (extra or {}).items():
+            target = tmp_path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        return rules
+
+    return write

@@ -1,0 +1,90 @@
+"""`engine lint` reports each kind of rule-file mistake as one `file:line:col: message` line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from engine.rules.lint import lint_paths
+from tests.rules.conftest import PART, WIDGET
+
+
+def lines(rules: Path) -> list[str]:
+    return [str(e) for e in lint_paths([rules])]
+
+
+def test_valid_rule_file_lints_clean(rules_dir: Callable[..., Path]) -> None:
+    """The minimal Widget kind compiles without a single error."""
+    assert lines(rules_dir()) == []
+
+
+CASES = [
+    ("unknown function", WIDGET.replace("order.spec.size || `1`", "order.spec.size || sizee(`1`)"),
+     "widget.yaml:16:9: size: unknown function sizee()"),
+    ("unknown name", WIDGET.replace('"built {{ size }} parts"', '"built {{ sise }} parts"'),
+     "widget.yaml:28:5: step build.done: unknown name 'sise'"),
+    ("undeclared reason", WIDGET.replace("reason: Waiting", "reason: Wating"),
+     "widget.yaml:24:9: reason 'Wating' is not declared in conditions.reasons"),
+    ("undeclared condition", WIDGET.replace("condition: BuiltReady", "condition: BuildReady"),
+     "widget.yaml:18:5: condition 'BuildReady' is not declared in conditions.types"),
+    ("missing template", WIDGET.replace("apply: part.yaml.j2", "apply: parts.yaml.j2"),
+     "widget.yaml:22:16: apply: no template"),
+    ("duplicate key", WIDGET.replace("  plural: widgets\n", "  plural: widgets\n  plural: gadgets\n"),
+     "widget.yaml:5:3: duplicate key"),
+    ("unknown field", WIDGET.replace("  finalizer: example.io/teardown\n",
+                                     "  finalizer: example.io/teardown\n  finaliser: x\n"),
+     "widget.yaml:6:3: order: unknown field 'finaliser'"),
+    ("unknown action", WIDGET.replace("      - wait:", "      - wiat:"),
+     "widget.yaml:24:9: steps.0.do.1: an action needs one of"),
+    ("bad JMESPath", WIDGET.replace('wait: "part.status.ready"', 'wait: "part.status.ready =="'),
+     "widget.yaml:24:15: wait: invalid JMESPath expression"),
+    ("bad duration", WIDGET.replace("requeue: 10s", "requeue: 10 seconds"),
+     "widget.yaml:27:18: requeue: invalid JMESPath expression"),
+]
+
+
+@pytest.mark.parametrize(("rule", "expected"), [(r, e) for _, r, e in CASES], ids=[c[0] for c in CASES])
+def test_broken_rule_file_names_file_line_column_and_problem(
+        rules_dir: Callable[..., Path], rule: str, expected: str) -> None:
+    """Each mistake yields a line starting with file:line:col and saying what is wrong."""
+    found = lines(rules_dir(rule))
+    assert any(line.endswith(expected) or expected in line for line in found), found
+
+
+def test_template_without_kind_is_reported(rules_dir: Callable[..., Path]) -> None:
+    """A template that renders no kind is an error on the template file."""
+    found = lines(rules_dir(template=PART.replace("kind: ConfigMap\n", "")))
+    assert any("part.yaml.j2:1:1: the template does not render an object with kind" in line for line in found)
+
+
+def test_template_value_without_tojson_is_reported(rules_dir: Callable[..., Path]) -> None:
+    """An interpolation not piped through tojson is flagged with its line (YAML injection)."""
+    found = lines(rules_dir(template=PART.replace("{{ size | string | tojson }}", "{{ size }}")))
+    assert any("part.yaml.j2:8:1: an interpolated value is not piped through `| tojson`" in line for line in found)
+
+
+def test_unknown_function_in_template_is_reported(rules_dir: Callable[..., Path]) -> None:
+    """A misspelled function in a template is a compile error naming the template."""
+    found = lines(rules_dir(template=PART.replace("{{ childNamespace | tojson }}", "{{ nmspace() | tojson }}")))
+    assert any("part.yaml.j2" in line and "nmspace" in line for line in found), found
+
+
+def test_lint_command_exit_status_and_output(rules_dir: Callable[..., Path]) -> None:
+    """The command exits 1 with one line per error, 0 when clean, and never prints a traceback."""
+    bad = rules_dir(WIDGET.replace("reason: Waiting", "reason: Wating"))
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "lint", str(bad)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "reason 'Wating' is not declared" in done.stdout
+    good = rules_dir()
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "lint", str(good)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_project_rules_lint_clean() -> None:
+    """The shipped rule files lint clean."""
+    assert lint_paths([Path(__file__).resolve().parents[2] / "rules"]) == []
