@@ -14,6 +14,8 @@ served version of a CRD reads the same stored object), no deletecollection, no p
 from __future__ import annotations
 
 import builtins
+import functools
+import json
 import random
 import threading
 import time
@@ -757,7 +759,22 @@ _CRD_INFO = BUILTIN_KINDS[-1]
 
 
 def _compile_crd(crd: Obj) -> list[_Kind]:
-    """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed."""
+    """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed.
+
+    Compiling admission (CEL above all) costs milliseconds, and tests install the same CRDs in
+    every cluster they build, so the result is memoized on the CRD's name and spec. The compiled
+    kinds are immutable, so clusters can share them."""
+    key = json.dumps({"name": (crd.get("metadata") or {}).get("name"), "spec": crd.get("spec")}, sort_keys=True)
+    return builtins.list(_compile_crd_text(key))
+
+
+@functools.lru_cache(maxsize=64)
+def _compile_crd_text(key: str) -> tuple[_Kind, ...]:
+    parsed = json.loads(key)
+    return tuple(_compile_crd_uncached({"metadata": {"name": parsed["name"]}, "spec": parsed["spec"]}))
+
+
+def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
     spec: Obj = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
     names: Obj = spec["names"] if isinstance(spec.get("names"), dict) else {}
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
