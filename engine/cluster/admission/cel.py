@@ -1,0 +1,320 @@
+"""``x-kubernetes-validations``: CEL rules compiled once per CRD version, run over each object.
+
+Mirrors apiextensions-apiserver's schema/cel validator: a rule sees its node's value as
+``self`` (property names escaped the Kubernetes way), transition rules (those naming
+``oldSelf``) run only on update where an old value correlates (object properties, map
+values, items of ``x-kubernetes-list-type: map`` by key), and failures are reported at the
+node's path with the schema type as the invalid value.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import celpy
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
+
+from engine.cluster.admission import fielderrors
+from engine.cluster.admission.celfuncs import FUNCTIONS
+from engine.cluster.admission.durations import parse_duration
+from engine.cluster.admission.fielderrors import ErrorType, FieldError
+
+Schema = dict[str, Any]
+
+RESERVED = frozenset(
+    {
+        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+        "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+    }
+)  # fmt: skip
+_IDENTIFIER = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*\Z")
+_EXPAND = re.compile(r"__|[.\-/]")
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+_ENVIRONMENT = celpy.Environment()
+_COMPILING = threading.Lock()
+"""Guards the shared parser; evaluation builds fresh state per call and needs no lock."""
+
+
+def escape(name: str) -> str | None:
+    """A property name as CEL reads it (``namespace`` -> ``__namespace__``), or None if unreachable."""
+    if name in RESERVED:
+        return f"__{name}__"
+    if not _IDENTIFIER.match(name):
+        return None
+    return _EXPAND.sub(lambda match: _ESCAPES[match.group()], name)
+
+
+class RuleCompileError(ValueError):
+    """A rule that does not compile; ``path`` names it inside the CRD version's schema."""
+
+    def __init__(self, path: str, rule: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.rule, self.reason = path, rule, reason
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One compiled ``x-kubernetes-validations`` entry."""
+
+    text: str
+    program: celpy.Runner
+    message: str
+    message_program: celpy.Runner | None
+    reason: str | None
+    field_path: str
+    transition: bool
+
+    @classmethod
+    def compile(cls, spec: dict[str, Any], path: str) -> Rule:
+        text = str(spec.get("rule", ""))
+        program = _compile(text, f"{path}.rule")
+        message_expression = spec.get("messageExpression")
+        return cls(
+            text=text,
+            program=program,
+            message=str(spec.get("message") or "").strip(),
+            message_program=_compile(message_expression, f"{path}.messageExpression") if message_expression else None,
+            reason=spec.get("reason"),
+            field_path=str(spec.get("fieldPath") or "").lstrip("."),
+            transition=_names_old_self(program),
+        )
+
+    @property
+    def described(self) -> str:
+        """ruleErrorString: the message if there is one, else the rule."""
+        return self.message or self.text.strip()
+
+
+@dataclass
+class RuleNode:
+    """The rules at one schema node and the nodes below that hold rules."""
+
+    schema: Schema
+    resource_root: bool = False
+    rules: list[Rule] = field(default_factory=list)
+    properties: dict[str, RuleNode] = field(default_factory=dict)
+    additional: RuleNode | None = None
+    items: RuleNode | None = None
+
+    @classmethod
+    def build(cls, schema: Schema, path: str, *, resource_root: bool = False) -> RuleNode | None:
+        """Compile every rule at and below ``schema``; None when there is none."""
+        node = cls(schema, resource_root=resource_root)
+        for index, spec in enumerate(schema.get("x-kubernetes-validations") or []):
+            node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]"))
+        for name, child in (schema.get("properties") or {}).items():
+            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child))
+            if sub is not None:
+                node.properties[name] = sub
+        if isinstance(schema.get("additionalProperties"), dict):
+            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties")
+        if isinstance(schema.get("items"), dict):
+            node.items = cls.build(schema["items"], f"{path}.items", resource_root=_embedded(schema["items"]))
+        has_any = node.rules or node.properties or node.additional or node.items
+        return node if has_any else None
+
+    def validate(self, value: Any, old: Any, path: str | None) -> list[FieldError]:
+        """Failures of every rule at and below this node; ``path`` None is the object's root."""
+        if value is None:
+            return []
+        errors = self._run_rules(value, old, path)
+        if isinstance(value, dict):
+            correlate = self.schema.get("x-kubernetes-map-type", "granular") == "granular" and isinstance(old, dict)
+            for name, child in self.properties.items():
+                if name in value:
+                    errors += child.validate(value[name], old.get(name) if correlate else None, _child(path, name))
+            if self.additional is not None:
+                for key, item in value.items():
+                    if key not in (self.schema.get("properties") or {}):
+                        before = old.get(key) if correlate else None
+                        errors += self.additional.validate(item, before, f"{path or ''}[{key}]")
+        elif isinstance(value, list) and self.items is not None:
+            olds = _correlate_items(self.schema, value, old)
+            for index, item in enumerate(value):
+                errors += self.items.validate(item, olds[index], f"{path or ''}[{index}]")
+        return errors
+
+    def _run_rules(self, value: Any, old: Any, path: str | None) -> list[FieldError]:
+        if not self.rules:
+            return []
+        type_name = "" if self.schema.get("x-kubernetes-int-or-string") else str(self.schema.get("type", ""))
+        where = path or fielderrors.ROOT
+        activation: dict[str, Any] = {"self": to_cel(value, self.schema, resource_root=self.resource_root)}
+        if old is not None:
+            activation["oldSelf"] = to_cel(old, self.schema, resource_root=self.resource_root)
+        errors: list[FieldError] = []
+        for rule in self.rules:
+            if rule.transition and old is None:
+                continue
+            try:
+                outcome = rule.program.evaluate(activation)
+            except CELEvalError as error:
+                errors.append(fielderrors.invalid(where, type_name, _evaluation_error(error, rule)))
+                continue
+            if _is_true(outcome):
+                continue
+            detail = _message(rule, activation) or rule.message or f"failed rule: {rule.text.strip()}"
+            target = _child(path, rule.field_path) if rule.field_path else where
+            errors.append(_for_reason(rule.reason, target, type_name, detail))
+        return errors
+
+
+# ---------------------------------------------------------------------------
+# Values: JSON as the API server hands it to CEL.
+
+
+def to_cel(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
+    """The CEL value of a JSON value typed by its schema node (escaped property names, formats)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        return celtypes.DoubleType(value) if schema.get("type") == "number" else celtypes.IntType(value)
+    if isinstance(value, float):
+        return celtypes.DoubleType(value)
+    if isinstance(value, str):
+        return _string(value, schema)
+    if isinstance(value, list):
+        items = schema.get("items")
+        if not items:
+            return json_to_cel(value)
+        return celtypes.ListType([to_cel(item, items, resource_root=_embedded(items)) for item in value])
+    if isinstance(value, dict):
+        return _object(value, schema, resource_root)
+    return json_to_cel(value)
+
+
+def _string(value: str, schema: Schema) -> Any:
+    fmt = schema.get("format") if schema.get("type") == "string" else None
+    try:
+        if fmt in ("date-time", "datetime"):
+            return celtypes.TimestampType(value)
+        if fmt == "duration":
+            return celtypes.DurationType(parse_duration(value))
+    except ValueError:
+        pass
+    return celtypes.StringType(value)
+
+
+def _object(value: dict[str, Any], schema: Schema, resource_root: bool) -> Any:
+    properties: dict[str, Schema] = schema.get("properties") or {}
+    additional = schema.get("additionalProperties")
+    if not properties and not resource_root:
+        if isinstance(additional, dict):
+            embedded = _embedded(additional)
+            return celtypes.MapType(
+                {celtypes.StringType(k): to_cel(v, additional, resource_root=embedded) for k, v in value.items()}
+            )
+        return json_to_cel(value)
+    fields: dict[Any, Any] = {}
+    for key, item in value.items():
+        if resource_root and key in ("apiVersion", "kind") and isinstance(item, str):
+            fields[celtypes.StringType(key)] = celtypes.StringType(item)
+        elif resource_root and key == "metadata" and isinstance(item, dict):
+            meta = {k: celtypes.StringType(item[k]) for k in ("name", "generateName") if isinstance(item.get(k), str)}
+            fields[celtypes.StringType(key)] = celtypes.MapType({celtypes.StringType(k): v for k, v in meta.items()})
+        elif key in properties and (name := escape(key)) is not None:
+            child = properties[key]
+            fields[celtypes.StringType(name)] = to_cel(item, child, resource_root=_embedded(child))
+    return celtypes.MapType(fields)
+
+
+# ---------------------------------------------------------------------------
+# Helpers.
+
+
+def _compile(source: str, path: str) -> celpy.Runner:
+    try:
+        with _COMPILING:
+            return _ENVIRONMENT.program(_ENVIRONMENT.compile(source), functions=FUNCTIONS)
+    except CELParseError as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else "syntax error"
+        raise RuleCompileError(path, source, f"compilation failed: {reason}") from error
+
+
+def _is_true(outcome: Any) -> bool:
+    """Only the boolean true passes; 1 or a non-empty string do not."""
+    return outcome is True or (isinstance(outcome, celtypes.BoolType) and bool(outcome))
+
+
+def _names_old_self(program: celpy.Runner) -> bool:
+    return any(str(ident.children[0]) == "oldSelf" for ident in program.ast.find_data("ident"))
+
+
+def _message(rule: Rule, activation: dict[str, Any]) -> str:
+    """The messageExpression's text, or "" when there is none or it fails (the API server falls back)."""
+    if rule.message_program is None:
+        return ""
+    try:
+        text = rule.message_program.evaluate(activation)
+    except CELEvalError:
+        return ""
+    return str(text).strip() if isinstance(text, str) and str(text).strip() and "\n" not in str(text) else ""
+
+
+def _for_reason(reason: str | None, path: str, type_name: str, detail: str) -> FieldError:
+    if reason == "FieldValueForbidden":
+        return FieldError(ErrorType.FORBIDDEN, path, "", detail)
+    if reason == "FieldValueRequired":
+        return fielderrors.required(path, detail)
+    if reason == "FieldValueDuplicate":
+        return FieldError(ErrorType.DUPLICATE, path, type_name)
+    return fielderrors.invalid(path, type_name, detail)
+
+
+def _evaluation_error(error: CELEvalError, rule: Rule) -> str:
+    """cel-go's wording for the runtime error, framed as the API server frames it."""
+    text = str(error.args[0]) if error.args else str(error)
+    kind = error.args[1] if len(error.args) > 1 else None
+    inner = error.args[2] if len(error.args) > 2 else None
+    if kind is TypeError or "overload" in text:
+        return (
+            "'no such overload': call arguments did not match a supported operator, function or macro signature "
+            f"for rule: {rule.described}"
+        )
+    if text.startswith("no such member in mapping: "):
+        key = text.removeprefix("no such member in mapping: ")
+        text = f"no such key: {_unquote(key)}"
+    elif text.startswith("undeclared reference to "):
+        text = text.split(" (in activation", 1)[0]
+    elif kind is ZeroDivisionError:
+        text = "modulus by zero" if "modulus" in text and "divide" not in text else "division by zero"
+    elif kind is IndexError:
+        text = "index out of bounds"
+    elif kind is ValueError and inner:
+        text = str(inner[0])
+    return f"{text} evaluating rule: {rule.described}"
+
+
+def _unquote(key: str) -> str:
+    match = re.fullmatch(r"(?:StringType\()?'(.*)'\)?", key)
+    return match.group(1) if match else key
+
+
+def _correlate_items(schema: Schema, items: list[Any], old: Any) -> list[Any]:
+    """The old item for each new one: by key for ``list-type: map``, none otherwise."""
+    if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list):
+        return [None] * len(items)
+    keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
+
+    def identity(item: Any) -> Any:
+        return tuple(repr(item.get(key)) for key in keys) if isinstance(item, dict) else None
+
+    by_key = {identity(item): item for item in old if identity(item) is not None}
+    return [by_key.get(identity(item)) if identity(item) is not None else None for item in items]
+
+
+def _child(path: str | None, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _embedded(schema: Schema) -> bool:
+    return bool(schema.get("x-kubernetes-embedded-resource"))

@@ -1,0 +1,280 @@
+"""OpenAPI v3 structural-schema validation through ``jsonschema``, errors worded as the API server's.
+
+The CRD schema is translated once into a Draft 4 JSON Schema (OpenAPI 3.0's boolean
+``exclusiveMinimum`` is Draft 4's): ``nullable`` and ``x-kubernetes-int-or-string`` become
+type lists, ``x-kubernetes-*`` and ``default`` are dropped, and keywords are ordered as
+kube-openapi runs its validators. Each jsonschema error then becomes the field error
+kube-openapi plus apiextensions-apiserver would report for it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import ipaddress
+import re
+import uuid
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft4Validator, FormatChecker
+
+from engine.cluster.admission import fielderrors
+from engine.cluster.admission.durations import parse_duration
+from engine.cluster.admission.fielderrors import ErrorType, FieldError
+
+Schema = dict[str, Any]
+
+_ORDER = (
+    "type", "allOf", "anyOf", "oneOf", "not", "maxLength", "minLength", "pattern", "format",
+    "multipleOf", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
+    "items", "minItems", "maxItems", "uniqueItems", "enum",
+    "minProperties", "maxProperties", "properties", "additionalProperties", "required",
+)  # fmt: skip
+_STRING_CHECKS = ("maxLength", "minLength", "pattern")
+"""kube-openapi's string validator stops at the first of these that fails."""
+
+_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+
+
+class SchemaValidator:
+    """One CRD version's schema, translated and compiled once, reused for every object."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._validator = Draft4Validator(to_json_schema(schema), format_checker=_FORMATS)
+
+    def errors(self, obj: Any) -> list[FieldError]:
+        """Every schema error of the object, in kube-openapi's order."""
+        found: list[FieldError] = []
+        string_failed: set[str] = set()
+        required_done: set[str] = set()
+        for error in self._validator.iter_errors(obj):
+            path = _path(error.absolute_path)
+            keyword, expected, instance = _parts(error)
+            if keyword in _STRING_CHECKS:
+                if path in string_failed:
+                    continue
+                string_failed.add(path)
+            if keyword == "required":
+                if path in required_done:
+                    continue
+                required_done.add(path)
+                found += [fielderrors.required(_child(path, name)) for name in expected if name not in instance]
+                continue
+            found.append(_field_error(error, path))
+        return found
+
+
+def to_json_schema(node: Schema) -> Schema:
+    """The Draft 4 JSON Schema equivalent of one structural-schema node (recursively)."""
+    out: Schema = {}
+    types: list[str] = []
+    if node.get("x-kubernetes-int-or-string"):
+        types = ["integer", "string"]
+    elif isinstance(node.get("type"), str):
+        types = [node["type"]]
+    if types and node.get("nullable"):
+        types.append("null")
+    for key in _ORDER:
+        if key == "type":
+            if types:
+                out["type"] = types if len(types) > 1 else types[0]
+        elif key == "format":
+            if node.get("type") == "string" and node.get("format"):
+                out["format"] = node["format"]
+        elif key in ("allOf", "anyOf", "oneOf") and key in node:
+            out[key] = [to_json_schema(branch) for branch in node[key]]
+        elif key in ("not", "items") and isinstance(node.get(key), dict):
+            out[key] = to_json_schema(node[key])
+        elif key == "properties" and key in node:
+            out[key] = {name: to_json_schema(child) for name, child in node[key].items()}
+        elif key == "additionalProperties" and isinstance(node.get(key), dict):
+            out[key] = to_json_schema(node[key])
+        elif key in node and key not in ("not", "items", "additionalProperties"):
+            out[key] = node[key]
+    return out
+
+
+def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
+    keyword, expected, instance = _parts(error)
+    field = path or fielderrors.ROOT
+    body = f"{path} in body"
+    if keyword == "type":
+        wanted = ",".join(t for t in (expected if isinstance(expected, list) else [expected]) if t != "null")
+        actual = _type_name(instance)
+        return FieldError(ErrorType.TYPE_INVALID, field, actual, f'{body} must be of type {wanted}: "{actual}"')
+    if keyword == "format":
+        detail = f"{body} must be of type {expected}: {fielderrors.go_quote(str(instance))}"
+        return FieldError(ErrorType.TYPE_INVALID, field, instance, detail)
+    if keyword == "enum":
+        return fielderrors.not_supported(field, instance, expected)
+    if keyword == "maxLength":
+        return fielderrors.too_long(field, expected)
+    if keyword == "maxItems":
+        return fielderrors.too_many(field, len(instance), expected)
+    if keyword == "maxProperties":
+        return fielderrors.too_many(field, len(instance), expected)
+    return fielderrors.invalid(field, _bad_value(keyword, instance), f"{body} {_detail(error)}")
+
+
+def _detail(error: jsonschema.ValidationError) -> str:
+    keyword, expected, instance = _parts(error)
+    if keyword == "minLength":
+        return f"should be at least {expected} chars long"
+    if keyword == "pattern":
+        return f"should match '{expected}'"
+    if keyword in ("minimum", "maximum"):
+        bound = fielderrors.go_number(int(expected) if isinstance(instance, int) else float(expected))
+        node: Any = error.schema
+        exclusive = bool(node.get("exclusiveMinimum" if keyword == "minimum" else "exclusiveMaximum"))
+        relation = {
+            ("minimum", False): "greater than or equal to",
+            ("minimum", True): "greater than",
+            ("maximum", False): "less than or equal to",
+            ("maximum", True): "less than",
+        }[keyword, exclusive]
+        return f"should be {relation} {bound}"
+    if keyword == "multipleOf":
+        return f"should be a multiple of {fielderrors.go_number(expected)}"
+    if keyword == "minItems":
+        return f"should have at least {expected} items"
+    if keyword == "uniqueItems":
+        return "shouldn't contain duplicates"
+    if keyword == "minProperties":
+        return f"should have at least {expected} properties"
+    if keyword == "anyOf":
+        return "must validate at least one schema (anyOf)"
+    if keyword == "oneOf":
+        return "must validate one and only one schema (oneOf)"
+    if keyword == "not":
+        return "must not validate the schema (not)"
+    return str(error.message)
+
+
+def _parts(error: jsonschema.ValidationError) -> tuple[str, Any, Any]:
+    """The failing keyword, its value in the schema, and the instance it rejected."""
+    expected: Any = error.validator_value
+    instance: Any = error.instance
+    return str(error.validator), expected, instance
+
+
+def _bad_value(keyword: str, instance: Any) -> Any:
+    if keyword in ("minItems", "minProperties"):
+        return len(instance)
+    if keyword in ("uniqueItems", "anyOf", "oneOf", "not"):
+        return ""
+    return instance
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _path(parts: Any) -> str:
+    """kube-openapi's names: ``spec.items[0].name``; map keys are joined with dots like properties."""
+    text = ""
+    for part in parts:
+        text = f"{text}[{part}]" if isinstance(part, int) else _child(text, part)
+    return text
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+# ---------------------------------------------------------------------------
+# The string formats the API server validates (everything else is ignored, as it strips them).
+
+_FORMATS = FormatChecker(formats=())
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\Z")
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})\Z")
+_MAC = re.compile(r"([0-9A-Fa-f]{2}([-:]))(?:[0-9A-Fa-f]{2}\2){4}[0-9A-Fa-f]{2}\Z")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(rf"(?=.{{1,255}}\Z){_LABEL}(?:\.{_LABEL})*\.?\Z")
+
+
+@_FORMATS.checks("date")
+def _is_date(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    match = _DATE.match(value)
+    try:
+        return bool(match) and bool(datetime.date(*map(int, match.groups())))  # type: ignore[union-attr]
+    except ValueError:
+        return False
+
+
+@_FORMATS.checks("date-time")
+@_FORMATS.checks("datetime")
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    match = _DATE_TIME.match(value)
+    if not match or not _is_date(match.group(1)):
+        return False
+    hour, minute, second = (int(match.group(i)) for i in (2, 3, 4))
+    return hour < 24 and minute < 60 and second < 60
+
+
+@_FORMATS.checks("duration")
+def _is_duration(value: object) -> bool:
+    try:
+        return not isinstance(value, str) or parse_duration(value) is not None
+    except ValueError:
+        return False
+
+
+@_FORMATS.checks("uuid")
+@_FORMATS.checks("uuid3")
+@_FORMATS.checks("uuid4")
+@_FORMATS.checks("uuid5")
+def _is_uuid(value: object) -> bool:
+    try:
+        return not isinstance(value, str) or (len(value) == 36 and bool(uuid.UUID(value)))
+    except ValueError:
+        return False
+
+
+@_FORMATS.checks("ipv4")
+def _is_ipv4(value: object) -> bool:
+    return _parses(value, ipaddress.IPv4Address)
+
+
+@_FORMATS.checks("ipv6")
+def _is_ipv6(value: object) -> bool:
+    return _parses(value, ipaddress.IPv6Address)
+
+
+@_FORMATS.checks("cidr")
+def _is_cidr(value: object) -> bool:
+    return not isinstance(value, str) or ("/" in value and _parses(value, _network))
+
+
+def _network(text: str) -> object:
+    return ipaddress.ip_network(text, strict=False)
+
+
+def _parses(value: object, parse: Any) -> bool:
+    try:
+        return not isinstance(value, str) or parse(value) is not None
+    except ValueError:
+        return False
+
+
+@_FORMATS.checks("mac")
+def _is_mac(value: object) -> bool:
+    return not isinstance(value, str) or bool(_MAC.match(value))
+
+
+@_FORMATS.checks("hostname")
+def _is_hostname(value: object) -> bool:
+    return not isinstance(value, str) or bool(_HOSTNAME.match(value))
+
+
+@_FORMATS.checks("byte")
+def _is_base64(value: object) -> bool:
+    try:
+        return not isinstance(value, str) or bool(base64.b64decode(value, validate=True) is not None)
+    except (binascii.Error, ValueError):
+        return False

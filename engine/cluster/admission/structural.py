@@ -1,0 +1,130 @@
+"""The API server's walks over a structural schema: pruning, defaulting, list-type invariants.
+
+Each walk works in place on a value admission has already copied, and follows the schema
+alone (properties, additionalProperties, items), as the structural pruning and defaulting
+packages of the apiextensions-apiserver do.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from engine.cluster.admission import fielderrors
+from engine.cluster.admission.fielderrors import FieldError
+
+Schema = dict[str, Any]
+
+ROOT_META = ("apiVersion", "kind", "metadata")
+"""Kept at the root of a resource (and of an embedded resource) whatever the schema says."""
+
+_INT64 = 2**63
+
+
+def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
+    """Drop fields the schema does not know, and nulls of non-nullable properties; returns the value.
+
+    Integral floats become ints, as they read back from a Go API server (float64 1 marshals as 1).
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) < _INT64:
+        return int(value)
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [prune(item, items or {}, resource_root=_embedded(items)) if items else _numbers(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    properties: dict[str, Schema] = schema.get("properties") or {}
+    additional = schema.get("additionalProperties")
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    for key in list(value):
+        if resource_root and key in ROOT_META:
+            if key != "metadata":
+                value[key] = _numbers(value[key])
+            continue
+        child = properties.get(key)
+        if child is None and isinstance(additional, dict):
+            child = additional
+        if child is None:
+            if preserve or additional is True:
+                value[key] = _numbers(value[key])
+            else:
+                del value[key]
+        elif value[key] is None and key in properties and not child.get("nullable"):
+            del value[key]
+        else:
+            value[key] = prune(value[key], child, resource_root=_embedded(child))
+    return value
+
+
+def default(value: Any, schema: Schema) -> None:
+    """Fill absent properties from their ``default``, then default inside every value, defaults included."""
+    if isinstance(value, dict):
+        properties: dict[str, Schema] = schema.get("properties") or {}
+        for key, prop in properties.items():
+            if "default" in prop and (key not in value or (value[key] is None and not prop.get("nullable"))):
+                value[key] = _numbers(copy.deepcopy(prop["default"]))
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = properties.get(key)
+            if child is None and isinstance(additional, dict):
+                child = additional
+                if item is None and "default" in child and not child.get("nullable"):
+                    value[key] = item = _numbers(copy.deepcopy(child["default"]))
+            if child is not None:
+                default(item, child)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items: Schema = schema["items"]
+        for index, item in enumerate(value):
+            if item is None and "default" in items and not items.get("nullable"):
+                value[index] = item = _numbers(copy.deepcopy(items["default"]))
+            default(item, items)
+
+
+def list_type_errors(value: Any, schema: Schema, path: str = "") -> list[FieldError]:
+    """Duplicates in ``x-kubernetes-list-type: set`` items and ``map`` keys (ValidateListSetsAndMaps)."""
+    errors: list[FieldError] = []
+    if isinstance(value, dict):
+        properties: dict[str, Schema] = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = properties.get(key) or (additional if isinstance(additional, dict) else None)
+            if child is not None:
+                errors += list_type_errors(item, child, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        items: Schema = schema.get("items") or {}
+        list_type = schema.get("x-kubernetes-list-type")
+        keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
+        seen: list[Any] = []
+        for index, item in enumerate(value):
+            identity: Any = item
+            if list_type == "map" and isinstance(item, dict):
+                identity = {key: item.get(key) for key in keys if key in item}
+            if list_type in ("set", "map"):
+                if any(identity == other and _same_types(identity, other) for other in seen):
+                    errors.append(FieldError(fielderrors.ErrorType.DUPLICATE, f"{path}[{index}]", identity))
+                else:
+                    seen.append(identity)
+            errors += list_type_errors(item, items, f"{path}[{index}]")
+    return errors
+
+
+def _same_types(left: Any, right: Any) -> bool:
+    """Python says True == 1; JSON does not."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        return all(_same_types(left[key], right.get(key)) for key in left)
+    return type(left) is type(right)
+
+
+def _embedded(schema: Schema | None) -> bool:
+    return bool(schema and schema.get("x-kubernetes-embedded-resource"))
+
+
+def _numbers(value: Any) -> Any:
+    """Integral floats to ints everywhere below, for values no schema describes."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < _INT64:
+        return int(value)
+    if isinstance(value, list):
+        return [_numbers(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _numbers(item) for key, item in value.items()}
+    return value
