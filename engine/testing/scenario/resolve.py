@@ -25,7 +25,7 @@ CORE_KINDS: dict[str, str] = {
 
 
 def rule_name(kind: Any) -> str:
-    """The rule-file name of a compiled kind (``keystoneuser``), as ``rules: [...]`` names it."""
+    """The rule-file name of a compiled kind (``widget`` for rules/widget.yaml), as ``rules: [...]`` names it."""
     name = getattr(kind, "name", None)
     return str(name) if name else str(kind.kind).lower()
 
