@@ -1,17 +1,19 @@
 """Create and update orders the way a user's kubectl would, against a CRD from deploy/crds.
 
 Every test in this folder goes through ``CrdClient.create``, ``CrdClient.update`` and
-``CrdClient.update_status`` only, so moving them from ``CrdAdmission`` to the in-memory
-cluster later changes this file alone.
+``CrdClient.update_status`` only, and runs on two backends: ``CrdAdmission`` on its own,
+and a ``MemoryCluster`` with the CRD installed (what scenarios run against). A backend
+more (the HTTP emulator, say) is one class here.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import yaml
@@ -43,28 +45,79 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-class CrdClient:
-    """Writes objects of one CRD's storage version through that CRD's admission."""
+class CrdClient(Protocol):
+    """Writes objects of one CRD's storage version as a user (create, update) or the operator (status) would."""
+
+    def create(self, obj: Obj) -> Obj:
+        """Create; returns the object as stored (defaulted, pruned) or raises Invalid."""
+        ...
+
+    def update(self, stored: Obj, patch: Obj) -> Obj:
+        """A JSON merge patch of the stored object, admitted as an update of it."""
+        ...
+
+    def update_status(self, stored: Obj, status: Obj) -> Obj:
+        """A JSON merge patch of the stored object's status, as the operator writes it."""
+        ...
+
+
+def storage_api_version(crd: Obj) -> str:
+    """The group/version objects of the CRD are written in."""
+    version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
+    return f"{crd['spec']['group']}/{version}"
+
+
+class AdmissionClient:
+    """Straight through ``CrdAdmission``: the update is admitted against the stored object given."""
 
     def __init__(self, crd: Obj) -> None:
         from engine.cluster.admission import admissions_for  # imported late: the CRD-only tests need no engine
 
-        version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
-        self.api_version = f"{crd['spec']['group']}/{version}"
-        self.kind: str = crd["spec"]["names"]["kind"]
-        self._admission = admissions_for(crd)[self.api_version]
+        self._admission = admissions_for(crd)[storage_api_version(crd)]
 
     def create(self, obj: Obj) -> Obj:
-        """Create as a user would; returns the object as stored (defaulted, pruned) or raises Invalid."""
         return self._admission.admit(copy.deepcopy(obj))
 
     def update(self, stored: Obj, patch: Obj) -> Obj:
-        """A JSON merge patch of the stored object, admitted as an update of it."""
         return self._admission.admit(merge_patch(stored, patch), old=copy.deepcopy(stored))
 
     def update_status(self, stored: Obj, status: Obj) -> Obj:
-        """A JSON merge patch of the stored object's status, as the operator writes it."""
         return self._admission.admit(merge_patch(stored, {"status": status}), old=copy.deepcopy(stored))
+
+
+class ClusterClient:
+    """Through an in-memory cluster with the CRD installed, as ``kubectl create`` and ``kubectl patch`` would."""
+
+    def __init__(self, crd: Obj) -> None:
+        from engine.cluster.memory import MemoryCluster
+        from engine.testing.clock import SimulatedClock
+
+        self._cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
+        self._cluster.create(copy.deepcopy(crd))
+        self._api_version = storage_api_version(crd)
+        self._kind: str = crd["spec"]["names"]["kind"]
+
+    def create(self, obj: Obj) -> Obj:
+        return self._cluster.create(copy.deepcopy(obj))
+
+    def update(self, stored: Obj, patch: Obj) -> Obj:
+        meta = stored["metadata"]
+        return self._cluster.patch(self._api_version, self._kind, meta.get("namespace"), meta["name"], patch)
+
+    def update_status(self, stored: Obj, status: Obj) -> Obj:
+        meta = stored["metadata"]
+        return self._cluster.patch(
+            self._api_version, self._kind, meta.get("namespace"), meta["name"], {"status": status}, status=True
+        )
+
+
+BACKENDS: dict[str, Callable[[Obj], CrdClient]] = {"admission": AdmissionClient, "cluster": ClusterClient}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest) -> Callable[[Obj], CrdClient]:
+    """Every admission test runs twice: straight through CrdAdmission, and through a MemoryCluster."""
+    return BACKENDS[request.param]
 
 
 @pytest.fixture(params=CRD_FILES)
@@ -86,15 +139,15 @@ def rabbitmqvhost_crd() -> Obj:
 
 
 @pytest.fixture
-def keystoneusers() -> CrdClient:
+def keystoneusers(backend: Callable[[Obj], CrdClient]) -> CrdClient:
     """KeystoneUser orders through deploy/crds/c5c3.io_keystoneusers.yaml."""
-    return CrdClient(load_crd("c5c3.io_keystoneusers.yaml"))
+    return backend(load_crd("c5c3.io_keystoneusers.yaml"))
 
 
 @pytest.fixture
-def rabbitmqvhosts() -> CrdClient:
+def rabbitmqvhosts(backend: Callable[[Obj], CrdClient]) -> CrdClient:
     """RabbitMQVhost orders through deploy/crds/c5c3.io_rabbitmqvhosts.yaml."""
-    return CrdClient(load_crd("c5c3.io_rabbitmqvhosts.yaml"))
+    return backend(load_crd("c5c3.io_rabbitmqvhosts.yaml"))
 
 
 @contextmanager

@@ -1,0 +1,533 @@
+"""Admission of KeystoneUser orders: each schema constraint and CEL rule admits and rejects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import CrdClient
+
+Obj = dict[str, Any]
+Rejects = Callable[..., AbstractContextManager[None]]
+
+CP_NAME_IMMUTABLE = (
+    "controlPlaneRef.name is immutable; delete and re-create the KeystoneUser to move it to another ControlPlane"
+)
+CP_NAMESPACE_IMMUTABLE = (
+    "controlPlaneRef.namespace is immutable; delete and re-create the KeystoneUser to move it to another ControlPlane"
+)
+USERNAME_IMMUTABLE = "userName is immutable; delete and re-create the KeystoneUser to rename its user"
+NAME_TOO_LONG = "metadata.name must be at most 63 bytes; it is carried as a label value on the order's children"
+ONLY_INCREASE = "passwordGeneration may only increase"
+INTERVAL_TOO_SHORT = "rotation.interval is 0s or at least 1m"
+INTERVAL_TOO_LONG = "rotation.interval is at most 87600h"
+
+
+def order(name: str = "workflow", **spec: Any) -> Obj:
+    """A KeystoneUser in tenant-a against the ControlPlane openstack/cp, with spec fields added."""
+    return {
+        "apiVersion": "c5c3.io/v1alpha1",
+        "kind": "KeystoneUser",
+        "metadata": {"name": name, "namespace": "tenant-a"},
+        "spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, **spec},
+    }
+
+
+def condition(**fields: Any) -> Obj:
+    """A valid Ready condition, with fields replaced (None drops one)."""
+    cond: Obj = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AllReady",
+        "message": "All sub-conditions are ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+    cond.update(fields)
+    return {k: v for k, v in cond.items() if v is not None}
+
+
+# ---------------------------------------------------------------------------
+# The definition itself.
+
+
+def test_printer_columns_in_documented_order(keystoneuser_crd: Obj) -> None:
+    """kubectl get keystoneuser prints Ready, ControlPlane, Generation, NextRotation and Age."""
+    (version,) = keystoneuser_crd["spec"]["versions"]
+    columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    assert columns == [
+        ("Ready", "string", ".status.conditions[?(@.type=='Ready')].status"),
+        ("ControlPlane", "string", ".spec.controlPlaneRef.name"),
+        ("Generation", "integer", ".status.passwordGeneration"),
+        ("NextRotation", "string", ".status.nextPasswordRotation"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+
+
+def test_names_scope_and_subresource(keystoneuser_crd: Obj) -> None:
+    """The kind is served as namespaced keystoneusers.c5c3.io/v1alpha1 with a status subresource."""
+    crd = keystoneuser_crd
+    assert crd["metadata"]["name"] == "keystoneusers.c5c3.io"
+    assert crd["spec"]["group"] == "c5c3.io"
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"] == {
+        "kind": "KeystoneUser",
+        "listKind": "KeystoneUserList",
+        "plural": "keystoneusers",
+        "singular": "keystoneuser",
+    }
+    (version,) = crd["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+
+
+# ---------------------------------------------------------------------------
+# Defaults.
+
+
+def test_omitted_generation_and_rotation_read_back_defaulted(keystoneusers: CrdClient) -> None:
+    """An order that gives neither reads back passwordGeneration 1 and rotation.interval 720h."""
+    stored = keystoneusers.create(order())
+    assert stored["spec"] == {
+        "controlPlaneRef": {"name": "cp", "namespace": "openstack"},
+        "passwordGeneration": 1,
+        "rotation": {"interval": "720h"},
+    }
+
+
+def test_given_generation_kept_and_interval_defaulted(keystoneusers: CrdClient) -> None:
+    """An order created at generation 3 keeps it and still gets the 720h interval."""
+    stored = keystoneusers.create(order(passwordGeneration=3))
+    assert stored["spec"]["passwordGeneration"] == 3
+    assert stored["spec"]["rotation"] == {"interval": "720h"}
+
+
+def test_empty_rotation_block_gets_default_interval(keystoneusers: CrdClient) -> None:
+    """rotation: {} reads back with interval 720h."""
+    assert keystoneusers.create(order(rotation={}))["spec"]["rotation"] == {"interval": "720h"}
+
+
+def test_given_interval_is_kept(keystoneusers: CrdClient) -> None:
+    """A given interval is stored as written, not replaced by the default."""
+    assert keystoneusers.create(order(rotation={"interval": "1h30m"}))["spec"]["rotation"] == {"interval": "1h30m"}
+
+
+def test_user_name_has_no_stored_default(keystoneusers: CrdClient) -> None:
+    """userName stays absent: the reconciler resolves metadata.name itself."""
+    assert "userName" not in keystoneusers.create(order())["spec"]
+
+
+def test_controlplane_namespace_has_no_stored_default(keystoneusers: CrdClient) -> None:
+    """controlPlaneRef.namespace stays absent when omitted: the reconciler reads the order's namespace."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    assert keystoneusers.create(obj)["spec"]["controlPlaneRef"] == {"name": "cp"}
+
+
+def test_removing_rotation_restores_default(keystoneusers: CrdClient) -> None:
+    """A merge patch that removes rotation leaves the order at the 720h default."""
+    stored = keystoneusers.create(order(rotation={"interval": "1h"}))
+    assert keystoneusers.update(stored, {"spec": {"rotation": None}})["spec"]["rotation"] == {"interval": "720h"}
+
+
+def test_unknown_spec_field_is_pruned(keystoneusers: CrdClient) -> None:
+    """A field the schema does not know is dropped, not stored."""
+    stored = keystoneusers.create(order(gracePeriod="1h", rotation={"interval": "1h", "gracePeriod": "1m"}))
+    assert "gracePeriod" not in stored["spec"]
+    assert stored["spec"]["rotation"] == {"interval": "1h"}
+
+
+# ---------------------------------------------------------------------------
+# spec.controlPlaneRef
+
+
+def test_controlplane_ref_is_required(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An order without controlPlaneRef is rejected."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]
+    with rejects("spec.controlPlaneRef", "Required value"):
+        keystoneusers.create(obj)
+
+
+def test_spec_is_required(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An order without spec is rejected."""
+    obj = order()
+    del obj["spec"]
+    with rejects("spec", "Required value"):
+        keystoneusers.create(obj)
+
+
+def test_controlplane_name_is_required(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """controlPlaneRef without a name is rejected."""
+    with rejects("spec.controlPlaneRef.name", "Required value"):
+        keystoneusers.create(order(controlPlaneRef={"namespace": "openstack"}))
+
+
+def test_controlplane_name_may_be_one_character(keystoneusers: CrdClient) -> None:
+    """A one-character ControlPlane name is admitted."""
+    assert keystoneusers.create(order(controlPlaneRef={"name": "c"}))["spec"]["controlPlaneRef"] == {"name": "c"}
+
+
+def test_controlplane_name_may_not_be_empty(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An empty ControlPlane name is rejected."""
+    with rejects("spec.controlPlaneRef.name", "should be at least 1 chars long"):
+        keystoneusers.create(order(controlPlaneRef={"name": ""}))
+
+
+@pytest.mark.parametrize("namespace", ["o", "openstack", "cp-2", "0ns", "a" * 63])
+def test_controlplane_namespace_admits_rfc1123_labels(keystoneusers: CrdClient, namespace: str) -> None:
+    """An RFC-1123 label of 1 to 63 characters is admitted as the ControlPlane namespace."""
+    stored = keystoneusers.create(order(controlPlaneRef={"name": "cp", "namespace": namespace}))
+    assert stored["spec"]["controlPlaneRef"]["namespace"] == namespace
+
+
+def test_controlplane_namespace_may_not_be_empty(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An empty ControlPlane namespace is rejected."""
+    with rejects("spec.controlPlaneRef.namespace", "should be at least 1 chars long"):
+        keystoneusers.create(order(controlPlaneRef={"name": "cp", "namespace": ""}))
+
+
+def test_controlplane_namespace_at_most_63(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """A ControlPlane namespace of 64 characters is rejected."""
+    with rejects("spec.controlPlaneRef.namespace", "Too long", "63"):
+        keystoneusers.create(order(controlPlaneRef={"name": "cp", "namespace": "a" * 64}))
+
+
+@pytest.mark.parametrize("namespace", ["OpenStack", "open_stack", "-ns", "ns-", "open.stack"])
+def test_controlplane_namespace_must_be_rfc1123_label(
+    keystoneusers: CrdClient, rejects: Rejects, namespace: str
+) -> None:
+    """A ControlPlane namespace that is no RFC-1123 label is rejected by the pattern."""
+    with rejects("spec.controlPlaneRef.namespace", "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"):
+        keystoneusers.create(order(controlPlaneRef={"name": "cp", "namespace": namespace}))
+
+
+def test_controlplane_name_is_immutable(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Re-pointing the order to another ControlPlane name is rejected."""
+    stored = keystoneusers.create(order())
+    with rejects(CP_NAME_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"controlPlaneRef": {"name": "other"}}})
+
+
+def test_controlplane_ref_restated_is_admitted(keystoneusers: CrdClient) -> None:
+    """An update that restates the same reference and changes something else is admitted."""
+    stored = keystoneusers.create(order())
+    updated = keystoneusers.update(
+        stored, {"spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, "passwordGeneration": 2}}
+    )
+    assert updated["spec"]["controlPlaneRef"] == {"name": "cp", "namespace": "openstack"}
+    assert updated["spec"]["passwordGeneration"] == 2
+
+
+def test_controlplane_namespace_is_immutable(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Changing the ControlPlane namespace is rejected."""
+    stored = keystoneusers.create(order())
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"controlPlaneRef": {"namespace": "elsewhere"}}})
+
+
+def test_controlplane_namespace_cannot_be_set_later(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Setting a namespace on an order created without one is rejected."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    stored = keystoneusers.create(obj)
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"controlPlaneRef": {"namespace": "tenant-a"}}})
+
+
+def test_controlplane_namespace_cannot_be_removed(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Removing the namespace from an order created with one is rejected."""
+    stored = keystoneusers.create(order())
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"controlPlaneRef": {"namespace": None}}})
+
+
+def test_controlplane_namespace_absent_stays_admitted(keystoneusers: CrdClient) -> None:
+    """An order created without a namespace may be updated while the namespace stays absent."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    stored = keystoneusers.create(obj)
+    updated = keystoneusers.update(stored, {"spec": {"passwordGeneration": 2}})
+    assert updated["spec"]["controlPlaneRef"] == {"name": "cp"}
+
+
+# ---------------------------------------------------------------------------
+# spec.userName
+
+
+@pytest.mark.parametrize("user_name", ["u", "svc user", "billing@example", "a" * 255])
+def test_user_name_admitted(keystoneusers: CrdClient, user_name: str) -> None:
+    """A user name of 1 to 255 characters without a comma is admitted."""
+    assert keystoneusers.create(order(userName=user_name))["spec"]["userName"] == user_name
+
+
+def test_user_name_may_not_be_empty(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An empty user name is rejected."""
+    with rejects("spec.userName", "should be at least 1 chars long"):
+        keystoneusers.create(order(userName=""))
+
+
+def test_user_name_at_most_255(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """A user name of 256 characters is rejected."""
+    with rejects("spec.userName", "Too long", "255"):
+        keystoneusers.create(order(userName="a" * 256))
+
+
+@pytest.mark.parametrize("user_name", ["a,b", ",", "billing,"])
+def test_user_name_without_comma(keystoneusers: CrdClient, rejects: Rejects, user_name: str) -> None:
+    """A user name with a comma is rejected by the pattern ^[^,]+$."""
+    with rejects("spec.userName", "should match '^[^,]+$'"):
+        keystoneusers.create(order(userName=user_name))
+
+
+def test_user_name_is_immutable(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Changing a given user name is rejected."""
+    stored = keystoneusers.create(order(userName="billing"))
+    with rejects(USERNAME_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"userName": "accounting"}})
+
+
+def test_user_name_cannot_diverge_from_default(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Setting a user name other than metadata.name on an order created without one is rejected."""
+    stored = keystoneusers.create(order())
+    with rejects(USERNAME_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"userName": "accounting"}})
+
+
+def test_spelling_out_the_default_user_name_is_admitted(keystoneusers: CrdClient) -> None:
+    """Setting userName to metadata.name on an order created without one is admitted."""
+    stored = keystoneusers.create(order())
+    assert keystoneusers.update(stored, {"spec": {"userName": "workflow"}})["spec"]["userName"] == "workflow"
+
+
+def test_dropping_a_spelled_out_default_is_admitted(keystoneusers: CrdClient) -> None:
+    """Removing a userName equal to metadata.name leaves the effective name unchanged and is admitted."""
+    stored = keystoneusers.create(order(userName="workflow"))
+    assert "userName" not in keystoneusers.update(stored, {"spec": {"userName": None}})["spec"]
+
+
+def test_dropping_a_different_user_name_is_rejected(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Removing a userName that differs from metadata.name changes the effective name and is rejected."""
+    stored = keystoneusers.create(order(userName="billing"))
+    with rejects(USERNAME_IMMUTABLE):
+        keystoneusers.update(stored, {"spec": {"userName": None}})
+
+
+def test_restating_the_user_name_is_admitted(keystoneusers: CrdClient) -> None:
+    """An update that keeps the given user name is admitted."""
+    stored = keystoneusers.create(order(userName="billing"))
+    updated = keystoneusers.update(stored, {"spec": {"userName": "billing", "passwordGeneration": 2}})
+    assert (updated["spec"]["userName"], updated["spec"]["passwordGeneration"]) == ("billing", 2)
+
+
+# ---------------------------------------------------------------------------
+# spec.passwordGeneration
+
+
+def test_password_generation_minimum_is_one(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """passwordGeneration 0 is rejected."""
+    with rejects("spec.passwordGeneration", "should be greater than or equal to 1"):
+        keystoneusers.create(order(passwordGeneration=0))
+
+
+def test_password_generation_one_is_admitted(keystoneusers: CrdClient) -> None:
+    """passwordGeneration 1 is admitted."""
+    assert keystoneusers.create(order(passwordGeneration=1))["spec"]["passwordGeneration"] == 1
+
+
+def test_password_generation_must_be_an_integer(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """A passwordGeneration that is no integer is rejected."""
+    with rejects("spec.passwordGeneration", "must be of type integer"):
+        keystoneusers.create(order(passwordGeneration="2"))
+
+
+def test_password_generation_may_not_decrease(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An order at generation 3 updated to 2 is rejected."""
+    stored = keystoneusers.create(order(passwordGeneration=3))
+    with rejects(ONLY_INCREASE):
+        keystoneusers.update(stored, {"spec": {"passwordGeneration": 2}})
+
+
+@pytest.mark.parametrize("generation", [3, 4, 10])
+def test_password_generation_may_stay_or_increase(keystoneusers: CrdClient, generation: int) -> None:
+    """An order at generation 3 may be updated to 3 or higher."""
+    stored = keystoneusers.create(order(passwordGeneration=3))
+    assert keystoneusers.update(stored, {"spec": {"passwordGeneration": generation}})["spec"][
+        "passwordGeneration"
+    ] == generation
+
+
+def test_dropping_a_raised_generation_is_rejected(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Removing passwordGeneration from an order at 3 defaults it back to 1, a decrease, and is rejected."""
+    stored = keystoneusers.create(order(passwordGeneration=3))
+    with rejects(ONLY_INCREASE):
+        keystoneusers.update(stored, {"spec": {"passwordGeneration": None}})
+
+
+# ---------------------------------------------------------------------------
+# spec.rotation.interval
+
+
+@pytest.mark.parametrize("interval", ["0s", "0", "1m", "60s", "1h30m", "720h", "87600h"])
+def test_interval_admitted(keystoneusers: CrdClient, interval: str) -> None:
+    """An interval of 0s, or between 1m and 87600h, is admitted."""
+    assert keystoneusers.create(order(rotation={"interval": interval}))["spec"]["rotation"] == {"interval": interval}
+
+
+@pytest.mark.parametrize("interval", ["30s", "59s", "1s", "59.9s", "-1m", "-1h"])
+def test_interval_below_one_minute_rejected(keystoneusers: CrdClient, rejects: Rejects, interval: str) -> None:
+    """A non-zero interval under one minute is rejected."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_SHORT):
+        keystoneusers.create(order(rotation={"interval": interval}))
+
+
+@pytest.mark.parametrize("interval", ["87601h", "87600h1s", "100000h"])
+def test_interval_above_ten_years_rejected(keystoneusers: CrdClient, rejects: Rejects, interval: str) -> None:
+    """An interval above 87600h is rejected."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_LONG):
+        keystoneusers.create(order(rotation={"interval": interval}))
+
+
+def test_interval_rules_apply_on_update(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Updating a valid interval to 30s is rejected like a create."""
+    stored = keystoneusers.create(order())
+    with rejects(INTERVAL_TOO_SHORT):
+        keystoneusers.update(stored, {"spec": {"rotation": {"interval": "30s"}}})
+
+
+def test_interval_may_change(keystoneusers: CrdClient) -> None:
+    """The interval is not frozen: turning the schedule off later is admitted."""
+    stored = keystoneusers.create(order())
+    assert keystoneusers.update(stored, {"spec": {"rotation": {"interval": "0s"}}})["spec"]["rotation"] == {
+        "interval": "0s"
+    }
+
+
+def test_interval_that_is_no_duration_rejected(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An interval that does not parse as a duration is rejected."""
+    with rejects("spec.rotation.interval"):
+        keystoneusers.create(order(rotation={"interval": "monthly"}))
+
+
+# ---------------------------------------------------------------------------
+# metadata.name
+
+
+def test_name_of_63_bytes_admitted(keystoneusers: CrdClient) -> None:
+    """An order named with 63 characters is admitted."""
+    name = "a" * 63
+    assert keystoneusers.create(order(name=name))["metadata"]["name"] == name
+
+
+def test_name_over_63_bytes_rejected(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """An order named with 64 characters is rejected."""
+    with rejects(NAME_TOO_LONG):
+        keystoneusers.create(order(name="a" * 64))
+
+
+def test_long_name_with_matching_user_name_still_rejected(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """The name cap holds whatever the user name: a 64-character order is rejected even with a short userName."""
+    with rejects(NAME_TOO_LONG):
+        keystoneusers.create(order(name="b" * 64, userName="billing"))
+
+
+# ---------------------------------------------------------------------------
+# status (written by the operator through the status subresource)
+
+
+def test_full_status_admitted(keystoneusers: CrdClient) -> None:
+    """A status with every field the operator writes is admitted and kept."""
+    stored = keystoneusers.create(order())
+    status = {
+        "conditions": [
+            condition(type="UserReady", reason="UserProvisioned"),
+            condition(type="DeliveryReady", reason="Delivered"),
+            condition(),
+        ],
+        "observedGeneration": 1,
+        "userID": "a" * 1024,
+        "passwordGeneration": 1,
+        "lastPasswordRotation": "2026-01-01T00:00:00Z",
+        "nextPasswordRotation": "2026-01-31T00:00:00Z",
+        "secretName": "workflow-credentials",
+        "secretKeys": ["clouds.yaml", "password"],
+    }
+    assert keystoneusers.update_status(stored, status)["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "texts"),
+    [
+        ("userID", "a" * 1025, ("status.userID", "Too long", "1024")),
+        ("lastPasswordRotation", "yesterday", ("status.lastPasswordRotation", "date-time")),
+        ("nextPasswordRotation", "2026-13-01", ("status.nextPasswordRotation", "date-time")),
+        ("passwordGeneration", "one", ("status.passwordGeneration", "must be of type integer")),
+        ("observedGeneration", 1.5, ("status.observedGeneration", "must be of type integer")),
+        ("secretName", 7, ("status.secretName", "must be of type string")),
+        ("secretKeys", ["password", 7], ("status.secretKeys[1]", "must be of type string")),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
+)
+def test_status_field_rejected(
+    keystoneusers: CrdClient, rejects: Rejects, field: str, value: Any, texts: tuple[str, ...]
+) -> None:
+    """A status field outside its schema is rejected at that field."""
+    stored = keystoneusers.create(order())
+    with rejects(*texts):
+        keystoneusers.update_status(stored, {field: value})
+
+
+@pytest.mark.parametrize(
+    ("fields", "texts"),
+    [
+        ({"status": "Maybe"}, ("status.conditions[0].status", "Unsupported value", '"Maybe"')),
+        ({"reason": ""}, ("status.conditions[0].reason", "should be at least 1 chars long")),
+        ({"reason": "r" * 1025}, ("status.conditions[0].reason", "Too long", "1024")),
+        ({"reason": "Not Ready"}, ("status.conditions[0].reason", "should match")),
+        ({"reason": "1Ready"}, ("status.conditions[0].reason", "should match")),
+        ({"type": "Ready!"}, ("status.conditions[0].type", "should match")),
+        ({"type": "R" * 317}, ("status.conditions[0].type", "Too long", "316")),
+        ({"message": "m" * 32769}, ("status.conditions[0].message", "Too long", "32768")),
+        ({"observedGeneration": -1}, ("status.conditions[0].observedGeneration", "greater than or equal to 0")),
+        ({"lastTransitionTime": "now"}, ("status.conditions[0].lastTransitionTime", "date-time")),
+        ({"lastTransitionTime": None}, ("status.conditions[0].lastTransitionTime", "Required value")),
+        ({"message": None}, ("status.conditions[0].message", "Required value")),
+        ({"reason": None}, ("status.conditions[0].reason", "Required value")),
+        ({"status": None}, ("status.conditions[0].status", "Required value")),
+        ({"type": None}, ("status.conditions[0].type", "Required value")),
+    ],
+    ids=lambda v: ",".join(f"{k}={str(x)[:12]}" for k, x in v.items()) if isinstance(v, dict) else None,
+)
+def test_condition_outside_metav1_schema_rejected(
+    keystoneusers: CrdClient, rejects: Rejects, fields: Obj, texts: tuple[str, ...]
+) -> None:
+    """A condition that breaks the metav1.Condition schema is rejected."""
+    stored = keystoneusers.create(order())
+    with rejects(*texts):
+        keystoneusers.update_status(stored, {"conditions": [condition(**fields)]})
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"status": "Unknown", "reason": "Probing_for:collision,1", "type": "c5c3.io/User-Ready.v1"},
+        {"observedGeneration": 0, "message": "", "reason": "R"},
+        {"observedGeneration": None, "message": "m" * 32768, "type": "T" * 316},
+    ],
+)
+def test_condition_within_metav1_schema_admitted(keystoneusers: CrdClient, fields: Obj) -> None:
+    """A condition at the edges of the metav1.Condition schema is admitted."""
+    stored = keystoneusers.create(order())
+    cond = condition(**fields)
+    assert keystoneusers.update_status(stored, {"conditions": [cond]})["status"]["conditions"] == [cond]
+
+
+def test_conditions_keyed_by_type(keystoneusers: CrdClient, rejects: Rejects) -> None:
+    """Two conditions of the same type are rejected: the list is a map keyed by type."""
+    stored = keystoneusers.create(order())
+    with rejects("status.conditions[1]", "Duplicate value"):
+        keystoneusers.update_status(stored, {"conditions": [condition(), condition(status="False")]})

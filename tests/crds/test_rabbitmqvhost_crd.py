@@ -1,0 +1,547 @@
+"""Admission of RabbitMQVhost orders: each schema constraint and CEL rule admits and rejects."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from conftest import CrdClient
+
+Obj = dict[str, Any]
+Rejects = Callable[..., AbstractContextManager[None]]
+
+CP_NAME_IMMUTABLE = (
+    "controlPlaneRef.name is immutable; delete and re-create the RabbitMQVhost to move it to another ControlPlane"
+)
+CP_NAMESPACE_IMMUTABLE = (
+    "controlPlaneRef.namespace is immutable; delete and re-create the RabbitMQVhost to move it to another ControlPlane"
+)
+NAME_TOO_LONG = "metadata.name must be at most 63 bytes; it is carried as a label value on the order's children"
+ONLY_INCREASE = "passwordGeneration may only increase"
+INTERVAL_TOO_SHORT = "rotation.interval is 0s or at least 1m"
+INTERVAL_TOO_LONG = "rotation.interval is at most 87600h"
+GRACE_NEGATIVE = "rotation.gracePeriod is not negative"
+GRACE_NOT_SHORTER = "rotation.gracePeriod must be shorter than rotation.interval"
+
+
+def order(name: str = "workflow", **spec: Any) -> Obj:
+    """A RabbitMQVhost in tenant-a against the ControlPlane openstack/cp, with spec fields added."""
+    return {
+        "apiVersion": "c5c3.io/v1alpha1",
+        "kind": "RabbitMQVhost",
+        "metadata": {"name": name, "namespace": "tenant-a"},
+        "spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, **spec},
+    }
+
+
+def condition(**fields: Any) -> Obj:
+    """A valid Ready condition, with fields replaced (None drops one)."""
+    cond: Obj = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AllReady",
+        "message": "All sub-conditions are ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+    cond.update(fields)
+    return {k: v for k, v in cond.items() if v is not None}
+
+
+# ---------------------------------------------------------------------------
+# The definition itself.
+
+
+def test_printer_columns_in_documented_order(rabbitmqvhost_crd: Obj) -> None:
+    """kubectl get rabbitmqvhost prints Ready, ControlPlane, Vhost, Generation, NextRotation and Age."""
+    (version,) = rabbitmqvhost_crd["spec"]["versions"]
+    columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
+    assert columns == [
+        ("Ready", "string", ".status.conditions[?(@.type=='Ready')].status"),
+        ("ControlPlane", "string", ".spec.controlPlaneRef.name"),
+        ("Vhost", "string", ".status.vhost"),
+        ("Generation", "integer", ".status.passwordGeneration"),
+        ("NextRotation", "string", ".status.nextRotation"),
+        ("Age", "date", ".metadata.creationTimestamp"),
+    ]
+
+
+def test_names_scope_and_subresource(rabbitmqvhost_crd: Obj) -> None:
+    """The kind is served as namespaced rabbitmqvhosts.c5c3.io/v1alpha1 with a status subresource."""
+    crd = rabbitmqvhost_crd
+    assert crd["metadata"]["name"] == "rabbitmqvhosts.c5c3.io"
+    assert crd["spec"]["group"] == "c5c3.io"
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"] == {
+        "kind": "RabbitMQVhost",
+        "listKind": "RabbitMQVhostList",
+        "plural": "rabbitmqvhosts",
+        "singular": "rabbitmqvhost",
+    }
+    (version,) = crd["spec"]["versions"]
+    assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)
+    assert version["subresources"] == {"status": {}}
+
+
+# ---------------------------------------------------------------------------
+# Defaults.
+
+
+def test_omitted_fields_read_back_defaulted(rabbitmqvhosts: CrdClient) -> None:
+    """An order that gives only its ControlPlane reads back generation 1, 720h/24h and Retain."""
+    stored = rabbitmqvhosts.create(order())
+    assert stored["spec"] == {
+        "controlPlaneRef": {"name": "cp", "namespace": "openstack"},
+        "passwordGeneration": 1,
+        "rotation": {"interval": "720h", "gracePeriod": "24h"},
+        "deletionPolicy": "Retain",
+    }
+
+
+def test_empty_rotation_block_gets_both_defaults(rabbitmqvhosts: CrdClient) -> None:
+    """rotation: {} reads back with interval 720h and gracePeriod 24h."""
+    assert rabbitmqvhosts.create(order(rotation={}))["spec"]["rotation"] == {"interval": "720h", "gracePeriod": "24h"}
+
+
+def test_grace_period_defaults_beside_given_interval(rabbitmqvhosts: CrdClient) -> None:
+    """A given interval keeps its value and the grace period defaults to 24h."""
+    stored = rabbitmqvhosts.create(order(rotation={"interval": "48h"}))
+    assert stored["spec"]["rotation"] == {"interval": "48h", "gracePeriod": "24h"}
+
+
+def test_interval_defaults_beside_given_grace_period(rabbitmqvhosts: CrdClient) -> None:
+    """A given grace period keeps its value and the interval defaults to 720h."""
+    stored = rabbitmqvhosts.create(order(rotation={"gracePeriod": "1h"}))
+    assert stored["spec"]["rotation"] == {"interval": "720h", "gracePeriod": "1h"}
+
+
+def test_given_values_are_kept(rabbitmqvhosts: CrdClient) -> None:
+    """Given values are stored as written, not replaced by defaults."""
+    spec = {"passwordGeneration": 4, "rotation": {"interval": "2h", "gracePeriod": "90m"}, "deletionPolicy": "Delete"}
+    stored = rabbitmqvhosts.create(order(**spec))
+    assert {k: stored["spec"][k] for k in spec} == spec
+
+
+def test_removing_deletion_policy_restores_retain(rabbitmqvhosts: CrdClient) -> None:
+    """A merge patch that removes deletionPolicy leaves the order at Retain."""
+    stored = rabbitmqvhosts.create(order(deletionPolicy="Delete"))
+    assert rabbitmqvhosts.update(stored, {"spec": {"deletionPolicy": None}})["spec"]["deletionPolicy"] == "Retain"
+
+
+def test_controlplane_namespace_has_no_stored_default(rabbitmqvhosts: CrdClient) -> None:
+    """controlPlaneRef.namespace stays absent when omitted: the reconciler reads the order's namespace."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    assert rabbitmqvhosts.create(obj)["spec"]["controlPlaneRef"] == {"name": "cp"}
+
+
+def test_unknown_spec_field_is_pruned(rabbitmqvhosts: CrdClient) -> None:
+    """A field the schema does not know (a KeystoneUser's userName) is dropped, not stored."""
+    stored = rabbitmqvhosts.create(order(userName="billing", rotation={"interval": "48h", "jitter": "1m"}))
+    assert "userName" not in stored["spec"]
+    assert "jitter" not in stored["spec"]["rotation"]
+
+
+# ---------------------------------------------------------------------------
+# spec.controlPlaneRef
+
+
+def test_spec_is_required(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An order without spec is rejected."""
+    obj = order()
+    del obj["spec"]
+    with rejects("spec", "Required value"):
+        rabbitmqvhosts.create(obj)
+
+
+def test_controlplane_ref_is_required(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An order without controlPlaneRef is rejected."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]
+    with rejects("spec.controlPlaneRef", "Required value"):
+        rabbitmqvhosts.create(obj)
+
+
+def test_controlplane_name_is_required(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """controlPlaneRef without a name is rejected."""
+    with rejects("spec.controlPlaneRef.name", "Required value"):
+        rabbitmqvhosts.create(order(controlPlaneRef={"namespace": "openstack"}))
+
+
+def test_controlplane_name_may_be_one_character(rabbitmqvhosts: CrdClient) -> None:
+    """A one-character ControlPlane name is admitted."""
+    assert rabbitmqvhosts.create(order(controlPlaneRef={"name": "c"}))["spec"]["controlPlaneRef"] == {"name": "c"}
+
+
+def test_controlplane_name_may_not_be_empty(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An empty ControlPlane name is rejected."""
+    with rejects("spec.controlPlaneRef.name", "should be at least 1 chars long"):
+        rabbitmqvhosts.create(order(controlPlaneRef={"name": ""}))
+
+
+@pytest.mark.parametrize("namespace", ["o", "openstack", "cp-2", "0ns", "a" * 63])
+def test_controlplane_namespace_admits_rfc1123_labels(rabbitmqvhosts: CrdClient, namespace: str) -> None:
+    """An RFC-1123 label of 1 to 63 characters is admitted as the ControlPlane namespace."""
+    stored = rabbitmqvhosts.create(order(controlPlaneRef={"name": "cp", "namespace": namespace}))
+    assert stored["spec"]["controlPlaneRef"]["namespace"] == namespace
+
+
+def test_controlplane_namespace_may_not_be_empty(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An empty ControlPlane namespace is rejected."""
+    with rejects("spec.controlPlaneRef.namespace", "should be at least 1 chars long"):
+        rabbitmqvhosts.create(order(controlPlaneRef={"name": "cp", "namespace": ""}))
+
+
+def test_controlplane_namespace_at_most_63(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """A ControlPlane namespace of 64 characters is rejected."""
+    with rejects("spec.controlPlaneRef.namespace", "Too long", "63"):
+        rabbitmqvhosts.create(order(controlPlaneRef={"name": "cp", "namespace": "a" * 64}))
+
+
+@pytest.mark.parametrize("namespace", ["OpenStack", "open_stack", "-ns", "ns-", "open.stack"])
+def test_controlplane_namespace_must_be_rfc1123_label(
+    rabbitmqvhosts: CrdClient, rejects: Rejects, namespace: str
+) -> None:
+    """A ControlPlane namespace that is no RFC-1123 label is rejected by the pattern."""
+    with rejects("spec.controlPlaneRef.namespace", "should match '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'"):
+        rabbitmqvhosts.create(order(controlPlaneRef={"name": "cp", "namespace": namespace}))
+
+
+def test_controlplane_name_is_immutable(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Re-pointing the order to another ControlPlane name is rejected."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects(CP_NAME_IMMUTABLE):
+        rabbitmqvhosts.update(stored, {"spec": {"controlPlaneRef": {"name": "other"}}})
+
+
+def test_controlplane_ref_restated_is_admitted(rabbitmqvhosts: CrdClient) -> None:
+    """An update that restates the same reference and changes something else is admitted."""
+    stored = rabbitmqvhosts.create(order())
+    updated = rabbitmqvhosts.update(
+        stored, {"spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, "deletionPolicy": "Delete"}}
+    )
+    assert updated["spec"]["controlPlaneRef"] == {"name": "cp", "namespace": "openstack"}
+    assert updated["spec"]["deletionPolicy"] == "Delete"
+
+
+def test_controlplane_namespace_is_immutable(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Changing the ControlPlane namespace is rejected."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        rabbitmqvhosts.update(stored, {"spec": {"controlPlaneRef": {"namespace": "elsewhere"}}})
+
+
+def test_controlplane_namespace_cannot_be_set_later(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Setting a namespace on an order created without one is rejected."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    stored = rabbitmqvhosts.create(obj)
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        rabbitmqvhosts.update(stored, {"spec": {"controlPlaneRef": {"namespace": "tenant-a"}}})
+
+
+def test_controlplane_namespace_cannot_be_removed(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Removing the namespace from an order created with one is rejected."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects(CP_NAMESPACE_IMMUTABLE):
+        rabbitmqvhosts.update(stored, {"spec": {"controlPlaneRef": {"namespace": None}}})
+
+
+def test_controlplane_namespace_absent_stays_admitted(rabbitmqvhosts: CrdClient) -> None:
+    """An order created without a namespace may be updated while the namespace stays absent."""
+    obj = order()
+    del obj["spec"]["controlPlaneRef"]["namespace"]
+    stored = rabbitmqvhosts.create(obj)
+    assert rabbitmqvhosts.update(stored, {"spec": {"passwordGeneration": 2}})["spec"]["controlPlaneRef"] == {
+        "name": "cp"
+    }
+
+
+# ---------------------------------------------------------------------------
+# spec.passwordGeneration
+
+
+def test_password_generation_minimum_is_one(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """passwordGeneration 0 is rejected."""
+    with rejects("spec.passwordGeneration", "should be greater than or equal to 1"):
+        rabbitmqvhosts.create(order(passwordGeneration=0))
+
+
+def test_password_generation_one_is_admitted(rabbitmqvhosts: CrdClient) -> None:
+    """passwordGeneration 1 is admitted."""
+    assert rabbitmqvhosts.create(order(passwordGeneration=1))["spec"]["passwordGeneration"] == 1
+
+
+def test_password_generation_must_be_an_integer(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """A passwordGeneration that is no integer is rejected."""
+    with rejects("spec.passwordGeneration", "must be of type integer"):
+        rabbitmqvhosts.create(order(passwordGeneration="2"))
+
+
+def test_password_generation_may_not_decrease(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An order at generation 3 updated to 2 is rejected."""
+    stored = rabbitmqvhosts.create(order(passwordGeneration=3))
+    with rejects(ONLY_INCREASE):
+        rabbitmqvhosts.update(stored, {"spec": {"passwordGeneration": 2}})
+
+
+@pytest.mark.parametrize("generation", [3, 4, 10])
+def test_password_generation_may_stay_or_increase(rabbitmqvhosts: CrdClient, generation: int) -> None:
+    """An order at generation 3 may be updated to 3 or higher."""
+    stored = rabbitmqvhosts.create(order(passwordGeneration=3))
+    assert rabbitmqvhosts.update(stored, {"spec": {"passwordGeneration": generation}})["spec"][
+        "passwordGeneration"
+    ] == generation
+
+
+def test_dropping_a_raised_generation_is_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Removing passwordGeneration from an order at 3 defaults it back to 1, a decrease, and is rejected."""
+    stored = rabbitmqvhosts.create(order(passwordGeneration=3))
+    with rejects(ONLY_INCREASE):
+        rabbitmqvhosts.update(stored, {"spec": {"passwordGeneration": None}})
+
+
+# ---------------------------------------------------------------------------
+# spec.rotation.interval (the grace period is set short so only the interval rules speak)
+
+
+@pytest.mark.parametrize("interval", ["0s", "0", "1m", "60s", "1h30m", "720h", "87600h"])
+def test_interval_admitted(rabbitmqvhosts: CrdClient, interval: str) -> None:
+    """An interval of 0s, or between 1m and 87600h, is admitted."""
+    rotation = {"interval": interval, "gracePeriod": "30s"}
+    assert rabbitmqvhosts.create(order(rotation=rotation))["spec"]["rotation"] == rotation
+
+
+@pytest.mark.parametrize("interval", ["30s", "59s", "1s", "-1m", "-1h"])
+def test_interval_below_one_minute_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects, interval: str) -> None:
+    """A non-zero interval under one minute is rejected."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_SHORT):
+        rabbitmqvhosts.create(order(rotation={"interval": interval, "gracePeriod": "0s"}))
+
+
+@pytest.mark.parametrize("interval", ["87601h", "87600h1s", "100000h"])
+def test_interval_above_ten_years_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects, interval: str) -> None:
+    """An interval above 87600h is rejected."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_LONG):
+        rabbitmqvhosts.create(order(rotation={"interval": interval}))
+
+
+def test_interval_rules_apply_on_update(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Updating a valid interval to 30s is rejected like a create."""
+    stored = rabbitmqvhosts.create(order(rotation={"gracePeriod": "0s"}))
+    with rejects(INTERVAL_TOO_SHORT):
+        rabbitmqvhosts.update(stored, {"spec": {"rotation": {"interval": "30s"}}})
+
+
+def test_interval_that_is_no_duration_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An interval that does not parse as a duration is rejected."""
+    with rejects("spec.rotation.interval"):
+        rabbitmqvhosts.create(order(rotation={"interval": "monthly"}))
+
+
+# ---------------------------------------------------------------------------
+# spec.rotation.gracePeriod and the rule on the block
+
+
+@pytest.mark.parametrize("grace", ["0s", "1s", "1m", "23h59m", "719h"])
+def test_grace_period_admitted(rabbitmqvhosts: CrdClient, grace: str) -> None:
+    """A grace period from 0s up to just under the 720h interval is admitted."""
+    stored = rabbitmqvhosts.create(order(rotation={"gracePeriod": grace}))
+    assert stored["spec"]["rotation"] == {"interval": "720h", "gracePeriod": grace}
+
+
+@pytest.mark.parametrize("grace", ["-1s", "-24h"])
+def test_grace_period_not_negative(rabbitmqvhosts: CrdClient, rejects: Rejects, grace: str) -> None:
+    """A negative grace period is rejected."""
+    with rejects("spec.rotation.gracePeriod", GRACE_NEGATIVE):
+        rabbitmqvhosts.create(order(rotation={"gracePeriod": grace}))
+
+
+def test_grace_period_that_is_no_duration_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """A grace period that does not parse as a duration is rejected."""
+    with rejects("spec.rotation"):
+        rabbitmqvhosts.create(order(rotation={"gracePeriod": "a day"}))
+
+
+@pytest.mark.parametrize(
+    "rotation",
+    [
+        {"interval": "12h", "gracePeriod": "24h"},
+        {"interval": "24h", "gracePeriod": "24h"},
+        {"interval": "1h"},
+        {"gracePeriod": "720h"},
+        {"interval": "1m", "gracePeriod": "1m"},
+    ],
+    ids=["longer", "equal", "interval-under-default-grace", "grace-equal-default-interval", "one-minute-each"],
+)
+def test_grace_period_must_be_shorter_than_interval(
+    rabbitmqvhosts: CrdClient, rejects: Rejects, rotation: Obj
+) -> None:
+    """A grace period as long as the interval or longer is rejected, defaults included."""
+    with rejects("spec.rotation", GRACE_NOT_SHORTER):
+        rabbitmqvhosts.create(order(rotation=rotation))
+
+
+@pytest.mark.parametrize(
+    "rotation",
+    [
+        {"interval": "2h", "gracePeriod": "1h"},
+        {"interval": "1m", "gracePeriod": "59s"},
+        {"interval": "0s", "gracePeriod": "48h"},
+        {"interval": "0s"},
+        {"interval": "25h"},
+    ],
+    ids=["shorter", "one-second-shorter", "schedule-off-long-grace", "schedule-off-default-grace", "just-over-grace"],
+)
+def test_grace_period_shorter_or_schedule_off_admitted(rabbitmqvhosts: CrdClient, rotation: Obj) -> None:
+    """A grace period shorter than the interval, or any grace period with the schedule off, is admitted."""
+    stored = rabbitmqvhosts.create(order(rotation=rotation))
+    assert {k: stored["spec"]["rotation"][k] for k in rotation} == rotation
+
+
+def test_block_rule_applies_on_update(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Lengthening the grace period past the interval on a live order is rejected."""
+    stored = rabbitmqvhosts.create(order(rotation={"interval": "48h"}))
+    with rejects(GRACE_NOT_SHORTER):
+        rabbitmqvhosts.update(stored, {"spec": {"rotation": {"gracePeriod": "48h"}}})
+
+
+def test_rotation_may_change(rabbitmqvhosts: CrdClient) -> None:
+    """The schedule is not frozen: turning it off and widening the grace period later is admitted."""
+    stored = rabbitmqvhosts.create(order())
+    updated = rabbitmqvhosts.update(stored, {"spec": {"rotation": {"interval": "0s", "gracePeriod": "100h"}}})
+    assert updated["spec"]["rotation"] == {"interval": "0s", "gracePeriod": "100h"}
+
+
+# ---------------------------------------------------------------------------
+# spec.deletionPolicy
+
+
+@pytest.mark.parametrize("policy", ["Retain", "Delete"])
+def test_deletion_policy_admitted(rabbitmqvhosts: CrdClient, policy: str) -> None:
+    """Retain and Delete are admitted."""
+    assert rabbitmqvhosts.create(order(deletionPolicy=policy))["spec"]["deletionPolicy"] == policy
+
+
+@pytest.mark.parametrize("policy", ["retain", "delete", "Keep", ""])
+def test_deletion_policy_enum(rabbitmqvhosts: CrdClient, rejects: Rejects, policy: str) -> None:
+    """Any other policy, the topology operator's lower-case spelling included, is rejected."""
+    with rejects("spec.deletionPolicy", "Unsupported value", '"Retain"', '"Delete"'):
+        rabbitmqvhosts.create(order(deletionPolicy=policy))
+
+
+def test_deletion_policy_may_change(rabbitmqvhosts: CrdClient) -> None:
+    """Switching a live order from Retain to Delete is admitted."""
+    stored = rabbitmqvhosts.create(order())
+    assert rabbitmqvhosts.update(stored, {"spec": {"deletionPolicy": "Delete"}})["spec"]["deletionPolicy"] == "Delete"
+
+
+def test_deletion_policy_enum_applies_on_update(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Updating the policy to a value outside the enum is rejected."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects("spec.deletionPolicy", "Unsupported value"):
+        rabbitmqvhosts.update(stored, {"spec": {"deletionPolicy": "Purge"}})
+
+
+# ---------------------------------------------------------------------------
+# metadata.name
+
+
+def test_name_of_63_bytes_admitted(rabbitmqvhosts: CrdClient) -> None:
+    """An order named with 63 characters is admitted."""
+    name = "a" * 63
+    assert rabbitmqvhosts.create(order(name=name))["metadata"]["name"] == name
+
+
+def test_name_over_63_bytes_rejected(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """An order named with 64 characters is rejected."""
+    with rejects(NAME_TOO_LONG):
+        rabbitmqvhosts.create(order(name="a" * 64))
+
+
+# ---------------------------------------------------------------------------
+# status (written by the operator through the status subresource)
+
+
+def test_full_status_admitted(rabbitmqvhosts: CrdClient) -> None:
+    """A status with every field the operator writes is admitted and kept."""
+    stored = rabbitmqvhosts.create(order())
+    status = {
+        "conditions": [
+            condition(type="VhostReady", reason="VhostProvisioned"),
+            condition(type="DeliveryReady", reason="Delivered"),
+            condition(),
+        ],
+        "observedGeneration": 2,
+        "vhost": "v" * 255,
+        "username": "u" * 255,
+        "host": "h" * 262,
+        "port": 5672,
+        "passwordGeneration": 2,
+        "lastRotation": "2026-01-01T00:00:00Z",
+        "nextRotation": "2026-01-31T00:00:00Z",
+        "previousPasswordGeneration": 1,
+        "previousPasswordDeleteAt": "2026-01-02T00:00:00Z",
+        "secretName": "workflow-credentials",
+        "secretKeys": ["transport_url", "host", "port", "username", "password", "vhost"],
+    }
+    assert rabbitmqvhosts.update_status(stored, status)["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "texts"),
+    [
+        ("vhost", "v" * 256, ("status.vhost", "Too long", "255")),
+        ("username", "u" * 256, ("status.username", "Too long", "255")),
+        ("host", "h" * 263, ("status.host", "Too long", "262")),
+        ("port", "5672", ("status.port", "must be of type integer")),
+        ("lastRotation", "yesterday", ("status.lastRotation", "date-time")),
+        ("nextRotation", "2026-01-31", ("status.nextRotation", "date-time")),
+        ("previousPasswordDeleteAt", "soon", ("status.previousPasswordDeleteAt", "date-time")),
+        ("previousPasswordGeneration", "1", ("status.previousPasswordGeneration", "must be of type integer")),
+        ("passwordGeneration", 2.5, ("status.passwordGeneration", "must be of type integer")),
+        ("observedGeneration", "2", ("status.observedGeneration", "must be of type integer")),
+        ("secretName", 7, ("status.secretName", "must be of type string")),
+        ("secretKeys", "password", ("status.secretKeys", "must be of type array")),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None,
+)
+def test_status_field_rejected(
+    rabbitmqvhosts: CrdClient, rejects: Rejects, field: str, value: Any, texts: tuple[str, ...]
+) -> None:
+    """A status field outside its schema is rejected at that field."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects(*texts):
+        rabbitmqvhosts.update_status(stored, {field: value})
+
+
+@pytest.mark.parametrize(
+    ("fields", "texts"),
+    [
+        ({"status": "Yes"}, ("status.conditions[0].status", "Unsupported value", '"Yes"')),
+        ({"reason": "Vhost Ready"}, ("status.conditions[0].reason", "should match")),
+        ({"type": "Vhost Ready"}, ("status.conditions[0].type", "should match")),
+        ({"message": "m" * 32769}, ("status.conditions[0].message", "Too long", "32768")),
+        ({"observedGeneration": -1}, ("status.conditions[0].observedGeneration", "greater than or equal to 0")),
+        ({"lastTransitionTime": None}, ("status.conditions[0].lastTransitionTime", "Required value")),
+    ],
+    ids=lambda v: ",".join(f"{k}={str(x)[:12]}" for k, x in v.items()) if isinstance(v, dict) else None,
+)
+def test_condition_outside_metav1_schema_rejected(
+    rabbitmqvhosts: CrdClient, rejects: Rejects, fields: Obj, texts: tuple[str, ...]
+) -> None:
+    """A condition that breaks the metav1.Condition schema is rejected."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects(*texts):
+        rabbitmqvhosts.update_status(stored, {"conditions": [condition(**fields)]})
+
+
+def test_conditions_keyed_by_type(rabbitmqvhosts: CrdClient, rejects: Rejects) -> None:
+    """Two conditions of the same type are rejected: the list is a map keyed by type."""
+    stored = rabbitmqvhosts.create(order())
+    with rejects("status.conditions[1]", "Duplicate value"):
+        rabbitmqvhosts.update_status(stored, {"conditions": [condition(), condition(status="False")]})
