@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.rules.lint import lint_paths
-from tests.rules.conftest import PART, WIDGET
+from tests.conftest import PART, WIDGET
 
 
 def lines(rules: Path) -> list[str]:

@@ -1,0 +1,126 @@
+"""run_pass on a neutral Widget kind: what a user would see on the order and its children."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from engine.cluster.faults import FaultyCluster
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.registry import ClusterSet
+from engine.outcome import Request
+from engine.reconcile.run import run_pass
+from engine.rules.catalog import load_catalog
+from engine.rules.model import CompiledKind
+from engine.testing.clock import SimulatedClock
+from tests.conftest import WIDGET
+
+GATED = WIDGET.replace("steps:\n", """gates:
+  - name: size-limit
+    when: "size > `3`"
+    reason: Broken
+    message: "size {{ size }} is more than 3"
+    requeue: 1m
+  - finalizer: true
+    requeue: 1s
+steps:
+""")
+
+
+class World:
+    def __init__(self, kind: CompiledKind) -> None:
+        self.clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        self.cluster = MemoryCluster("", clock=self.clock, permissive=True)
+        self.faulty = FaultyCluster(self.cluster, cluster_name="")
+        self.kind = kind
+        self.request = Request(kind.key, "", "ns", "w")
+
+    def order(self, **spec: object) -> None:
+        self.cluster.create({"apiVersion": "example.io/v1", "kind": "Widget",
+                             "metadata": {"name": "w", "namespace": "ns"}, "spec": dict(spec)})
+
+    def run(self):  # type: ignore[no-untyped-def]
+        self.faulty.calls.clear()
+        return run_pass(self.kind, self.request, clusters=ClusterSet(self.faulty), clock=self.clock)
+
+    def live(self) -> dict:  # type: ignore[type-arg]
+        return self.cluster.get("example.io/v1", "Widget", "ns", "w")
+
+    def conditions(self) -> dict[str, tuple[str, str]]:
+        return {c["type"]: (c["status"], c["reason"]) for c in self.live().get("status", {}).get("conditions", [])}
+
+    def writes(self) -> list[str]:
+        return [c.verb for c in self.faulty.calls if c.verb not in ("get", "list", "watch")]
+
+
+@pytest.fixture
+def world(rules_dir: Callable[..., Path]) -> Callable[[str], World]:
+    def make(rule: str = GATED) -> World:
+        catalog = load_catalog(rules_dir(rule))
+        return World(next(iter(catalog.values())))
+    return make
+
+
+def test_gate_refusal_writes_every_condition_and_no_finalizer(world: Callable[[str], World]) -> None:
+    """A gate that holds writes its reason on the sub-conditions, Ready False, and installs nothing."""
+    w = world(GATED)
+    w.order(size=5)
+    result = w.run()
+    assert w.conditions() == {"BuiltReady": ("False", "Broken"), "Ready": ("False", "NotAllReady")}
+    assert result.requeue_after == dt.timedelta(minutes=1)
+    assert "finalizers" not in w.live()["metadata"]
+    assert w.cluster.list("v1", "ConfigMap", "ns").items == []
+
+
+def test_finalizer_then_steps_then_converged_pass_writes_nothing(world: Callable[[str], World]) -> None:
+    """The finalizer comes first; the step waits on its child; once ready, a pass writes nothing."""
+    w = world(GATED)
+    w.order(size=2)
+    assert w.run().requeue_after == dt.timedelta(seconds=1)
+    assert w.live()["metadata"]["finalizers"] == ["example.io/teardown"]
+    result = w.run()
+    assert w.conditions()["BuiltReady"] == ("False", "Waiting")
+    assert result.requeue_after == dt.timedelta(seconds=10)
+    part = w.cluster.get("v1", "ConfigMap", "ns", "w-part")
+    labels = {"example.io/name": "w", "example.io/namespace": "ns", "example.io/cluster": ""}
+    assert part["metadata"]["labels"] == labels
+    w.cluster.patch("v1", "ConfigMap", "ns", "w-part", {"status": {"ready": True}})
+    result = w.run()
+    assert w.conditions() == {"BuiltReady": ("True", "Built"), "Ready": ("True", "AllReady")}
+    assert result.requeue_after is None
+    w.run()
+    assert w.writes() == []
+
+
+def test_an_api_error_reports_on_the_step_condition_and_fails_the_pass(world: Callable[[str], World]) -> None:
+    """A failed apply writes the step's error reason with the API message and returns the error."""
+    apply = "      - apply: part.yaml.j2\n"
+    rule = GATED.replace(apply, apply + "        error: {reason: Broken}\n")
+    w = world(rule)
+    w.order(size=1)
+    w.run()
+    w.faulty.inject(verb="apply", kind="ConfigMap", error="ServerError")
+    result = w.run()
+    assert result.error is not None
+    assert w.conditions()["BuiltReady"][1] == "Broken"
+    assert [o.error for o in result.outcomes] == [True]
+
+
+def test_teardown_deletes_children_and_releases_the_finalizer(world: Callable[[str], World]) -> None:
+    """Deleting the order deletes its children, then the order is gone; a foreign object stays."""
+    w = world(GATED)
+    w.order(size=1)
+    w.run()
+    w.run()
+    w.cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "w-foreign", "namespace": "ns", "labels": {"example.io/name": "other"}}})
+    w.cluster.delete("example.io/v1", "Widget", "ns", "w")
+    assert w.run().requeue_after == dt.timedelta(seconds=10)  # patient: deletes issued, so come back ...
+    assert [c.verb for c in w.faulty.calls if c.verb == "delete"] == ["delete"]
+    w.run()  # ... the next pass lists nothing and releases the finalizer
+    with pytest.raises(Exception, match="not found"):
+        w.live()
+    assert [o["metadata"]["name"] for o in w.cluster.list("v1", "ConfigMap", "ns").items] == ["w-foreign"]
