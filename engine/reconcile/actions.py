@@ -101,6 +101,8 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
     rendered = ctx.render_object(action.template)
     live = _live(ctx, action.cluster, rendered)
     if action.adopt_children_only:
+        if action.foreign is not None and live is not None and not ctx.is_child(live):
+            return stop(ctx, action.foreign)
         _refuse_foreign(ctx, live)
     want = {"status": rendered.get("status") or {}} if action.status_subresource else rendered
     if live is not None and contains(live, want):

@@ -184,6 +184,8 @@ class PassContext:
         namespace = self.render(spec.namespace) if spec.namespace is not None else None
         name = self.render(spec.object_name) if spec.object_name is not None else None
         cluster = self.cluster_for(spec.cluster)
+        if spec.verb == "served":
+            return cluster.serves(api_version, kind)
         try:
             if spec.verb == "get":
                 assert name is not None

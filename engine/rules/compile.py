@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -260,17 +260,18 @@ class Compiler:
 
     def compile_input(self, name: str, loc: Located) -> model.Input:
         spec: schema.InputSpec = loc.item
-        address: Any = spec.get or spec.list
-        sub = Located(address, loc.src, (*loc.path, "get" if spec.get else "list"))
+        address: Any = spec.get or spec.list or spec.served
+        verb: Literal["get", "list", "served"] = "get" if spec.get else "list" if spec.list else "served"
+        sub = Located(address, loc.src, (*loc.path, verb))
         labels = tuple(
             (self.text(sub, "labels", k) or compile_text(k), self.text(sub, "labels", v) or compile_text(v))
             for k, v in (getattr(address, "labels", None) or {}).items()
         )
         return model.Input(
-            name=name, verb="get" if spec.get else "list",
+            name=name, verb=verb,
             api_version=self.text(sub, "apiVersion", address.apiVersion) or compile_text(""),
             kind=self.text(sub, "kind", address.kind) or compile_text(""),
-            namespace=self.text(sub, "namespace", address.namespace),
+            namespace=self.text(sub, "namespace", getattr(address, "namespace", None)),
             object_name=self.text(sub, "name", getattr(address, "name", None)),
             labels=labels, cluster=spec.cluster, where=self.query(loc, "where", spec.where),
             sort_by=self.query(loc, "sortBy", spec.sortBy), children_only=spec.children, live=spec.live,
@@ -343,9 +344,12 @@ class Compiler:
             "error": self.compile_error(loc, spec.error),
         }
         if isinstance(spec, schema.ApplySpec):
+            foreign = None
+            if spec.foreign is not None:
+                foreign = self.compile_outcome(Located(spec.foreign, loc.src, (*loc.path, "foreign")), spec.foreign)
             return model.Action("apply", template=self.template(loc, "apply", spec.apply), cluster=spec.cluster,
                                 adopt_children_only=spec.adopt == "children", bind=spec.as_,
-                                status_subresource=spec.status, **common)
+                                status_subresource=spec.status, foreign=foreign, **common)
         if isinstance(spec, schema.EnsureSpec):
             return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure), cluster=spec.cluster,
                                 bind=spec.as_, **common)
@@ -545,7 +549,7 @@ class Compiler:
             need_reason(action.error.reason, action.origin)
         if action.op == "patch" and action.target not in available:
             self.errors.append(RuleError(action.origin, f"{what}: unknown name {action.target!r}"))
-        for outcome in (action.outcome, *action.otherwise):
+        for outcome in (action.outcome, *action.otherwise, action.foreign):
             if outcome is None:
                 continue
             need(outcome.message, outcome.origin, available, what)

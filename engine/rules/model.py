@@ -54,7 +54,7 @@ class Input:
     """A read, done the first time an expression names it, then cached for the pass."""
 
     name: str
-    verb: Literal["get", "list"]
+    verb: Literal["get", "list", "served"]
     api_version: Text
     kind: Text
     namespace: Text | None
@@ -116,6 +116,7 @@ class Action:
     tolerate: frozenset[str] = frozenset()
     outcome: Outcome | None = None
     otherwise: tuple[Outcome, ...] = ()
+    foreign: Outcome | None = None
     fields: tuple[tuple[str, Query], ...] = ()
     bindings: tuple[Value, ...] = ()
 

@@ -85,11 +85,17 @@ class ListAddress(Spec):
     labels: dict[str, Text] | None = None
 
 
+class KindAddress(Spec):
+    apiVersion: Text
+    kind: Text
+
+
 class InputSpec(Spec):
-    """An object (get) or the objects (list) a pass reads, when an expression first asks."""
+    """An object (get), the objects (list), or whether a kind is served (served), read when first named."""
 
     get: ObjectAddress | None = None
     list: ListAddress | None = None
+    served: KindAddress | None = Field(None, description="True when the cluster serves the kind (discovery).")
     cluster: Literal["management", "order"] = "management"
     where: Query | None = Field(None, description="list: keep items for which this query (on the item as `@`, "
                                                   "the pass context as `$`) is true.")
@@ -102,8 +108,8 @@ class InputSpec(Spec):
 
     @model_validator(mode="after")
     def _one_read(self) -> InputSpec:
-        if (self.get is None) == (self.list is None):
-            raise ValueError("an input has exactly one of get or list")
+        if sum(x is not None for x in (self.get, self.list, self.served)) != 1:
+            raise ValueError("an input has exactly one of get, list or served")
         return self
 
 
@@ -180,6 +186,9 @@ class ApplySpec(ActionBase):
         "children", description="children: refuse to overwrite a live object that is not the order's child.")
     as_: Name | None = Field(None, alias="as", description="Bind the object as stored to this name.")
     status: bool = Field(False, description="Apply to the status subresource.")
+    foreign: OutcomeSpec | None = Field(
+        None, description="A live object of that name that is not the order's child stops the step with this "
+                          "verdict (default: the step fails with an error).")
 
 
 class EnsureSpec(ActionBase):

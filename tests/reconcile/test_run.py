@@ -124,3 +124,44 @@ def test_teardown_deletes_children_and_releases_the_finalizer(world: Callable[[s
     with pytest.raises(Exception, match="not found"):
         w.live()
     assert [o["metadata"]["name"] for o in w.cluster.list("v1", "ConfigMap", "ns").items] == ["w-foreign"]
+
+
+SERVED = GATED.replace("values:\n", """inputs:
+  gadgetsServed:
+    served: {apiVersion: example.io/v1, kind: Gadget}
+values:
+""").replace("      - apply: part.yaml.j2\n", """      - refuse: "!gadgetsServed"
+        reason: Broken
+        message: the cluster serves no Gadget kind
+        requeue: 10m
+      - apply: part.yaml.j2
+        foreign: {reason: Broken, message: "{{ prefix }}part belongs to someone else"}
+""")
+
+
+def test_served_input_reads_discovery(world: Callable[[str], World]) -> None:
+    """A `served` input is false until the cluster serves the kind, and true after."""
+    w = world(SERVED)
+    w.order(size=1)
+    w.run()
+    w.cluster.unserve("example.io/v1", "Gadget")
+    result = w.run()
+    assert w.conditions()["BuiltReady"] == ("False", "Broken")
+    assert result.requeue_after == dt.timedelta(minutes=10)
+    w.cluster.serve("example.io/v1", "Gadget")
+    w.run()
+    assert w.conditions()["BuiltReady"] == ("False", "Waiting")
+
+
+def test_foreign_child_stops_the_step_without_touching_it(world: Callable[[str], World]) -> None:
+    """A live object of the child's name without the ownership labels is refused, not overwritten."""
+    w = world(SERVED)
+    w.order(size=1)
+    w.run()
+    w.cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-part", "namespace": "ns"},
+                      "data": {"mine": "yes"}})
+    result = w.run()
+    assert result.error is None
+    assert w.conditions()["BuiltReady"] == ("False", "Broken")
+    assert w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"] == {"mine": "yes"}
+    assert w.writes() == ["update"]
