@@ -63,7 +63,7 @@ class EsoSimulator:
         stores = ", ".join(ref.get("name", "") for ref in (push.get("spec") or {}).get("secretStoreRefs") or ())
 
         def apply() -> None:
-            if (push["spec"].get("deletionPolicy") == "Delete") and FINALIZER not in finalizers(push):
+            if push["spec"].get("deletionPolicy") == "Delete" and FINALIZER not in finalizers(push):
                 self._set_finalizers(push, [*finalizers(push), FINALIZER])
             for remote in keys:
                 self.store[remote] = self.store.get(remote, 0) + 1
