@@ -221,8 +221,9 @@ LabelSelector = str | Mapping[str, str] | None
 
 
 class Reader(Protocol):
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
-        """The object, or NotFound."""
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+        """The object, or NotFound. live=True reads from the API server even where a cache could answer
+        (an implementation without a cache ignores it)."""
         ...
 
     def list(
@@ -233,8 +234,10 @@ class Reader(Protocol):
         *,
         labels: LabelSelector = None,
         fields: str | None = None,
+        live: bool = False,
     ) -> ObjectList:
-        """Objects of a kind, in one namespace or (namespace None) all, filtered by selectors."""
+        """Objects of a kind, in one namespace or (namespace None) all, filtered by selectors;
+        live as for get."""
         ...
 
 

@@ -101,10 +101,10 @@ class FaultyCluster:
 
     # Reader
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
-        call = self._enter("get", api_version, kind, namespace, name)
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+        call = self._enter("get", api_version, kind, namespace, name, live=live or None)
         with _failed_on_error(call):
-            return self.inner.get(api_version, kind, namespace, name)
+            return self.inner.get(api_version, kind, namespace, name, live=live)
 
     def list(
         self,
@@ -114,10 +114,11 @@ class FaultyCluster:
         *,
         labels: LabelSelector = None,
         fields: str | None = None,
+        live: bool = False,
     ) -> ObjectList:
-        call = self._enter("list", api_version, kind, namespace, None)
+        call = self._enter("list", api_version, kind, namespace, None, live=live or None)
         with _failed_on_error(call):
-            return self.inner.list(api_version, kind, namespace, labels=labels, fields=fields)
+            return self.inner.list(api_version, kind, namespace, labels=labels, fields=fields, live=live)
 
     # Writer
 

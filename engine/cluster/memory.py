@@ -172,7 +172,8 @@ class MemoryCluster:
     # -----------------------------------------------------------------------
     # Reads.
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+        """The stored object; live is ignored: every read here is live."""
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
             return self._out(k, self._existing(k, self._scope(k, namespace), name))
@@ -185,6 +186,7 @@ class MemoryCluster:
         *,
         labels: LabelSelector = None,
         fields: str | None = None,
+        live: bool = False,
     ) -> ObjectList:
         selector, field_selector = parse_labels(labels), parse_fields(fields)
         with self._lock:
