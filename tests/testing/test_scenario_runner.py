@@ -485,3 +485,29 @@ class TestClusters:
             """)
         assert outcome.status == "PASS", report(outcome)
 
+
+
+class TestDeterminism:
+    def test_seeded_objects_get_the_same_uid_every_run(self, gadget: Workspace) -> None:
+        """A seed without uid gets one derived from its place, so hashes of uids repeat run to run."""
+        from engine.testing.scenario.loader import load_scenario
+        from engine.testing.scenario.resolve import resolve
+        from engine.testing.scenario.world import open_world
+
+        path = gadget.write("s.yaml", """\
+            scenario: uids
+            objects:
+              - object: {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: shop}}
+              - object: {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: shop, uid: given}}
+            steps: []
+            """)
+        scenario = load_scenario(path)
+        assert scenario is not None
+        setup = gadget.setup()
+        uids = []
+        for _ in range(2):
+            with open_world(scenario, resolve(scenario, setup.catalog), setup) as world:
+                items = world.cluster("").list("v1", "ConfigMap", "shop").items
+                uids.append([o["metadata"]["uid"] for o in items])
+        assert uids[0] == uids[1]
+        assert uids[0][1] == "given" and len(uids[0][0]) == 36

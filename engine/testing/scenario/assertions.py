@@ -67,7 +67,7 @@ def _present(world: World, a: m.Assertion) -> Lines:
     live = _get(world, a.cluster, a.ref)
     if live is None:
         return _missing(world, a.ref, a.cluster)
-    expected = {k: v for k, v in a.expected.items() if k != "apiVersion" or v is not None}
+    expected = a.expected
     mismatches, projected = match(expected, live)
     if not mismatches:
         return []

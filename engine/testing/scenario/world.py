@@ -10,7 +10,9 @@ operator's.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +118,7 @@ def _build(scenario: m.Scenario, resolved: Resolved, setup: Setup, leaks: LeakWa
         memory[unserved.cluster].unserve(unserved.api_version, unserved.kind)
     for seed in scenario.objects:
         try:
-            memory[seed.cluster].seed(seed.obj)
+            memory[seed.cluster].seed(_with_uid(seed))
         except ApiError as exc:
             raise ScenarioError(seed.pos, f"cannot store this object: {exc}") from None
     faulty = {name: FaultyCluster(cluster, cluster_name=name) for name, cluster in memory.items()}
@@ -132,6 +134,18 @@ def _build(scenario: m.Scenario, resolved: Resolved, setup: Setup, leaks: LeakWa
     world.kinds.update(_known_kinds(scenario, resolved))
     world.kinds.update(kind for crd in setup.crds for kind in crd_kinds(crd))
     return world
+
+
+def _with_uid(seed: m.Seed) -> Obj:
+    """The object with a uid derived from where it is seeded, when it brings none: the same file
+    gives the same uids every run, so nothing that hashes a uid makes a scenario flaky."""
+    meta = seed.obj.get("metadata") or {}
+    if meta.get("uid"):
+        return seed.obj
+    key = "/".join([seed.cluster, str(seed.obj.get("apiVersion")), str(seed.obj.get("kind")),
+                    str(meta.get("namespace") or ""), str(meta.get("name"))])
+    uid = str(uuid.UUID(bytes=hashlib.sha256(key.encode()).digest()[:16], version=4))
+    return {**seed.obj, "metadata": {**meta, "uid": uid}}
 
 
 def crd_kinds(crd: Obj) -> list[tuple[str, str]]:
