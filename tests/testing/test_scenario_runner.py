@@ -465,6 +465,16 @@ class TestClusters:
                   - count: {apiVersion: example.io/v1, kind: Part, namespace: shop, equals: 2}
                   - conditions: {ref: {kind: Gadget, namespace: shop, name: b}, PartReady: False/WaitingForPart}
                     cluster: edge-1
+              - reconcile: {kind: Gadget, namespace: shop, name: b}
+                cluster: edge-1
+              - expect:
+                  - calls: {verb: get, kind: Part, equals: 1}
+                  - calls: {verb: get, kind: Part, equals: 1}
+                    cluster: ""
+                  - calls: {verb: get, kind: Part, equals: 0}
+                    cluster: edge-1
+                  - calls: {verb: get, kind: Gadget, equals: 0}
+                    cluster: ""
             """)
         assert outcome.status == "PASS", report(outcome)
 

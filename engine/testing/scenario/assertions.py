@@ -216,7 +216,7 @@ def _calls(world: World, a: m.Assertion) -> Lines:
         return ["no `reconcile` step ran before this assertion"]
     wanted = [
         c for c in world.last_calls
-        if (not a.cluster or c.cluster == a.cluster)
+        if (a.any_cluster or c.cluster == a.cluster)
         and (a.verbs is None or c.verb in a.verbs)
         and (a.api_version is None or c.api_version == a.api_version)
         and (a.kind is None or c.kind == a.kind)

@@ -487,7 +487,7 @@ class _Loader:
         if verb == "secretData":
             return self._secret_data(base, body)
         if verb == "calls":
-            return self._calls(base, body)
+            return self._calls({**base, "any_cluster": not node.has("cluster")}, body)
         if verb == "metric":
             self._map(body, "`metric`", ("name", "labels", "equals", "atLeast"), ("name",))
             if body.has("equals") == body.has("atLeast"):

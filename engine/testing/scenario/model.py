@@ -312,6 +312,8 @@ class SecretData(Assertion):
 
 @dataclass(frozen=True)
 class Calls(Assertion):
+    any_cluster: bool = True
+    """No ``cluster:`` beside it: count the calls to every cluster."""
     verbs: tuple[str, ...] | None = None
     api_version: str | None = None
     kind: str | None = None
