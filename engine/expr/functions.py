@@ -38,6 +38,7 @@ __all__ = [
     "Function",
     "FunctionError",
     "SecretSink",
+    "address_only",
     "check_arguments",
     "current_sink",
     "use_sink",
@@ -181,6 +182,19 @@ def use_sink(sink: SecretSink) -> Iterator[SecretSink]:
         current_sink.reset(token)
 
 
+_addressing: ContextVar[bool] = ContextVar("addressing", default=False)
+
+
+@contextlib.contextmanager
+def address_only() -> Iterator[None]:
+    """Inside the block ``password()`` generates nothing: a render that only needs an object's name and kind."""
+    token = _addressing.set(True)
+    try:
+        yield
+    finally:
+        _addressing.reset(token)
+
+
 _STR = ("string",)
 _NUM = ("number",)
 _ANY: tuple[str, ...] = ()
@@ -189,6 +203,8 @@ _ANY: tuple[str, ...] = ()
 @_register("password", returns="string", pure=False)
 def password() -> str:
     """A new random password: 32 random bytes as unpadded URL-safe base64 (43 characters)."""
+    if _addressing.get():
+        return "-" * 43
     value = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode("ascii")
     sink = current_sink.get()
     if sink is not None:
@@ -591,6 +607,18 @@ def _path_value(item: Any, path: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+@_register("valid_time", _ANY, returns="boolean")
+def valid_time(value: Any) -> bool:
+    """Whether ``value`` is an RFC 3339 timestamp the time functions accept."""
+    if not isinstance(value, str):
+        return False
+    try:
+        _parse_time_us(value, "valid_time")
+    except FunctionError:
+        return False
+    return True
 
 
 @_register("trim_suffix", _STR, _STR, returns="string")

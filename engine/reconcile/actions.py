@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
+from engine.expr.functions import address_only
 from engine.reconcile.context import PassContext, RuleRuntimeError, truthy, walk_objects
 from engine.rules.model import Action, Outcome
 
@@ -119,9 +120,10 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
     """Create once: a live object is kept as it is (a generated secret is never rewritten)."""
     assert action.template is not None
     cluster = ctx.cluster_for(action.cluster)
-    rendered = ctx.render_object(action.template)
-    live = _live(ctx, action.cluster, rendered)
+    with address_only():  # learn the name first: a generated secret is made only when it is created
+        live = _live(ctx, action.cluster, ctx.render_object(action.template))
     if live is None:
+        rendered = ctx.render_object(action.template)
         try:
             live = cluster.create(rendered)
         except AlreadyExists:
