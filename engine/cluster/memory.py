@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -112,12 +112,15 @@ class MemoryCluster:
     """One in-memory cluster, thread-safe (one lock), every returned object a deep copy."""
 
     def __init__(self, name: str = "", *, clock: Clock, permissive: bool = False,
-                 event_log_size: int = 10000) -> None:
+                 event_log_size: int = 10000, uids: Callable[[], str] | None = None) -> None:
         """permissive=True: a kind with no installed CRD is served anyway as a custom resource
         with a status subresource and no schema (namespaced when the object or call has a
         namespace, plural = lowercase kind + "s"), as scenarios need for external kinds.
-        permissive=False: unknown kinds are NotFound, as on a real API server."""
+        permissive=False: unknown kinds are NotFound, as on a real API server.
+        uids: where new uids come from (default random uuid4); scenarios pass a seeded one so a
+        file runs the same passes every time (rules may derive jitter from a uid)."""
         self.name = name
+        self._new_uid: Callable[[], str] = uids or (lambda: str(uuid.uuid4()))
         self._clock = clock
         self._permissive = permissive
         self._lock = threading.RLock()
@@ -335,7 +338,7 @@ class MemoryCluster:
             if namespace is None:
                 meta.pop("namespace", None)
             meta.pop("resourceVersion", None)
-            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("uid", self._new_uid())
             meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", self._now())
             if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
@@ -519,7 +522,7 @@ class MemoryCluster:
         if (namespace or "", meta["name"]) in self._stores.get(k.store, {}):
             raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
                                 details=self._details(k, meta["name"]))
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
         meta["generation"] = 1
         if k.info.status_subresource:

@@ -237,3 +237,21 @@ class TestThreads:
         writer.join()
         stream.close()  # type: ignore[attr-defined]
         assert event["type"] == "ADDED"
+
+
+def test_uid_factory_makes_uids_repeatable() -> None:
+    """A cluster given a uid factory stamps its uids, so two runs of one script agree."""
+    import datetime as dt
+    import itertools
+
+    from engine.testing.clock import SimulatedClock
+
+    def run() -> list[str]:
+        counter = itertools.count()
+        cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
+                                uids=lambda: f"uid-{next(counter)}")
+        first = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}})
+        second = cluster.seed({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "namespace": "n"}})
+        return [first["metadata"]["uid"], second["metadata"]["uid"]]
+
+    assert run() == run() == ["uid-0", "uid-1"]

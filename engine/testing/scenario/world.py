@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import random
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,10 +108,16 @@ def open_world(scenario: m.Scenario, resolved: Resolved, setup: Setup) -> Iterat
         engine_log.setLevel(previous_level)
 
 
+def _seeded_uids(cluster: str) -> Callable[[], str]:
+    """Uids that are the same on every run of a file: the contract wants the same passes every time."""
+    rng = random.Random(f"uids/{cluster}")
+    return lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
 def _build(scenario: m.Scenario, resolved: Resolved, setup: Setup, leaks: LeakWatch) -> World:
     clock = SimulatedClock(scenario.now)
     names = [MANAGEMENT_CLUSTER, *scenario.clusters]
-    memory = {name: MemoryCluster(name, clock=clock, permissive=True) for name in names}
+    memory = {name: MemoryCluster(name, clock=clock, permissive=True, uids=_seeded_uids(name)) for name in names}
     for cluster in memory.values():
         for crd in setup.crds:
             cluster.create(crd)
