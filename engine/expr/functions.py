@@ -653,5 +653,77 @@ def controlled_by(obj: Mapping[str, Any] | None, owner: Mapping[str, Any] | None
     return any(isinstance(r, Mapping) and r.get("controller") is True and r.get("uid") == uid for r in refs)
 
 
+_ORDERINGS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": lambda a, b: bool(a < b),
+    "<=": lambda a, b: bool(a <= b),
+    ">": lambda a, b: bool(a > b),
+    ">=": lambda a, b: bool(a >= b),
+}
+
+
+def _compare(left: Any, op: str, right: Any) -> bool:
+    if op == "==":
+        return bool(left == right)
+    if op == "!=":
+        return bool(left != right)
+    if op in ("in", "not in"):
+        if not isinstance(right, list | tuple):
+            raise FunctionError(f"where_cmp(): {op!r} needs an array value")
+        return (left in right) == (op == "in")
+    order = _ORDERINGS.get(op)
+    if order is None:
+        raise FunctionError("where_cmp(): op must be one of ==, !=, <, <=, >, >=, in, not in")
+    numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in (left, right))
+    strings = isinstance(left, str) and isinstance(right, str)
+    return (numbers or strings) and order(left, right)
+
+
+@_register("where_cmp", ("array", "null"), _STR, _STR, _ANY, returns="array")
+def where_cmp(items: list[Any] | None, path: str, op: str, value: Any) -> list[Any]:
+    """The elements whose dotted ``path`` (``''``: the element) compares to ``value`` by ``op``.
+
+    ``op`` is ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=`` (numbers with numbers, strings with
+    strings; anything else is false, as in JMESPath), ``in`` or ``not in`` (``value`` an array).
+    Like where_eq, it compares against a value from the root context, which a filter cannot read.
+    """
+    return [item for item in items or [] if _compare(item if path == "" else _path_value(item, path), op, value)]
+
+
+def _split_host_port(hostport: str) -> tuple[str, str] | None:
+    """Go's net.SplitHostPort, None where Go returns an error."""
+    colon = hostport.rfind(":")
+    if colon < 0:
+        return None
+    start, end_of_host = 0, 0
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end < 0 or end + 1 != colon:
+            return None
+        host, start, end_of_host = hostport[1:end], 1, end + 1
+    else:
+        host = hostport[:colon]
+        if ":" in host:
+            return None
+    if "[" in hostport[start:] or "]" in hostport[end_of_host:]:
+        return None
+    return host, hostport[colon + 1 :]
+
+
+@_register("split_host_port", _STR, returns="object|null")
+def split_host_port(hostport: str) -> dict[str, str] | None:
+    """``{host, port}`` (both strings, IPv6 brackets removed) as Go's net.SplitHostPort splits it, else null.
+
+    The port is not checked: ``split_host_port('h:x').port`` is ``'x'``.
+    """
+    parts = _split_host_port(hostport)
+    return None if parts is None else {"host": parts[0], "port": parts[1]}
+
+
+@_register("join_host_port", _STR, _STR, returns="string")
+def join_host_port(host: str, port: str) -> str:
+    """Go's net.JoinHostPort: ``host:port``, with a host that holds a colon (IPv6) in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
 """Every registered function by name."""
