@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
 from engine.expr.functions import address_only
-from engine.reconcile.context import PassContext, RuleRuntimeError, truthy, walk_objects
+from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
 from engine.rules.model import Action, Outcome
 
 
@@ -58,18 +58,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def requeue_seconds(ctx: PassContext, outcome: Outcome) -> float | None:
-    if outcome.requeue.seconds is not None:
-        return outcome.requeue.seconds
-    if outcome.requeue.query is not None:
-        value = ctx.evaluate(outcome.requeue.query)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return max(float(value), 0.0)
-    return None
-
-
 def stop(ctx: PassContext, outcome: Outcome) -> Stop:
-    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome))
+    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue))
 
 
 def _address(obj: Obj) -> tuple[str, str, str | None, str]:

@@ -8,6 +8,7 @@ a rotation falls due) happens only on that branch; each input is read at most on
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -20,7 +21,7 @@ from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.reconcile.conditions import ConditionMarker
-from engine.rules.model import CompiledKind, Input, Value
+from engine.rules.model import CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
 
@@ -216,7 +217,7 @@ class PassContext:
             items = [item for item in items if truthy(where_query.evaluate(self.scope.child(item=item)))]
         if spec.sort_by is not None:
             sort_query = spec.sort_by
-            items.sort(key=lambda item: _sort_key(sort_query.evaluate(self.scope.child(item=item))))
+            items.sort(key=lambda item: sort_key(sort_query.evaluate(self.scope.child(item=item))))
         return items
 
 
@@ -228,12 +229,28 @@ def prepared(scope: Scope, names: frozenset[str]) -> Scope:
     return scope
 
 
-def _sort_key(value: Any) -> tuple[int, Any]:
+def requeue_seconds(ctx: PassContext, requeue: Requeue) -> float | None:
+    """Seconds until the order should come back: a fixed duration, a query's number, or None."""
+    if requeue.seconds is not None:
+        return requeue.seconds
+    if requeue.query is not None:
+        value = ctx.evaluate(requeue.query)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return max(float(value), 0.0)
+    return None
+
+
+def as_delta(seconds: float | None) -> dt.timedelta | None:
+    return None if seconds is None else dt.timedelta(seconds=seconds)
+
+
+def sort_key(value: Any) -> tuple[int, Any]:
+    """Orders mixed query results: booleans, then numbers, then anything else as text."""
     if isinstance(value, bool):
         return (0, int(value))
     if isinstance(value, (int, float)):
         return (1, value)
-    return (2, str(value))
+    return (2, "" if value is None else str(value))
 
 
 def walk_objects(value: Any) -> Iterator[Obj]:
@@ -245,4 +262,7 @@ def walk_objects(value: Any) -> Iterator[Obj]:
             yield from walk_objects(item)
 
 
-__all__ = ["ExprError", "PassContext", "ReadError", "RuleRuntimeError", "Scope", "truthy", "walk_objects"]
+__all__ = [
+    "ExprError", "PassContext", "ReadError", "RuleRuntimeError", "Scope", "as_delta", "requeue_seconds", "sort_key",
+    "truthy", "walk_objects",
+]

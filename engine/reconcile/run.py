@@ -10,7 +10,6 @@ written once and only when it changed.
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import logging
 import time
 from typing import Any
@@ -21,25 +20,11 @@ from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.errors import ExprError
 from engine.outcome import PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
-from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, truthy
+from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.teardown import run_teardown
-from engine.rules.model import Action, CompiledKind, Requeue, Step
+from engine.rules.model import Action, CompiledKind, Step
 
 LOG = logging.getLogger("engine.reconcile")
-
-
-def _seconds(value: float | None) -> dt.timedelta | None:
-    return None if value is None else dt.timedelta(seconds=value)
-
-
-def requeue_of(ctx: PassContext, requeue: Requeue) -> float | None:
-    if requeue.seconds is not None:
-        return requeue.seconds
-    if requeue.query is not None:
-        value = ctx.evaluate(requeue.query)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return max(float(value), 0.0)
-    return None
 
 
 def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clock: Clock,
@@ -85,14 +70,14 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
                 {"metadata": {"finalizers": [*finalizers, kind.finalizer],
                               "resourceVersion": ctx.order["metadata"].get("resourceVersion")}})
             ctx.set_order(patched)
-            return Result(requeue_after=_seconds(gate.requeue.seconds))
+            return Result(requeue_after=as_delta(gate.requeue.seconds))
         assert gate.when is not None and gate.outcome is not None
         if not truthy(ctx.evaluate(gate.when)):
             continue
         message = ctx.render(gate.outcome.message)
         for condition in gate.conditions or kind.conditions.types:
             ctx.conditions.set(condition, False, gate.outcome.reason, message)
-        return Result(requeue_after=_seconds(requeue_of(ctx, gate.outcome.requeue)))
+        return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)))
 
     result = Result()
     for step in kind.steps:
@@ -103,9 +88,9 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
             return result
     for refresh in kind.refresh:
         if refresh.when is None or truthy(ctx.evaluate(refresh.when)):
-            cap = requeue_of(ctx, refresh.requeue)
+            cap = requeue_seconds(ctx, refresh.requeue)
             if cap is not None:
-                result = result.merge(Result(requeue_after=_seconds(cap)))
+                result = result.merge(Result(requeue_after=as_delta(cap)))
             break
     return result
 
@@ -142,10 +127,10 @@ def run_step(ctx: PassContext, step: Step) -> Result:
     if verdict is not None:
         ctx.steps_done[step.name] = False
         ctx.conditions.set(step.condition, False, verdict.reason, verdict.message)
-        return Result(requeue_after=_seconds(verdict.requeue), outcomes=[outcome])
+        return Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome])
     ctx.steps_done[step.name] = True
     ctx.conditions.set(step.condition, True, step.done.reason, ctx.render(step.done.message))
-    return Result(requeue_after=_seconds(requeue_of(ctx, step.done.requeue)), outcomes=[outcome])
+    return Result(requeue_after=as_delta(requeue_seconds(ctx, step.done.requeue)), outcomes=[outcome])
 
 
 def persist_status(ctx: PassContext, result: Result) -> Result:

@@ -13,22 +13,7 @@ from typing import Any
 from engine.cluster.api import ApiError, NotFound, Obj
 from engine.outcome import PassError, Result
 from engine.reconcile.actions import merge_patch
-from engine.reconcile.context import PassContext, ReadError, truthy
-from engine.rules.model import Requeue
-
-
-def _seconds(requeue: Requeue) -> Any:
-    import datetime as dt
-
-    return None if requeue.seconds is None else dt.timedelta(seconds=requeue.seconds)
-
-
-def _sort_key(value: Any) -> tuple[int, Any]:
-    if isinstance(value, bool):
-        return (0, int(value))
-    if isinstance(value, (int, float)):
-        return (1, value)
-    return (2, "" if value is None else str(value))
+from engine.reconcile.context import PassContext, ReadError, as_delta, sort_key, truthy
 
 
 def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Result]) -> Result:
@@ -39,7 +24,7 @@ def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Resu
     for hold in kind.teardown.holds:
         if truthy(ctx.evaluate(hold.when)):
             ctx.conditions.set(hold.condition, False, hold.reason, ctx.render(hold.message))
-            return persist(ctx, Result(requeue_after=_seconds(hold.requeue)))
+            return persist(ctx, Result(requeue_after=as_delta(hold.requeue.seconds)))
     patient = truthy(ctx.evaluate(kind.teardown.patient_while))
     issued, error = sweep(ctx)
     if error is not None:
@@ -48,7 +33,7 @@ def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Resu
         ctx.log.info(f"best-effort teardown of {kind.kind} children failed; releasing the finalizer anyway",
                      extra={"order": f"{ctx.request.namespace}/{ctx.request.name}", "cluster": ctx.request.cluster})
     elif patient and issued:
-        return Result(requeue_after=_seconds(kind.teardown.patient_requeue))
+        return Result(requeue_after=as_delta(kind.teardown.patient_requeue.seconds))
     return release(ctx, finalizers)
 
 
@@ -68,7 +53,7 @@ def sweep(ctx: PassContext) -> tuple[int, str | None]:
             return issued, f"listing {item.kind} children: {err}"
         mine = [obj for obj in listed if ctx.is_child(obj)]
         def order_key(obj: Obj, queries: tuple[Any, ...] = item.sort_by) -> tuple[Any, ...]:
-            keys = (_sort_key(q.evaluate(ctx.scope.child(item=obj))) for q in queries)
+            keys = (sort_key(q.evaluate(ctx.scope.child(item=obj))) for q in queries)
             return (*keys, obj["metadata"]["name"])
 
         mine.sort(key=order_key)

@@ -18,7 +18,6 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from engine.expr.errors import ExprSyntaxError
-from engine.expr.functions import FUNCTIONS
 from engine.expr.jinja import ObjectTemplate, Text, compile_object_template, compile_text
 from engine.expr.jmes import Query, compile_query
 from engine.rules import model, schema
@@ -603,8 +602,3 @@ def compile_kind(path: Path, *, rules_dir: Path | None = None,
         fallback = RuleError(Position(_display(path), 1, 1), "the rule file did not compile")
         raise RuleErrors(compiler.errors or [fallback])
     return compiled
-
-
-def known_functions() -> Mapping[str, Any]:
-    """The registered function library (for docs and lint)."""
-    return FUNCTIONS
