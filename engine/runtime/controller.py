@@ -96,14 +96,23 @@ class Controller:
             self.queue.done(request)
         return request
 
-    def work(self, stop: threading.Event, *, poll: float = 0.5) -> None:
-        """Threaded mode: one worker's loop, until ``stop`` is set or the queue shuts down."""
+    def work(self, stop: threading.Event, *, poll: float = 0.5, gate: threading.Event | None = None) -> None:
+        """Threaded mode: one worker's loop, until ``stop`` is set or the queue shuts down.
+
+        gate: passes start only while it is set (the leader election's "leading"); a request
+        taken just as it closes goes back to the queue untouched."""
         while not stop.is_set():
+            if gate is not None and not gate.wait(poll):
+                continue
             try:
                 request = self.queue.get(timeout=poll)
             except ShutDown:
                 return
             if request is None:
+                continue
+            if gate is not None and not gate.is_set():
+                self.queue.add(request)  # processing: marked dirty, queued again by done()
+                self.queue.done(request)
                 continue
             try:
                 self.run_pass(request)

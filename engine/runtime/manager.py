@@ -25,14 +25,15 @@ A ``TerminalError`` (the rule file is wrong) is logged and counted, not retried.
 from __future__ import annotations
 
 import collections
+import contextvars
 import datetime as dt
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Generic, Protocol, TypeVar, cast, runtime_checkable
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.clock import Clock
-from engine.cluster.api import Cluster
+from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
@@ -66,6 +67,15 @@ class SettleLoop(RuntimeError):
         self.runs = runs
         self.passes = passes
         self.at = at
+
+
+class _MergingAdapter(logging.LoggerAdapter[Log]):
+    """Adds the request to every record and keeps the call's own ``extra`` (order, kind, cluster, ...);
+    the stock adapter of Python 3.11 would drop it."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
+        return msg, kwargs
 
 
 def _default_run_pass() -> RunPass[K]:
@@ -111,6 +121,7 @@ class Manager(Generic[K]):
         """The Result of the last pass run by ``reconcile``."""
         self._started = False
         self._threaded = False
+        self._synced: set[int] = set()
 
     # -- deterministic ----------------------------------------------------------
 
@@ -182,9 +193,14 @@ class Manager(Generic[K]):
 
     # -- threaded ---------------------------------------------------------------
 
-    def run(self, stop: threading.Event, *, shutdown_timeout: float = 30.0) -> None:
+    def run(self, stop: threading.Event, *, shutdown_timeout: float = 30.0,
+            leading: threading.Event | None = None) -> None:
         """Run the operator until ``stop`` is set: informer threads, worker threads, then a
-        graceful stop (no new passes; running ones finish, up to ``shutdown_timeout`` seconds)."""
+        graceful stop (no new passes; running ones finish, up to ``shutdown_timeout`` seconds).
+
+        leading: passes start only while it is set (leader election); informers run regardless,
+        so a follower's caches are warm when it takes over. Workers run in a copy of the caller's
+        context, so context variables it set (the secret sink) reach every pass."""
         self._threaded = True
         self.queue.rate_limiter.bucket = TokenBucket()
         self.controller.recover = True
@@ -193,7 +209,10 @@ class Manager(Generic[K]):
         self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
         halt = threading.Event()
         workers = [
-            threading.Thread(target=self.controller.work, args=(halt,), name=f"worker {n}", daemon=True)
+            threading.Thread(
+                target=contextvars.copy_context().run, args=(self.controller.work, halt),
+                kwargs={"gate": leading}, name=f"worker {n}", daemon=True,
+            )
             for n in range(self.max_concurrent_reconciles)
         ]
         for worker in workers:
@@ -209,7 +228,26 @@ class Manager(Generic[K]):
             self.sources.stop()
             self.log.info("stopped")
 
+    def ready(self) -> bool:
+        """Whether the management cluster's caches have synced: each of its informers has listed
+        once (or found its kind unserved). Target clusters never hold readiness back."""
+        if not self._started:
+            return False
+        management = self.sources.informers(MANAGEMENT_CLUSTER)
+        for informer in management:
+            if informer.listed:
+                self._synced.add(id(informer))
+        return all(
+            id(i) in self._synced or not self._serves(i.api_version, i.kind) for i in management
+        )
+
     # -- internals --------------------------------------------------------------
+
+    def _serves(self, api_version: str, kind: str) -> bool:
+        try:
+            return self.clusters.management.serves(api_version, kind)
+        except Exception:  # an unreachable cluster is not ready
+            return True
 
     def _build(self) -> None:
         if self._started:
@@ -223,7 +261,7 @@ class Manager(Generic[K]):
         if kind is None:
             self.log.error("%s: no rules for kind %r; dropped", request, request.kind)
             return Result()
-        log = logging.LoggerAdapter(self.log, {"request": str(request)})
+        log = _MergingAdapter(self.log, {"request": str(request)})
         return self._run_pass(kind, request, clusters=self.clusters, clock=self.clock, log=log)
 
     def _movable_clock(self) -> MovableClock:

@@ -1,0 +1,300 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, through the Cluster interface.
+
+Only the leader reconciles; every replica keeps its caches warm. The loop follows
+client-go's ``leaderelection`` package, so replicas of this operator and of a Go
+operator read a Lease the same way:
+
+- **Acquire** when the Lease is absent (create it), released (no holder), or
+  expired: its record has not changed for ``leaseDurationSeconds`` by *our* clock
+  (client-go's observed time: clocks of different machines are never compared).
+  Taking over from another holder counts one more ``leaseTransitions``.
+- **Renew** every ``retry_period``: an update with the resourceVersion last read,
+  so two replicas racing for one Lease cannot both win (one gets a Conflict).
+- **Lose at once** when the Lease shows another holder, or when no renewal has
+  succeeded for ``renew_deadline``: ``on_stopped_leading`` runs before anything
+  else, so no new pass starts after the deadline. A hung API call does not delay
+  this: ``run`` checks the deadline on its own thread.
+- **Release** on a graceful stop: the holder is cleared, so a follower takes over
+  without waiting for the lease to expire.
+
+The clock is injected: tests call ``step`` and ``check_deadline`` on a simulated
+clock and never sleep.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import logging
+import math
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.clock import Clock
+from engine.cluster.api import ApiError, Cluster, NotFound, Obj
+from engine.metrics import Metrics
+from engine.runtime.kinds import Log
+
+LEASE_API_VERSION = "coordination.k8s.io/v1"
+LEASE_KIND = "Lease"
+
+DEFAULT_LEASE_DURATION = 15.0
+DEFAULT_RENEW_DEADLINE = 10.0
+DEFAULT_RETRY_PERIOD = 2.0
+"""controller-runtime's defaults, in seconds."""
+
+WATCHDOG_INTERVAL = 0.05
+"""Seconds between two deadline checks while ``run`` runs."""
+
+
+class PreciseClock:
+    """The wall clock to the microsecond: lease times are MicroTime, and short test leases need it."""
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(dt.UTC)
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``, as client-go names a candidate: unique per process, readable per pod."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def micro_time(moment: dt.datetime) -> str:
+    """A metav1.MicroTime: RFC 3339 in UTC with microseconds."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    """Which Lease, who we are, and the three durations (seconds) of client-go's election."""
+
+    namespace: str
+    name: str
+    identity: str
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    """How long a record that stopped changing keeps others away (written as whole seconds, at least 1)."""
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    """How long the leader keeps leading without a successful renewal."""
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    """How often every candidate tries to acquire or renew."""
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            raise ValueError("a leader election identity must not be empty")
+        if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
+            raise ValueError(
+                "leader election needs 0 < retry period < renew deadline < lease duration, got "
+                f"{self.retry_period}s, {self.renew_deadline}s and {self.lease_duration}s"
+            )
+
+    @property
+    def lease_seconds(self) -> int:
+        return max(1, math.ceil(self.lease_duration))
+
+
+class LeaderElector:
+    """One candidate for one Lease: ``step`` tries once, ``run`` keeps trying until stopped."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        settings: LeaseSettings,
+        *,
+        clock: Clock,
+        on_started_leading: Callable[[], None],
+        on_stopped_leading: Callable[[], None],
+        metrics: Metrics | None = None,
+        log: Log | None = None,
+    ) -> None:
+        """The callbacks run on the elector's threads and must return quickly (set or clear an Event)."""
+        self._cluster = cluster
+        self.settings = settings
+        self._clock = clock
+        self._on_started = on_started_leading
+        self._on_stopped = on_stopped_leading
+        self._metrics = metrics
+        self._log: Log = log if log is not None else logging.getLogger("engine.runtime.leader")
+        self._lock = threading.RLock()
+        self._leading = False
+        self._renewed_at: dt.datetime | None = None
+        self._observed_spec: dict[str, Any] | None = None
+        self._observed_at: dt.datetime | None = None
+        if metrics is not None:
+            metrics.set_leader(False)
+
+    @property
+    def leading(self) -> bool:
+        with self._lock:
+            return self._leading
+
+    # -- one round ------------------------------------------------------------
+
+    def step(self) -> bool:
+        """Try to acquire or renew the Lease once; start or stop leading accordingly. True while leading."""
+        now = self._clock.now()
+        outcome = self._try_acquire_or_renew(now)
+        with self._lock:
+            if outcome == "held":
+                self._renewed_at = now
+                if not self._leading:
+                    self._start_leading()
+            elif self._leading and outcome == "taken":
+                self._stop_leading(f"the Lease is held by {self._holder()!r} now")
+            elif self._leading:
+                self._check_deadline_locked()
+            return self._leading
+
+    def check_deadline(self) -> bool:
+        """Stop leading if no renewal succeeded within the renew deadline. True while leading."""
+        with self._lock:
+            self._check_deadline_locked()
+            return self._leading
+
+    def release(self) -> None:
+        """Stop leading and clear the holder, so a follower need not wait for the lease to expire.
+
+        Call it after the workers have stopped: nothing may reconcile once the Lease is released.
+        """
+        with self._lock:
+            was_leading = self._leading
+            if was_leading:
+                self._stop_leading("released")
+        if not was_leading:
+            return
+        now = self._clock.now()
+        try:
+            lease = self._get()
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.settings.identity:
+                return
+            lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
+                             "acquireTime": micro_time(now), "renewTime": micro_time(now)}
+            self._cluster.update(lease)
+            self._log.info("released the leader Lease %s/%s", self.settings.namespace, self.settings.name)
+        except ApiError as exc:
+            self._log.warning("could not release the leader Lease (it expires by itself): %s", exc)
+
+    # -- the loop -------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Try every retry period until ``stop`` is set; a watchdog enforces the renew deadline meanwhile.
+
+        Does not release the Lease: the caller does, once its workers have stopped.
+        """
+        halt = threading.Event()
+        rounds = threading.Thread(target=self._rounds, args=(stop, halt), name="leader election", daemon=True)
+        rounds.start()
+        try:
+            while not stop.wait(WATCHDOG_INTERVAL):
+                self.check_deadline()
+        finally:
+            halt.set()
+            rounds.join(self.settings.retry_period)
+
+    def _rounds(self, stop: threading.Event, halt: threading.Event) -> None:
+        while not (stop.is_set() or halt.is_set()):
+            try:
+                self.step()
+            except Exception:  # the election must outlive any one failure
+                self._log.exception("leader election round failed")
+            halt.wait(self.settings.retry_period)
+
+    # -- internals ------------------------------------------------------------
+
+    def _try_acquire_or_renew(self, now: dt.datetime) -> str:
+        """``held`` (we hold the Lease now), ``taken`` (another holder's lease is valid) or ``failed``."""
+        mine = self._record(now, acquired=now, transitions=0)
+        try:
+            lease = self._get()
+        except NotFound:
+            try:
+                created = self._cluster.create({
+                    "apiVersion": LEASE_API_VERSION, "kind": LEASE_KIND,
+                    "metadata": {"namespace": self.settings.namespace, "name": self.settings.name},
+                    "spec": mine,
+                })
+            except ApiError as exc:
+                self._log.info("could not create the leader Lease: %s", exc)
+                return "failed"
+            self._observe(created.get("spec") or mine, now)
+            return "held"
+        except ApiError as exc:
+            self._log.warning("could not read the leader Lease: %s", exc)
+            return "failed"
+        spec: dict[str, Any] = dict(lease.get("spec") or {})
+        self._observe(spec, now)
+        holder = str(spec.get("holderIdentity") or "")
+        if holder and holder != self.settings.identity and not self._expired(spec, now):
+            return "taken"
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if holder == self.settings.identity:
+            record = self._record(now, acquired=None, transitions=transitions)
+            record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
+        else:
+            record = self._record(now, acquired=now, transitions=transitions + 1)
+        lease["spec"] = record
+        try:
+            updated = self._cluster.update(lease)
+        except ApiError as exc:
+            self._log.info("could not %s the leader Lease: %s",
+                           "renew" if holder == self.settings.identity else "acquire", exc)
+            return "failed"
+        self._observe(updated.get("spec") or record, now)
+        return "held"
+
+    def _get(self) -> Obj:
+        return self._cluster.get(LEASE_API_VERSION, LEASE_KIND, self.settings.namespace, self.settings.name, live=True)
+
+    def _record(self, now: dt.datetime, *, acquired: dt.datetime | None, transitions: int) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "holderIdentity": self.settings.identity,
+            "leaseDurationSeconds": self.settings.lease_seconds,
+            "renewTime": micro_time(now),
+            "leaseTransitions": transitions,
+        }
+        if acquired is not None:
+            record["acquireTime"] = micro_time(acquired)
+        return record
+
+    def _observe(self, spec: dict[str, Any], now: dt.datetime) -> None:
+        """Remember the record and when we first saw it: expiry counts from then, on our clock."""
+        with self._lock:
+            if spec != self._observed_spec:
+                self._observed_spec = copy.deepcopy(spec)
+                self._observed_at = now
+
+    def _expired(self, spec: dict[str, Any], now: dt.datetime) -> bool:
+        with self._lock:
+            seen = self._observed_at or now
+        seconds = spec.get("leaseDurationSeconds") or self.settings.lease_seconds
+        return seen + dt.timedelta(seconds=float(seconds)) <= now
+
+    def _holder(self) -> str:
+        return str((self._observed_spec or {}).get("holderIdentity") or "")
+
+    def _check_deadline_locked(self) -> None:
+        if not self._leading or self._renewed_at is None:
+            return
+        late = self._clock.now() - self._renewed_at
+        if late >= dt.timedelta(seconds=self.settings.renew_deadline):
+            self._stop_leading(f"no renewal for {late.total_seconds():.1f}s (renew deadline "
+                               f"{self.settings.renew_deadline}s)")
+
+    def _start_leading(self) -> None:
+        self._leading = True
+        if self._metrics is not None:
+            self._metrics.set_leader(True)
+        self._log.info("became the leader (Lease %s/%s, identity %s)",
+                       self.settings.namespace, self.settings.name, self.settings.identity)
+        self._on_started()
+
+    def _stop_leading(self, why: str) -> None:
+        self._leading = False
+        self._on_stopped()
+        if self._metrics is not None:
+            self._metrics.set_leader(False)
+        self._log.warning("stopped leading: %s", why)

@@ -1,0 +1,230 @@
+"""Leader election on a Lease: acquire, renew, lose at the deadline, take over after expiry, release."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from engine.cluster.api import Conflict
+from engine.cluster.faults import FaultyCluster
+from engine.cluster.memory import MemoryCluster
+from engine.metrics import Metrics
+from engine.runtime.leader import LEASE_API_VERSION, LeaderElector, LeaseSettings, PreciseClock, micro_time
+from engine.testing.clock import SimulatedClock
+
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+S = dt.timedelta(seconds=1)
+NS, NAME = "c5c3-system", "c5c3-operator"
+
+
+class Candidate:
+    """One replica: its elector over a shared cluster, and a record of its leadership callbacks."""
+
+    def __init__(self, cluster: MemoryCluster | FaultyCluster, clock: SimulatedClock, identity: str,
+                 *, metrics: Metrics | None = None) -> None:
+        self.events: list[str] = []
+        self.elector = LeaderElector(
+            cluster,  # type: ignore[arg-type]
+            LeaseSettings(NS, NAME, identity, lease_duration=15, renew_deadline=10, retry_period=2),
+            clock=clock,
+            on_started_leading=lambda: self.events.append("started"),
+            on_stopped_leading=lambda: self.events.append("stopped"),
+            metrics=metrics,
+        )
+
+
+@pytest.fixture
+def clock() -> SimulatedClock:
+    return SimulatedClock(START)
+
+
+@pytest.fixture
+def cluster(clock: SimulatedClock) -> MemoryCluster:
+    return MemoryCluster("", clock=clock)
+
+
+def lease(cluster: MemoryCluster) -> dict[str, object]:
+    return dict(cluster.get(LEASE_API_VERSION, "Lease", NS, NAME)["spec"])
+
+
+def test_first_candidate_creates_the_lease_and_leads(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """With no Lease, the first step creates it with this identity and starts leading."""
+    a = Candidate(cluster, clock, "a")
+    assert a.elector.step() is True
+    assert a.events == ["started"]
+    spec = lease(cluster)
+    assert spec["holderIdentity"] == "a"
+    assert spec["leaseDurationSeconds"] == 15
+    assert spec["acquireTime"] == spec["renewTime"] == micro_time(START)
+    assert spec["leaseTransitions"] == 0
+
+
+def test_renewal_moves_renew_time_and_keeps_acquire_time(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """A leader's later steps renew: renewTime moves, acquireTime and leaseTransitions stay."""
+    a = Candidate(cluster, clock, "a")
+    a.elector.step()
+    clock.advance(2 * S)
+    assert a.elector.step() is True
+    spec = lease(cluster)
+    assert spec["renewTime"] == micro_time(START + 2 * S)
+    assert spec["acquireTime"] == micro_time(START)
+    assert spec["leaseTransitions"] == 0
+    assert a.events == ["started"]
+
+
+def test_follower_does_not_lead_while_the_leader_renews(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """A second candidate stays a follower as long as the record keeps changing."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    for _ in range(20):
+        clock.advance(2 * S)
+        a.elector.step()
+        assert b.elector.step() is False
+    assert b.events == []
+    assert lease(cluster)["holderIdentity"] == "a"
+
+
+def test_follower_takes_over_once_the_lease_expires(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """When the leader stops renewing, the follower takes over lease-duration after it last saw a change."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    assert b.elector.step() is False  # b observes a's record now
+    clock.advance(14 * S)
+    assert b.elector.step() is False
+    clock.advance(1 * S)
+    assert b.elector.step() is True
+    spec = lease(cluster)
+    assert spec["holderIdentity"] == "b"
+    assert spec["leaseTransitions"] == 1
+    assert spec["acquireTime"] == micro_time(START + 15 * S)
+
+
+def test_expiry_counts_from_when_the_follower_saw_the_record(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """A record first seen late is not expired at once: clocks of other machines are never trusted."""
+    a = Candidate(cluster, clock, "a")
+    a.elector.step()
+    clock.advance(60 * S)
+    b = Candidate(cluster, clock, "b")
+    assert b.elector.step() is False
+    clock.advance(15 * S)
+    assert b.elector.step() is True
+
+
+def test_leader_that_cannot_renew_stops_at_the_deadline(clock: SimulatedClock) -> None:
+    """Renewals failing: the leader keeps leading until the renew deadline, then stops at once."""
+    faulty = FaultyCluster(MemoryCluster("", clock=clock), cluster_name="")
+    a = Candidate(faulty, clock, "a")
+    a.elector.step()
+    faulty.inject(verb="get", kind="Lease", error="ServerError", times=100)
+    clock.advance(2 * S)
+    assert a.elector.step() is True
+    clock.advance(7 * S)
+    assert a.elector.check_deadline() is True
+    clock.advance(1 * S)
+    assert a.elector.check_deadline() is False
+    assert a.events == ["started", "stopped"]
+
+
+def test_leader_that_sees_another_holder_stops_at_once(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """A leader whose Lease was taken (say, after a long pause) stops at its next step, not at its deadline."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    b.elector.step()
+    clock.advance(16 * S)
+    assert b.elector.step() is True
+    assert a.elector.step() is False
+    assert a.events == ["started", "stopped"]
+
+
+def test_lost_leader_leads_again_when_the_lease_is_free(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """A candidate that stopped leading is a candidate again: it re-acquires a released Lease."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    b.elector.step()
+    clock.advance(16 * S)
+    b.elector.step()
+    a.elector.step()
+    b.elector.release()
+    assert a.elector.step() is True
+    assert a.events == ["started", "stopped", "started"]
+    assert lease(cluster)["leaseTransitions"] == 2
+
+
+def test_a_conflicting_update_loses_the_race(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """Two candidates that read the same expired record: only the first update wins, the other Conflicts."""
+    a, b, c = (Candidate(cluster, clock, n) for n in "abc")
+    a.elector.step()
+    b.elector.step()
+    c.elector.step()
+    clock.advance(16 * S)
+    stale = cluster.get(LEASE_API_VERSION, "Lease", NS, NAME)
+    assert b.elector.step() is True
+    stale["spec"]["holderIdentity"] = "c"
+    with pytest.raises(Conflict):
+        cluster.update(stale)
+    assert c.elector.step() is False
+    assert lease(cluster)["holderIdentity"] == "b"
+
+
+def test_release_clears_the_holder_so_a_follower_takes_over_at_once(
+    cluster: MemoryCluster, clock: SimulatedClock
+) -> None:
+    """A released Lease has no holder; the follower's next step acquires it without waiting."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    b.elector.step()
+    a.elector.release()
+    assert a.events == ["started", "stopped"]
+    assert lease(cluster)["holderIdentity"] == ""
+    clock.advance(2 * S)
+    assert b.elector.step() is True
+
+
+def test_release_by_a_follower_changes_nothing(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """Only the holder releases: a follower's release leaves the leader's record alone."""
+    a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")
+    a.elector.step()
+    b.elector.step()
+    b.elector.release()
+    assert lease(cluster)["holderIdentity"] == "a"
+    assert b.events == []
+
+
+def test_leader_status_metric_follows_leadership(cluster: MemoryCluster, clock: SimulatedClock) -> None:
+    """The leader_status gauge reads 1 while leading and 0 after."""
+    registry = CollectorRegistry()
+    a = Candidate(cluster, clock, "a", metrics=Metrics(registry))
+    assert registry.get_sample_value("c5c3_operator_leader_status") == 0
+    a.elector.step()
+    assert registry.get_sample_value("c5c3_operator_leader_status") == 1
+    a.elector.release()
+    assert registry.get_sample_value("c5c3_operator_leader_status") == 0
+
+
+def test_settings_refuse_durations_out_of_order() -> None:
+    """The retry period must be shorter than the renew deadline, which must be shorter than the lease."""
+    with pytest.raises(ValueError, match="retry period < renew deadline < lease duration"):
+        LeaseSettings(NS, NAME, "a", lease_duration=5, renew_deadline=10, retry_period=2)
+    with pytest.raises(ValueError, match="identity"):
+        LeaseSettings(NS, NAME, "")
+
+
+def test_run_leads_until_stopped(cluster: MemoryCluster) -> None:
+    """The threaded loop acquires on the real clock and returns when stopped, leaving the Lease held."""
+    started = threading.Event()
+    elector = LeaderElector(
+        cluster, LeaseSettings(NS, NAME, "a", lease_duration=3, renew_deadline=2, retry_period=0.5),
+        clock=PreciseClock(), on_started_leading=started.set, on_stopped_leading=lambda: None,
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=elector.run, args=(stop,))
+    thread.start()
+    assert started.wait(5)
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert elector.leading
+    assert lease(cluster)["holderIdentity"] == "a"
