@@ -1,0 +1,371 @@
+"""The Kubernetes REST API over one MemoryCluster: a request in, a reply or an event stream out.
+
+No sockets here (``server`` does HTTP): this decides what each path and verb means, checks the
+body against the URL as the API server does, and words every refusal as a Status document.
+The cluster does the rest (admission, conflicts, finalizers, SSA), so the emulator and the
+in-memory cluster cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from engine.clock import Clock
+from engine.cluster.api import (
+    ApiError,
+    BadRequest,
+    Cause,
+    Conflict,
+    Invalid,
+    MethodNotAllowed,
+    NotFound,
+    Obj,
+    PatchType,
+    ResourceInfo,
+    UnsupportedMediaType,
+)
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.selectors import parse_fields
+from engine.testing.emulator import discovery
+from engine.testing.emulator.routes import Document, Target, parse_route
+from engine.testing.emulator.table import to_table, wanted_table
+from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
+
+MERGE = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+JSON_PATCH = "application/json-patch+json"
+APPLY = "application/apply-patch+yaml"
+TRUE = ("true", "1")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request, as the server read it."""
+
+    method: str
+    path: str
+    query: Mapping[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    accept: str = ""
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A complete answer: a JSON document, or plain text."""
+
+    code: int
+    body: Obj | str
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A watch answer: events until the source ends or the client hangs up."""
+
+    events: EventSource
+
+
+def not_served() -> NotFound:
+    return NotFound("the server could not find the requested resource")
+
+
+def status_document(code: int, reason: str, message: str) -> Obj:
+    """A failure Status for codes our errors do not name (401, 413)."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML as the API server reads it: timestamps stay strings."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class Rest:
+    """Answers requests against one cluster; ``clock`` dates the Age column of tables."""
+
+    def __init__(self, cluster: MemoryCluster, *, clock: Clock) -> None:
+        self.cluster = cluster
+        self.clock = clock
+
+    def handle(self, request: Request) -> Reply | Stream:
+        """The answer to a request; every refusal is a Reply carrying a Status."""
+        try:
+            route = parse_route(request.path)
+            if route is None:
+                raise not_served()
+            if isinstance(route, Document):
+                if request.method != "GET":
+                    raise MethodNotAllowed("the server does not allow this method on the requested resource")
+                return Reply(200, self._document(route))
+            return self._resource(request, route)
+        except ApiError as err:
+            return Reply(err.code, err.status())
+
+    # -------------------------------------------------------------------
+    # Discovery.
+
+    def _document(self, route: Document) -> Obj | str:
+        resources = self.cluster.resources()
+        found: Obj | str | None
+        if route.name == "version":
+            found = dict(discovery.VERSION)
+        elif route.name == "health":
+            found = "ok"
+        elif route.name == "root":
+            groups = sorted({f"/apis/{i.api_version}" for i in resources if i.group})
+            found = {"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version", "/healthz", "/readyz", *groups]}
+        elif route.name == "api":
+            found = discovery.api_versions()
+        elif route.name == "apis":
+            found = discovery.api_group_list(resources)
+        elif route.name == "group":
+            found = discovery.api_group(resources, route.arg)
+        elif route.name == "resources":
+            found = discovery.api_resource_list(resources, route.arg)
+        elif route.name == "openapi":
+            found = discovery.openapi_root(resources)
+        else:
+            found = discovery.openapi_group_version(resources, route.arg)
+        if found is None:
+            raise not_served()
+        return found
+
+    # -------------------------------------------------------------------
+    # Resources.
+
+    def _resource(self, request: Request, target: Target) -> Reply | Stream:
+        method, query = request.method, request.query
+        if query.get("dryRun"):
+            raise BadRequest("dryRun is not supported by the emulator: the request would have been carried out")
+        body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
+        hint = body.get("kind") if isinstance(body, dict) and method in ("POST", "PATCH") else None
+        info = self._resolve(target, hint if isinstance(hint, str) else None)
+        if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
+                                               or target.name is None):
+            raise not_served()
+        if target.namespace and not info.namespaced:
+            raise not_served()
+        if info.namespaced and not target.namespace and (target.name or method == "POST"):
+            raise not_served()
+        if target.name is None:
+            if method == "GET":
+                return self._watch(request, info, target) if query.get("watch") in TRUE else self._list(
+                    request, info, target)
+            if method == "POST":
+                return self._create(request, info, target, body)
+            if method == "DELETE":
+                return self._delete_collection(request, info, target)
+        elif method == "GET":
+            obj = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
+            return Reply(200, self._view(request, info, [obj], None) or obj)
+        elif method == "PUT":
+            return self._update(request, info, target, body)
+        elif method == "PATCH":
+            return self._patch(request, info, target, body)
+        elif method == "DELETE" and target.subresource is None:
+            return self._delete(info, target, body)
+        raise MethodNotAllowed("the server does not allow this method on the requested resource")
+
+    def _resolve(self, target: Target, kind_hint: str | None) -> ResourceInfo:
+        """The served kind a path names; in a permissive cluster a write may name one not yet holding objects."""
+        for info in self.cluster.resources():
+            if info.api_version == target.api_version and info.plural == target.plural:
+                return info
+        if kind_hint and self.cluster.serves(target.api_version, kind_hint):
+            info = self.cluster.resource_info(target.api_version, kind_hint)
+            if info.plural == target.plural:
+                return info
+        raise not_served()
+
+    def _view(self, request: Request, info: ResourceInfo, objects: list[Obj], rv: str | None) -> Obj | None:
+        """The objects as a Table when the client asks for one, else None."""
+        version = wanted_table(request.accept)
+        if version is None:
+            return None
+        return to_table(info, objects, api_version=version, now=self.clock.now(), resource_version=rv,
+                        include_object=request.query.get("includeObject", "Metadata"))
+
+    def _list(self, request: Request, info: ResourceInfo, target: Target) -> Reply:
+        listed = self.cluster.list(info.api_version, info.kind, target.namespace,
+                                   labels=request.query.get("labelSelector") or None,
+                                   fields=request.query.get("fieldSelector") or None)
+        table = self._view(request, info, listed.items, listed.resource_version)
+        if table is not None:
+            return Reply(200, table)
+        items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in listed.items]
+        return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
+                           "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+
+    def _watch(self, request: Request, info: ResourceInfo, target: Target) -> Stream:
+        query = request.query
+        timeout: float | None = None
+        if query.get("timeoutSeconds"):
+            try:
+                timeout = float(int(query["timeoutSeconds"]))
+            except ValueError:
+                raise BadRequest(f"invalid timeoutSeconds {query['timeoutSeconds']!r}") from None
+        spec = WatchSpec(
+            info=info, namespace=target.namespace, resource_version=query.get("resourceVersion") or None,
+            labels=query.get("labelSelector") or None, fields=parse_fields(query.get("fieldSelector") or None),
+            timeout=timeout if timeout and timeout > 0 else None,
+            bookmarks=query.get("allowWatchBookmarks") in TRUE,
+            send_initial_events=query.get("sendInitialEvents") in TRUE,
+        )
+        source = open_watch(self.cluster, spec)
+        if wanted_table(request.accept) is None:
+            return Stream(source)
+
+        def tables(alive: Alive) -> Iterator[Obj]:
+            for event in source(alive):
+                if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                    event = {"type": event["type"], "object": self._view(request, info, [event["object"]], None)}
+                yield event
+
+        return Stream(tables)
+
+    def _create(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        obj = _addressed(body, info, target)
+        return Reply(201, self.cluster.create(obj, field_manager=request.query.get("fieldManager") or None))
+
+    def _update(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        obj = _addressed(body, info, target)
+        manager = request.query.get("fieldManager") or None
+        if target.subresource == "status":
+            return Reply(200, self.cluster.update_status(obj, field_manager=manager))
+        return Reply(200, self.cluster.update(obj, field_manager=manager))
+
+    def _patch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        assert target.name is not None
+        media = request.content_type.partition(";")[0].strip().lower()
+        manager = request.query.get("fieldManager") or None
+        force = request.query.get("force")
+        status = target.subresource == "status"
+        if media == APPLY:
+            if not manager:
+                raise _patch_options_invalid("fieldManager", "Required value: is required for apply patch")
+            obj = _addressed(body, info, target)
+            existed = self._exists(info, target)
+            applied = self.cluster.apply(obj, field_manager=manager, force=force in TRUE, status=status)
+            return Reply(200 if existed else 201, applied)
+        if force:
+            raise _patch_options_invalid("force", "Forbidden: may not be specified for non-apply patch")
+        patch_type: PatchType
+        if media in MERGE:
+            patch_type = "merge"
+        elif media == JSON_PATCH:
+            patch_type = "json"
+        else:
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, "
+                f"{MERGE[0]}, {APPLY}, {MERGE[1]}")
+        return Reply(200, self.cluster.patch(info.api_version, info.kind, target.namespace, target.name, body,
+                                             patch_type=patch_type, status=status, field_manager=manager))
+
+    def _exists(self, info: ResourceInfo, target: Target) -> bool:
+        assert target.name is not None
+        try:
+            self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
+        except NotFound:
+            return False
+        return True
+
+    def _delete(self, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        assert target.name is not None
+        live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
+        preconditions = body.get("preconditions") if isinstance(body, dict) else None
+        if isinstance(preconditions, dict):
+            for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                wanted, actual = preconditions.get(key), live["metadata"].get(key)
+                if wanted and str(wanted) != str(actual):
+                    raise Conflict(f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta:"
+                                   f" {actual}", details={"name": target.name, "group": info.group,
+                                                          "kind": info.plural})
+        held = self.cluster.delete(info.api_version, info.kind, target.namespace, target.name)
+        if held is not None:
+            return Reply(200, held)
+        return Reply(200, _success(info, target.name, str(live["metadata"].get("uid") or "")))
+
+    def _delete_collection(self, request: Request, info: ResourceInfo, target: Target) -> Reply:
+        listed = self.cluster.list(info.api_version, info.kind, target.namespace,
+                                   labels=request.query.get("labelSelector") or None,
+                                   fields=request.query.get("fieldSelector") or None)
+        items = []
+        for obj in listed.items:
+            meta = obj["metadata"]
+            try:
+                held = self.cluster.delete(info.api_version, info.kind, meta.get("namespace"), meta["name"])
+            except NotFound:
+                continue
+            items.append(held if held is not None else obj)
+        return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
+                           "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+
+
+def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+
+
+def _patch_options_invalid(field_name: str, message: str) -> Invalid:
+    return Invalid(f'PatchOptions.meta.k8s.io "" is invalid: {field_name}: {message}',
+                   causes=[Cause(field_name, message, "FieldValueRequired" if "Required" in message
+                                 else "FieldValueForbidden")],
+                   details={"group": "meta.k8s.io", "kind": "PatchOptions"})
+
+
+def _parse_body(request: Request) -> Any:
+    """The body as JSON (or YAML when the content type says so); None when empty."""
+    if not request.body.strip():
+        return None
+    media = request.content_type.partition(";")[0].strip().lower()
+    if "protobuf" in media or "cbor" in media:
+        raise UnsupportedMediaType(f"the body of the request was in an unknown format: {media}")
+    try:
+        text = request.body.decode("utf-8")
+        if "yaml" in media:
+            return yaml.load(text, Loader=_YamlLoader)
+        return json.loads(text)
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
+        raise BadRequest(f"the request body could not be decoded: {err}") from None
+
+
+def _addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
+    """The body as an object of the URL's kind, in the URL's namespace and under its name, or
+    BadRequest where they disagree (as the API server checks)."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    obj: Obj = dict(body)
+    kind = obj.get("kind") or info.kind
+    if kind != info.kind:
+        raise BadRequest(f"the kind of the object ({kind}) does not match the kind on the URL ({info.kind})")
+    api_version = obj.get("apiVersion") or info.api_version
+    if not isinstance(api_version, str) or api_version.rpartition("/")[0] != info.group:
+        raise BadRequest(f"the API version of the object ({api_version}) does not match the API group on the URL"
+                         f" ({info.group or 'core'})")
+    obj["kind"], obj["apiVersion"] = info.kind, info.api_version
+    meta = obj.get("metadata") if obj.get("metadata") is not None else {}
+    if not isinstance(meta, dict):
+        raise BadRequest("metadata must be a JSON object")
+    meta = obj["metadata"] = dict(meta)
+    if info.namespaced:
+        if meta.get("namespace") and meta["namespace"] != target.namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        meta["namespace"] = target.namespace
+    else:
+        meta.pop("namespace", None)
+    if target.name is not None:
+        if meta.get("name") and meta["name"] != target.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL"
+                             f" ({target.name})")
+        meta["name"] = target.name
+    return obj
+
