@@ -1,0 +1,261 @@
+"""Target clusters registered by Secrets on the management cluster: engage, re-engage, disengage.
+
+A registration is a Secret in the clusters namespace labelled
+``sigs.k8s.io/multicluster-runtime-kubeconfig: "true"``, as multicluster-runtime's
+kubeconfig provider reads them: ``data.kubeconfig`` reaches the cluster, the
+optional ``data.namespaces`` (separated by newlines or commas) restricts what the
+operator lists and watches there. The cluster's name is the Secret's name.
+
+- A new Secret engages its cluster; one whose kubeconfig or namespaces changed
+  engages it afresh (a new client, new caches, every order listed again), which
+  is also how a kind installed later on that cluster gets watched.
+- A deleted Secret (or one that lost its label or its kubeconfig) disengages it;
+  requests still queued for it are dropped by their pass.
+- Other edits (labels, annotations) change nothing.
+
+The kubeconfig is never logged; values from it that could show up in an error
+message are blanked first.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
+from engine.runtime.kinds import Log
+
+REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+KUBECONFIG_KEY = "kubeconfig"
+NAMESPACES_KEY = "namespaces"
+DEFAULT_CLUSTERS_NAMESPACE = "c5c3-clusters"
+SELECTOR = f"{REGISTRATION_LABEL}=true"
+
+WATCH_TIMEOUT = 300.0
+RETRY_MAX = 30.0
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What one registration Secret says: the cluster's name, how to reach it, where to look."""
+
+    name: str
+    kubeconfig: str = field(repr=False)
+    namespaces: tuple[str, ...] | None = None
+    """None: every namespace."""
+
+    def fingerprint(self) -> str:
+        """Changes exactly when the kubeconfig or the namespaces change."""
+        digest = hashlib.sha256(self.kubeconfig.encode("utf-8"))
+        digest.update(b"\0" + "\n".join(self.namespaces or ("*",)).encode("utf-8"))
+        return digest.hexdigest()
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every longer token of the kubeconfig blanked (tokens, keys, certificates)."""
+        for word in sorted(set(re.split(r"[\s:\"',{}\[\]]+", self.kubeconfig)), key=len, reverse=True):
+            if len(word) >= 8 and word in text:
+                text = text.replace(word, "[redacted]")
+        return text
+
+
+ClusterFactory = Callable[[Registration], Cluster]
+"""Builds the client of a registered cluster (production: a KubeCluster from the kubeconfig)."""
+
+
+class Engager(Protocol):
+    """Where registered clusters go (the Manager)."""
+
+    def engage(self, name: str, cluster: Cluster) -> None: ...
+
+    def disengage(self, name: str) -> None: ...
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def parse_namespaces(text: str) -> tuple[str, ...] | None:
+    """``a, b\\nc`` -> (a, b, c); nothing -> None (every namespace)."""
+    names = tuple(dict.fromkeys(part.strip() for part in re.split(r"[,\n]", text) if part.strip()))
+    return names or None
+
+
+def registration_of(secret: Obj) -> Registration | str:
+    """The registration a Secret holds, or why it holds none (never quoting its data)."""
+    meta = secret.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if ((meta.get("labels") or {}).get(REGISTRATION_LABEL)) != "true":
+        return f"it is not labelled {REGISTRATION_LABEL}: \"true\""
+    data = secret.get("data") or {}
+    try:
+        kubeconfig = _decode(data.get(KUBECONFIG_KEY))
+        namespaces = _decode(data.get(NAMESPACES_KEY))
+    except ValueError as exc:
+        return str(exc)
+    if not kubeconfig.strip():
+        return f"it has no data key {KUBECONFIG_KEY!r}"
+    return Registration(name, kubeconfig, parse_namespaces(namespaces))
+
+
+def _decode(value: object) -> str:
+    if value is None:
+        return ""
+    try:
+        return base64.b64decode(str(value), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ValueError("a data value is not base64-encoded UTF-8") from None
+
+
+class Registrations:
+    """Watches the registration Secrets of one namespace and keeps the engaged clusters in step."""
+
+    def __init__(
+        self,
+        management: Cluster,
+        namespace: str,
+        engager: Engager,
+        factory: ClusterFactory,
+        *,
+        log: Log | None = None,
+    ) -> None:
+        self._management = management
+        self.namespace = namespace
+        self._engager = engager
+        self._factory = factory
+        self._log: Log = log if log is not None else logging.getLogger("engine.runtime.clusters")
+        self._lock = threading.RLock()
+        self._engaged: dict[str, tuple[str, Cluster]] = {}
+        """Cluster name -> (fingerprint of its registration, its client)."""
+        self._rv: str | None = None
+        self.synced = threading.Event()
+        """Set once the first list has been handled."""
+
+    def engaged(self) -> list[str]:
+        """The names of the clusters engaged through registrations, sorted."""
+        with self._lock:
+            return sorted(self._engaged)
+
+    # -- deterministic ----------------------------------------------------------
+
+    def sync(self) -> None:
+        """List the registrations and engage, re-engage or disengage to match them."""
+        answer = self._management.list("v1", "Secret", self.namespace, labels=SELECTOR, live=True)
+        with self._lock:
+            present: set[str] = set()
+            for secret in answer.items:
+                present.add(str(secret["metadata"]["name"]))
+                self.handle("MODIFIED", secret)
+            for name in [n for n in self._engaged if n not in present]:
+                self._disengage(name, "its registration Secret is gone")
+            self._rv = answer.resource_version or None
+        self.synced.set()
+
+    def handle(self, event_type: str, secret: Obj) -> None:
+        """Apply one watch event on a registration Secret."""
+        name = str((secret.get("metadata") or {}).get("name") or "")
+        if not name:
+            return
+        with self._lock:
+            if event_type == "DELETED":
+                self._disengage(name, "its registration Secret was deleted")
+                return
+            found = registration_of(secret)
+            if isinstance(found, str):
+                self._disengage(name, f"Secret {self.namespace}/{name} is no registration: {found}")
+                return
+            engaged = self._engaged.get(name)
+            if engaged is not None and engaged[0] == found.fingerprint():
+                return
+            self._engage(found, again=engaged is not None)
+
+    def stop(self) -> None:
+        """Disengage every registered cluster and close its client (the operator is stopping)."""
+        with self._lock:
+            for name in list(self._engaged):
+                self._disengage(name, "the operator is stopping", quiet=True)
+
+    # -- threaded ---------------------------------------------------------------
+
+    def run(self, stop: threading.Event, *, watch_timeout: float = WATCH_TIMEOUT) -> None:
+        """List, then watch from where the list left off, until ``stop`` is set; re-list on Gone."""
+        failures = 0
+        listed = False
+        while not stop.is_set():
+            try:
+                if not listed:
+                    self.sync()
+                    listed = True
+                for event in self._management.watch(
+                    "v1", "Secret", self.namespace, resource_version=self._rv, labels=SELECTOR,
+                    timeout=watch_timeout, bookmarks=True,
+                ):
+                    if stop.is_set():
+                        break
+                    self._event(event)
+                failures = 0
+            except Gone:
+                listed = False
+            except Exception as exc:  # the registration watch must outlive any one failure
+                listed = False
+                failures += 1
+                delay = min(RETRY_MAX, 0.5 * 2 ** min(failures, 8))
+                self._log.warning("watching registration Secrets in %r failed: %s; retrying in %.1fs",
+                                  self.namespace, exc, delay)
+                stop.wait(delay)
+
+    def _event(self, event: WatchEvent) -> None:
+        kind, obj = event["type"], event["object"]
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone(str(obj.get("message") or "watch expired"))
+            raise ApiError(str(obj.get("message") or "watch error"))
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind != "BOOKMARK":
+            self.handle(kind, obj)
+        if rv:
+            self._rv = str(rv)
+
+    # -- internals (lock held) --------------------------------------------------
+
+    def _engage(self, registration: Registration, *, again: bool) -> None:
+        name = registration.name
+        try:
+            cluster = self._factory(registration)
+        except Exception as exc:
+            self._disengage(name, "its kubeconfig cannot be used", quiet=True)
+            self._log.error("cluster %r: cannot use the kubeconfig of Secret %s/%s: %s: %s", name, self.namespace,
+                            name, type(exc).__name__, registration.scrub(str(exc)), extra={"cluster": name})
+            return
+        previous = self._engaged.get(name)
+        self._engaged[name] = (registration.fingerprint(), cluster)
+        self._engager.engage(name, cluster)
+        if previous is not None:
+            _stop(previous[1])
+        where = ", ".join(registration.namespaces) if registration.namespaces else "all namespaces"
+        self._log.info("cluster %r %s (%s)", name, "engaged afresh" if again else "engaged", where,
+                       extra={"cluster": name})
+
+    def _disengage(self, name: str, why: str, *, quiet: bool = False) -> None:
+        engaged = self._engaged.pop(name, None)
+        if engaged is None:
+            return
+        self._engager.disengage(name)
+        _stop(engaged[1])
+        if not quiet:
+            self._log.info("cluster %r disengaged: %s", name, why, extra={"cluster": name})
+
+
+def _stop(cluster: Cluster) -> None:
+    if isinstance(cluster, Stoppable):
+        try:
+            cluster.stop()
+        except Exception:  # closing a client must never take the operator down
+            logging.getLogger("engine.runtime.clusters").exception("closing a cluster client failed")
