@@ -1,0 +1,114 @@
+"""The operator's HTTP endpoints: Prometheus metrics, and the liveness and readiness probes.
+
+Two small servers, as controller-runtime binds them: ``/metrics`` on the metrics
+address (default ``:8080``) serves the injected registry, never the global one;
+``/healthz`` and ``/readyz`` on the probe address (default ``:8081``) answer 200
+``ok`` or 500 with the failing check's name. ``0`` as an address turns its server
+off. Each server runs on a daemon thread and stops with ``stop()``.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+Check = Callable[[], bool]
+Route = Callable[[], tuple[int, str, bytes]]
+"""Answers a GET: (status, content type, body)."""
+
+TEXT = "text/plain; charset=utf-8"
+
+
+def parse_bind_address(text: str) -> tuple[str, int] | None:
+    """``:8080`` -> ("", 8080) (every interface); ``127.0.0.1:0`` -> a free port there; ``0`` -> None (off)."""
+    text = text.strip()
+    if text in ("0", ""):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"bind address {text!r} is not [host]:port (or 0 to turn it off)")
+    return host.strip("[]"), int(port)
+
+
+def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
+    """``/metrics``: the registry in the Prometheus text format."""
+    return {"/metrics": lambda: (200, CONTENT_TYPE_LATEST, generate_latest(registry))}
+
+
+def probe_routes(checks: Mapping[str, Mapping[str, Check]]) -> dict[str, Route]:
+    """One route per path, e.g. {"/readyz": {"informers-synced": manager.ready}}: 200 when every check holds."""
+    return {path: _probe(named) for path, named in checks.items()}
+
+
+def _probe(named: Mapping[str, Check]) -> Route:
+    def answer() -> tuple[int, str, bytes]:
+        failing = []
+        for name, check in named.items():
+            try:
+                ok = check()
+            except Exception:  # a probe that raises is a failing probe, not a crashed server
+                ok = False
+            if not ok:
+                failing.append(name)
+        if failing:
+            return 500, TEXT, ("".join(f"[-]{name} failed\n" for name in failing)).encode()
+        return 200, TEXT, b"ok"
+
+    return answer
+
+
+class _Server6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+class Endpoint:
+    """One HTTP server answering GET on a few fixed paths."""
+
+    def __init__(self, address: tuple[str, int], routes: Mapping[str, Route], *, name: str) -> None:
+        self.name = name
+        table = dict(routes)
+
+        class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True
+
+            def do_GET(self) -> None:
+                route = table.get(self.path.split("?", 1)[0])
+                status, content_type, body = route() if route is not None else (404, TEXT, b"not found\n")
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: no access log
+                return
+
+        server_class = _Server6 if ":" in address[0] else ThreadingHTTPServer
+        self._server = server_class(address, Handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> Endpoint:
+        self._thread = threading.Thread(target=self._server.serve_forever, name=f"{self.name} http", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(5)
+        self._server.server_close()
+
+
+def serve(bind: str, routes: Mapping[str, Route], *, name: str) -> Endpoint | None:
+    """Start an endpoint on ``bind`` (see parse_bind_address); None when it is turned off."""
+    address = parse_bind_address(bind)
+    return None if address is None else Endpoint(address, routes, name=name).start()
