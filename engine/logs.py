@@ -1,0 +1,123 @@
+"""Structured JSON logs for ``engine run``, with secrets blanked before anything is written.
+
+One JSON object per line on stderr: ``time`` (RFC 3339, UTC, milliseconds),
+``level``, ``logger``, ``message``, then whichever of the fields the engine passes
+as ``extra`` a record carries (``request``, ``order``, ``kind``, ``cluster``,
+``step``, ``error``), and ``traceback`` when there is one.
+
+Redaction happens in a filter on the handler, before formatting, so no formatter
+ever sees a secret: every value the process's secret sink has collected (each
+password a rule generated) becomes ``[redacted]``, and so does the password of
+any URL with credentials (``amqp://user:[redacted]@host``, a transport URL). It
+applies to the message, the extra fields and the traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+import sys
+import traceback
+from typing import Any, TextIO
+
+from engine.expr.functions import SecretSink
+
+FIELDS = ("request", "order", "kind", "cluster", "step", "error")
+"""The ``extra`` fields a record may carry, in the order they are written."""
+
+LEVELS = ("debug", "info", "warning", "error")
+
+REDACTED = "[redacted]"
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:]*:)(?P<password>[^\s/@]+)(?P<at>@)")
+
+NOISY = ("urllib3", "kubernetes")
+"""Client libraries kept at warning unless the operator logs at debug."""
+
+
+class Redactor:
+    """Blanks the sink's values and URL passwords in any text."""
+
+    def __init__(self, sink: SecretSink) -> None:
+        self.sink = sink
+
+    def __call__(self, text: str) -> str:
+        text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
+        for value in sorted(self.sink.values(), key=len, reverse=True):
+            if value:
+                text = text.replace(value, REDACTED)
+        return text
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a record in place with every secret blanked; never drops a record."""
+
+    def __init__(self, redact: Redactor) -> None:
+        super().__init__()
+        self._redact = redact
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call must not break logging: keep its raw message
+            message = f"{record.msg} {record.args}"
+        record.msg = self._redact(message)
+        record.args = None
+        for name in FIELDS:
+            value = record.__dict__.get(name)
+            if value is not None:
+                record.__dict__[name] = self._redact(str(value))
+        if record.exc_info and not record.exc_text:
+            record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        if record.exc_text:
+            record.exc_text = self._redact(record.exc_text)
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = self._redact(record.stack_info)
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in FIELDS:
+            value = record.__dict__.get(name)
+            if value is None or (value == "" and name != "cluster"):  # "": the management cluster
+                continue
+            doc[name] = value
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            doc["traceback"] = record.exc_text
+        if record.stack_info:
+            doc["stack"] = record.stack_info
+        return json.dumps(doc, ensure_ascii=False, default=str)
+
+
+def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = None) -> logging.Handler:
+    """Send every log record of the process through one redacting JSON handler; returns it.
+
+    Replaces the root logger's handlers, so nothing else writes unredacted lines.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"log level {level!r} is not one of {', '.join(LEVELS)}")
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.addFilter(RedactingFilter(Redactor(sink)))
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for name in NOISY:
+        logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
+    return handler
