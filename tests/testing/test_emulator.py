@@ -105,7 +105,8 @@ def raw(emulator: Emulator, method: str, path: str, body: Any = None, headers: d
         resp = conn.getresponse()
         text = resp.read()
         content_type = resp.getheader("Content-Type") or ""
-        decoded = json.loads(text) if content_type.startswith("application/json") else text.decode()
+        lines = "watch=" in path
+        decoded = json.loads(text) if content_type.startswith("application/json") and not lines else text.decode()
         return resp.status, dict(resp.getheaders()), decoded
     finally:
         conn.close()
@@ -382,6 +383,35 @@ class TestWatch:
         by_field = events(dc, widgets, namespace="ns", resource_version=rv, timeout=1,
                           field_selector="metadata.name=b")
         assert [n for _, n, _ in by_field] == ["b"]
+
+    def test_watch_is_a_chunked_stream_of_json_lines(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """On the wire a watch is chunked, one JSON event per line."""
+        cluster.create(WIDGET_CRD)
+        cluster.create(widget("a"))
+        code, headers, text = raw(emulator, "GET", "/apis/example.com/v1/namespaces/ns/widgets?watch=true"
+                                  "&timeoutSeconds=1", headers={"Accept": "application/json;stream=watch"})
+        assert code == 200 and headers["Transfer-Encoding"] == "chunked"
+        lines = [json.loads(line) for line in text.splitlines()]
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in lines] == [("ADDED", "a")]
+
+    def test_watch_as_table(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """``kubectl get -w`` asks for tables: each event's object is a one-row Table."""
+        cluster.create(WIDGET_CRD)
+        cluster.create(widget("a", size=2))
+        _, _, text = raw(emulator, "GET", "/apis/example.com/v1/namespaces/ns/widgets?watch=1&timeoutSeconds=1",
+                            headers={"Accept": TABLE})
+        (event,) = [json.loads(line) for line in text.splitlines()]
+        assert event["object"]["kind"] == "Table" and event["object"]["rows"][0]["cells"][:2] == ["a", 2]
+
+    def test_send_initial_events_ends_them_with_a_bookmark(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """sendInitialEvents: the current objects, then a bookmark annotated as their end."""
+        cluster.create(WIDGET_CRD)
+        cluster.create(widget("a"))
+        _, _, text = raw(emulator, "GET", "/apis/example.com/v1/namespaces/ns/widgets?watch=true&timeoutSeconds=1"
+                         "&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+        seen = [json.loads(line) for line in text.splitlines()]
+        assert [e["type"] for e in seen] == ["ADDED", "BOOKMARK", "BOOKMARK"]
+        assert seen[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
 
     def test_too_old_resource_version_is_gone(self, clock: SimulatedClock, tmp_path: Path) -> None:
         """A resourceVersion older than the event log ends the watch with a 410 ERROR event."""

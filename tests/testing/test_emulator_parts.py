@@ -1,0 +1,121 @@
+"""The emulator's pure parts: the printer-column JSONPath subset, table cells, ages, routes, version order."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from engine.testing.emulator.discovery import version_key
+from engine.testing.emulator.jsonpath import JsonPathError, compile_path
+from engine.testing.emulator.routes import Document, Target, parse_route
+from engine.testing.emulator.table import go_format, human_duration, wanted_table
+
+ORDER: dict[str, Any] = {
+    "metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z",
+                 "labels": {"app.kubernetes.io/name": "web"}},
+    "spec": {"controlPlaneRef": {"name": "cp"}, "ports": [{"n": 1}, {"n": 3}, {"n": 5}]},
+    "status": {"conditions": [{"type": "Synced", "status": "False"}, {"type": "Ready", "status": "True"}]},
+}
+
+
+class TestJsonPath:
+    @pytest.mark.parametrize(("path", "expected"), [
+        (".status.conditions[?(@.type=='Ready')].status", ["True"]),
+        ('.status.conditions[?(@.type=="Synced")].status', ["False"]),
+        (".spec.controlPlaneRef.name", ["cp"]),
+        (".metadata.creationTimestamp", ["2026-01-01T00:00:00Z"]),
+        ("{.spec.controlPlaneRef.name}", ["cp"]),
+        ("$.spec.controlPlaneRef.name", ["cp"]),
+        (".metadata.labels['app.kubernetes.io/name']", ["web"]),
+        (r".metadata.labels.app\.kubernetes\.io/name", ["web"]),
+        (".spec.ports[0].n", [1]),
+        (".spec.ports[-1].n", [5]),
+        (".spec.ports[*].n", [1, 3, 5]),
+        (".spec.ports[?(@.n > 2)].n", [3, 5]),
+        (".spec.ports[?(@.n != 3)].n", [1, 5]),
+        (".status.conditions[?(@.reason)].type", []),
+        (".spec.controlPlaneRef.*", ["cp"]),
+        (".spec.missing.name", []),
+        (".spec.ports[7].n", []),
+    ])
+    def test_finds(self, path: str, expected: list[Any]) -> None:
+        """Each supported form finds what Kubernetes JSONPath finds."""
+        assert compile_path(path).find(ORDER) == expected
+
+    @pytest.mark.parametrize("path", ["..name", ".spec.ports[1:2]", ".spec[", "spec.name", ".a[?(@.b=~'x')]"])
+    def test_outside_the_subset_is_an_error(self, path: str) -> None:
+        """Forms the subset lacks fail when compiled, naming the path."""
+        with pytest.raises(JsonPathError, match="unsupported JSONPath"):
+            compile_path(path)
+
+    def test_first_tells_absent_from_null(self) -> None:
+        """first() distinguishes no match from a match whose value is null."""
+        assert compile_path(".a").first({"a": None}) == (True, None)
+        assert compile_path(".b").first({"a": None}) == (False, None)
+
+
+class TestCells:
+    @pytest.mark.parametrize(("seconds", "text"), [
+        (-5, "<invalid>"), (-1, "0s"), (0, "0s"), (119, "119s"), (120, "2m"), (307, "5m7s"), (600, "10m"),
+        (179 * 60, "179m"), (3 * 3600, "3h"), (3 * 3600 + 300, "3h5m"), (8 * 3600, "8h"), (47 * 3600, "47h"),
+        (48 * 3600, "2d"), (76 * 3600, "3d4h"), (8 * 86400, "8d"), (729 * 86400, "729d"), (730 * 86400, "2y"),
+        (740 * 86400, "2y10d"), (8 * 365 * 86400, "8y"),
+    ])
+    def test_human_duration(self, seconds: int, text: str) -> None:
+        """Ages read as kubectl prints them."""
+        assert human_duration(dt.timedelta(seconds=seconds)) == text
+
+    @pytest.mark.parametrize(("value", "text"), [
+        (True, "true"), (3, "3"), (3.0, "3"), (1.5, "1.5"), ("s", "s"), (["a", 1], "[a 1]"),
+        ({"b": 1, "a": "x"}, "map[a:x b:1]"),
+    ])
+    def test_string_cells_print_as_go(self, value: Any, text: str) -> None:
+        """A string column shows any value as Go's %v would."""
+        assert go_format(value) == text
+
+    @pytest.mark.parametrize(("accept", "wanted"), [
+        ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
+         "application/json", "meta.k8s.io/v1"),
+        ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", "meta.k8s.io/v1beta1"),
+        ("application/json", None),
+        ("application/json, application/json;as=Table;v=v1;g=meta.k8s.io", None),
+        ("application/json;as=Table;v=v1;g=other.io", None),
+        ("", None),
+    ])
+    def test_table_is_chosen_by_accept(self, accept: str, wanted: str | None) -> None:
+        """A Table is answered only when the Accept header prefers one."""
+        assert wanted_table(accept) == wanted
+
+
+class TestRoutes:
+    @pytest.mark.parametrize(("path", "route"), [
+        ("/version", Document("version")),
+        ("/api", Document("api")),
+        ("/api/v1", Document("resources", "v1")),
+        ("/apis", Document("apis")),
+        ("/apis/example.com", Document("group", "example.com")),
+        ("/apis/example.com/v1", Document("resources", "example.com/v1")),
+        ("/openapi/v3/apis/example.com/v1", Document("openapi-gv", "example.com/v1")),
+        ("/api/v1/namespaces", Target("v1", None, "namespaces")),
+        ("/api/v1/namespaces/ns", Target("v1", None, "namespaces", "ns")),
+        ("/api/v1/namespaces/ns/status", Target("v1", None, "namespaces", "ns", "status")),
+        ("/api/v1/namespaces/ns/secrets", Target("v1", "ns", "secrets")),
+        ("/api/v1/namespaces/ns/secrets/s%2Ex", Target("v1", "ns", "secrets", "s.x")),
+        ("/apis/example.com/v1/widgets", Target("example.com/v1", None, "widgets")),
+        ("/apis/example.com/v1/namespaces/ns/widgets/w/status",
+         Target("example.com/v1", "ns", "widgets", "w", "status")),
+        ("/apis/example.com/v1/namespaces/ns/widgets/w/status/more", None),
+        ("/api/v2/secrets", None),
+        ("/elsewhere", None),
+    ])
+    def test_parse(self, path: str, route: Any) -> None:
+        """Paths map to discovery documents or resource targets as the API server lays them out."""
+        assert parse_route(path) == route
+
+
+def test_versions_sort_as_kubernetes_prefers_them() -> None:
+    """GA before beta before alpha, higher first; unknown shapes last."""
+    found = sorted(["v1alpha1", "foo", "v2", "v1beta1", "v1", "v1beta2", "v10"], key=version_key)
+    assert found == ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
