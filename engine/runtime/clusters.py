@@ -25,7 +25,7 @@ import hashlib
 import logging
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -72,7 +72,7 @@ ClusterFactory = Callable[[Registration], Cluster]
 class Engager(Protocol):
     """Where registered clusters go (the Manager)."""
 
-    def engage(self, name: str, cluster: Cluster) -> None: ...
+    def engage(self, name: str, cluster: Cluster, *, namespaces: Sequence[str] | None = None) -> None: ...
 
     def disengage(self, name: str) -> None: ...
 
@@ -236,7 +236,7 @@ class Registrations:
             return
         previous = self._engaged.get(name)
         self._engaged[name] = (registration.fingerprint(), cluster)
-        self._engager.engage(name, cluster)
+        self._engager.engage(name, cluster, namespaces=registration.namespaces)
         if previous is not None:
             _stop(previous[1])
         where = ", ".join(registration.namespaces) if registration.namespaces else "all namespaces"

@@ -29,7 +29,7 @@ import contextvars
 import datetime as dt
 import logging
 import threading
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.clock import Clock
@@ -122,6 +122,7 @@ class Manager(Generic[K]):
         self._started = False
         self._threaded = False
         self._synced: set[int] = set()
+        self._namespaces: dict[str, tuple[str, ...] | None] = {}
 
     # -- deterministic ----------------------------------------------------------
 
@@ -177,18 +178,22 @@ class Manager(Generic[K]):
 
     # -- clusters ---------------------------------------------------------------
 
-    def engage(self, name: str, cluster: Cluster) -> None:
-        """Add (or replace) a target cluster: build its sources, list it and queue its orders."""
+    def engage(self, name: str, cluster: Cluster, *, namespaces: Sequence[str] | None = None) -> None:
+        """Add (or replace) a target cluster: build its sources, list it and queue its orders.
+
+        namespaces: watch only these namespaces there (a registration's); None: every namespace."""
         self.clusters.engage(name, cluster)
+        self._namespaces[name] = tuple(namespaces) if namespaces is not None else None
         if not self._started:
             return
-        self.sources.add_cluster(name, cluster)
+        self.sources.add_cluster(name, cluster, self._namespaces[name])
         if not self._threaded:
             self.sources.pump(name)
 
     def disengage(self, name: str) -> None:
         """Remove a target cluster and its sources; its queued requests are dropped by their pass."""
         self.clusters.disengage(name)
+        self._namespaces.pop(name, None)
         self.sources.remove_cluster(name)
 
     # -- threaded ---------------------------------------------------------------
@@ -254,7 +259,7 @@ class Manager(Generic[K]):
             return
         self._started = True
         for name, cluster in self.clusters:
-            self.sources.add_cluster(name, cluster)
+            self.sources.add_cluster(name, cluster, self._namespaces.get(name))
 
     def _pass(self, request: Request) -> Result:
         kind = self.catalog.get(request.kind)

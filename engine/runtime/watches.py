@@ -21,7 +21,7 @@ informer, blocking on a long watch and resuming from the last resourceVersion
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
@@ -87,12 +87,15 @@ class Informer:
         kind: str,
         watches: list[Watch],
         indexes: list[OrderKind],
+        namespace: str | None = None,
     ) -> None:
+        """namespace: list and watch that namespace only (a registration's namespaces); None: all."""
         self._sources = sources
         self.cluster_name = cluster_name
         self._cluster = cluster
         self.api_version = api_version
         self.kind = kind
+        self.namespace = namespace
         self.watches = watches
         self._indexes = indexes
         self._cache: dict[Key, Obj] = {}
@@ -104,7 +107,8 @@ class Informer:
 
     def __repr__(self) -> str:
         where = f"cluster {self.cluster_name!r}" if self.cluster_name else "the management cluster"
-        return f"<Informer {self.kind}.{self.api_version} on {where}>"
+        scope = f" in {self.namespace}" if self.namespace else ""
+        return f"<Informer {self.kind}.{self.api_version}{scope} on {where}>"
 
     def cached(self) -> dict[Key, Obj]:
         """The last-seen objects (a copy of the mapping)."""
@@ -169,7 +173,7 @@ class Informer:
 
     def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
         return self._cluster.watch(
-            self.api_version, self.kind, resource_version=self._rv, timeout=timeout, bookmarks=True
+            self.api_version, self.kind, self.namespace, resource_version=self._rv, timeout=timeout, bookmarks=True
         )
 
     def _drain(self, events: Iterable[WatchEvent]) -> int:
@@ -182,7 +186,7 @@ class Informer:
 
     def _list(self) -> int:
         """List, and reconcile the cache with the answer as a stream of events (an initial list adds all)."""
-        answer = self._cluster.list(self.api_version, self.kind)
+        answer = self._cluster.list(self.api_version, self.kind, self.namespace)
         mapped = 0
         with self._sources.lock:
             seen: set[Key] = set()
@@ -240,7 +244,7 @@ class Sources:
         self.recover = recover
         self.lock = threading.RLock()
         self.index = OrderIndex()
-        self._informers: dict[tuple[str, str, str], Informer] = {}
+        self._informers: dict[tuple[str, str, str, str | None], Informer] = {}
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
@@ -249,8 +253,10 @@ class Sources:
         with self.lock:
             return [i for i in self._informers.values() if cluster is None or i.cluster_name == cluster]
 
-    def add_cluster(self, name: str, cluster: Cluster) -> list[Informer]:
-        """Build the informers of one cluster (replacing any it had); started if threads run."""
+    def add_cluster(self, name: str, cluster: Cluster, namespaces: Sequence[str] | None = None) -> list[Informer]:
+        """Build the informers of one cluster (replacing any it had); started if threads run.
+
+        namespaces: watch only these (one informer per kind and namespace); None: every namespace."""
         self.remove_cluster(name)
         plan: dict[tuple[str, str], tuple[list[Watch], list[OrderKind]]] = {}
         if name == MANAGEMENT_CLUSTER:  # order kinds first: the index is filled before fan-out watches map
@@ -262,12 +268,13 @@ class Sources:
                     continue
                 plan.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
         built = [
-            Informer(self, name, cluster, api_version, kind, watches, indexes)
+            Informer(self, name, cluster, api_version, kind, watches, indexes, namespace)
             for (api_version, kind), (watches, indexes) in plan.items()
+            for namespace in (namespaces or (None,))
         ]
         with self.lock:
             for informer in built:
-                self._informers[(name, informer.api_version, informer.kind)] = informer
+                self._informers[(name, informer.api_version, informer.kind, informer.namespace)] = informer
             if self._threads_running:
                 for informer in built:
                     self._start(informer)

@@ -116,6 +116,21 @@ def test_namespaces_restrict_the_registration(world: World) -> None:
     assert world.factory.built[-1].namespaces == ("tenant-a", "tenant-b")
 
 
+def test_only_the_registered_namespaces_are_watched(world: World) -> None:
+    """With namespaces, the cluster's orders elsewhere are neither listed nor woken by events."""
+    edge = world.targets["edge-1"]
+    edge.create(obj("Widget", "in", namespace="tenant-a"))
+    edge.create(obj("Widget", "out", namespace="tenant-z"))
+    world.management.create(secret("edge-1", "edge-1", "tenant-a"))
+    world.registrations.sync()
+    world.manager.settle()
+    edge.create(obj("Widget", "later-out", namespace="tenant-z"))
+    edge.create(obj("Widget", "later-in", namespace="tenant-a"))
+    world.manager.settle()
+    assert [(r.namespace, r.name) for r, _ in world.fake.runs] == [("tenant-a", "in"), ("tenant-a", "later-in")]
+    assert {i.namespace for i in world.manager.sources.informers("edge-1")} == {"tenant-a"}
+
+
 def test_unlabelled_secrets_are_ignored(world: World) -> None:
     """A Secret without the label (or with another value) registers nothing."""
     world.management.create(secret("edge-1", "edge-1", label=None))
