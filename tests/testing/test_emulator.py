@@ -399,7 +399,7 @@ class TestWatch:
         cluster.create(WIDGET_CRD)
         cluster.create(widget("a", size=2))
         _, _, text = raw(emulator, "GET", "/apis/example.com/v1/namespaces/ns/widgets?watch=1&timeoutSeconds=1",
-                            headers={"Accept": TABLE})
+                         headers={"Accept": TABLE})
         (event,) = [json.loads(line) for line in text.splitlines()]
         assert event["object"]["kind"] == "Table" and event["object"]["rows"][0]["cells"][:2] == ["a", 2]
 

@@ -13,6 +13,7 @@ import json
 import logging
 import select
 import socket
+import socketserver
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -46,12 +47,20 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
 
     def __init__(self, address: tuple[str, int], rest: Rest, token: str | None) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
         self.rest = rest
         self.token = token
         self.stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+
+    def server_bind(self) -> None:
+        """Bind without HTTPServer's reverse DNS lookup of the host, which can stall where DNS is absent."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
     def track(self, conn: socket.socket, *, open_: bool) -> None:
         with self._connections_lock:
@@ -252,7 +261,8 @@ class Emulator:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        host = f"[{host}]" if ":" in str(host) else str(host)
+        return f"http://{host}:{port}"
 
     def start(self) -> None:
         """Serve in a daemon thread; once only."""
