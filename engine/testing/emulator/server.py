@@ -260,9 +260,8 @@ class Emulator:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else str(host)
-        return f"http://{host}:{port}"
+        host, port = self._server.server_name, self._server.server_port
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def start(self) -> None:
         """Serve in a daemon thread; once only."""
