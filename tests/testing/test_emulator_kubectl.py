@@ -177,3 +177,15 @@ def _deletion_marked(cluster: MemoryCluster) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def test_typed_create_commands_send_protobuf(kubectl: Any, cluster: MemoryCluster) -> None:
+    """``kubectl create namespace|secret|configmap`` send protobuf; the objects arrive as sent."""
+    for args in (["namespace", "demo"], ["secret", "generic", "s", "-n", "demo", "--from-literal=a=b"],
+                 ["configmap", "c", "-n", "demo", "--from-literal=k=v"]):
+        result = kubectl("create", *args)
+        assert result.returncode == 0, result.stderr
+    assert cluster.get("v1", "Namespace", None, "demo")["metadata"]["name"] == "demo"
+    secret = cluster.get("v1", "Secret", "demo", "s")
+    assert secret["data"] == {"a": "Yg=="} and "generateName" not in secret["metadata"]
+    assert cluster.get("v1", "ConfigMap", "demo", "c")["data"] == {"k": "v"}

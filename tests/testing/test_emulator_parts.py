@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from engine.cluster.api import UnsupportedMediaType
 from engine.testing.emulator.discovery import version_key
 from engine.testing.emulator.jsonpath import JsonPathError, compile_path
+from engine.testing.emulator.protobuf import decode
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import go_format, human_duration, wanted_table
 
@@ -119,3 +121,32 @@ def test_versions_sort_as_kubernetes_prefers_them() -> None:
     """GA before beta before alpha, higher first; unknown shapes last."""
     found = sorted(["v1alpha1", "foo", "v2", "v1beta1", "v1", "v1beta2", "v10"], key=version_key)
     assert found == ["v10", "v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field (payloads under 128 bytes)."""
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+class TestProtobuf:
+    def test_decodes_a_config_map(self) -> None:
+        """A ConfigMap in the Kubernetes protobuf envelope reads as its JSON object; empty fields are dropped."""
+        meta = _field(1, b"c") + _field(2, b"") + _field(3, b"ns") + _field(11, _field(1, b"app") + _field(2, b"a"))
+        raw = _field(1, meta) + _field(2, _field(1, b"k") + _field(2, b"v")) + _field(3, _field(1, b"b") +
+                                                                            _field(2, b"\x00\x01"))
+        body = b"k8s\x00" + _field(1, _field(1, b"v1") + _field(2, b"ConfigMap")) + _field(2, raw)
+        assert decode(body) == {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "ns", "labels": {"app": "a"}},
+            "data": {"k": "v"}, "binaryData": {"b": "AAE="},
+        }
+
+    @pytest.mark.parametrize(("body", "message"), [
+        (b"\x0a\x02v1", "envelope"),
+        (b"k8s\x00" + _field(1, _field(1, b"v1") + _field(2, b"Pod")), "send Pod as application/json"),
+        (b"k8s\x00\x0a\x7f", "could not be read"),
+    ])
+    def test_refuses_what_it_cannot_read(self, body: bytes, message: str) -> None:
+        """Bodies without the envelope, of other kinds or cut short are a 415 that says why."""
+        with pytest.raises(UnsupportedMediaType, match=message):
+            decode(body)

@@ -31,7 +31,7 @@ from engine.cluster.api import (
 )
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.selectors import parse_fields
-from engine.testing.emulator import discovery
+from engine.testing.emulator import discovery, protobuf
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
@@ -146,9 +146,8 @@ class Rest:
         method, query = request.method, request.query
         if query.get("dryRun"):
             raise BadRequest("dryRun is not supported by the emulator: the request would have been carried out")
+        info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
-        hint = body.get("kind") if isinstance(body, dict) and method in ("POST", "PATCH") else None
-        info = self._resolve(target, hint if isinstance(hint, str) else None)
         if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
                                                or target.name is None):
             raise not_served()
@@ -175,12 +174,18 @@ class Rest:
             return self._delete(info, target, body)
         raise MethodNotAllowed("the server does not allow this method on the requested resource")
 
-    def _resolve(self, target: Target, kind_hint: str | None) -> ResourceInfo:
-        """The served kind a path names; in a permissive cluster a write may name one not yet holding objects."""
+    def _resolve(self, target: Target, request: Request) -> ResourceInfo:
+        """The served kind a path names; in a permissive cluster a write may name one not yet holding
+        objects, by the kind in its body."""
         for info in self.cluster.resources():
             if info.api_version == target.api_version and info.plural == target.plural:
                 return info
-        if kind_hint and self.cluster.serves(target.api_version, kind_hint):
+        try:
+            body = _parse_body(request) if request.method in ("POST", "PATCH") else None
+        except ApiError:
+            body = None  # a body we cannot read names no kind: the path stays unknown
+        kind_hint = body.get("kind") if isinstance(body, dict) else None
+        if isinstance(kind_hint, str) and kind_hint and self.cluster.serves(target.api_version, kind_hint):
             info = self.cluster.resource_info(target.api_version, kind_hint)
             if info.plural == target.plural:
                 return info
@@ -327,6 +332,8 @@ def _parse_body(request: Request) -> Any:
     if not request.body.strip():
         return None
     media = request.content_type.partition(";")[0].strip().lower()
+    if media == protobuf.MEDIA_TYPE:
+        return protobuf.decode(request.body)
     if "protobuf" in media or "cbor" in media:
         raise UnsupportedMediaType(f"the body of the request was in an unknown format: {media}")
     try:
