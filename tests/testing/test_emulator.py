@@ -581,6 +581,13 @@ class TestKubeconfig:
                                                                "namespace": "tenant-a"}}]
         assert doc["clusters"][0]["cluster"]["server"] == emulator.url
 
+    def test_written_contexts_share_a_default_namespace(self, emulator: Emulator, tmp_path: Path) -> None:
+        """A namespace given to write_kubeconfig is every context's default namespace."""
+        path = tmp_path / "kubeconfig"
+        write_kubeconfig(path, {"a": emulator, "b": emulator}, "b", namespace="tenant-a")
+        contexts, _ = config.list_kube_config_contexts(config_file=str(path))
+        assert {c["name"]: c["context"]["namespace"] for c in contexts} == {"a": "tenant-a", "b": "tenant-a"}
+
     def test_write_kubeconfig_needs_a_known_current_context(self, emulator: Emulator, tmp_path: Path) -> None:
         """Naming a current context that is not among the emulators is a ValueError."""
         with pytest.raises(ValueError, match="current context"):

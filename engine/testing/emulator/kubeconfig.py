@@ -36,22 +36,27 @@ def kubeconfig(name: str, server: str, token: str | None, *, namespace: str | No
     }
 
 
-def merged(contexts: Mapping[str, Served], current: str) -> Obj:
-    """One kubeconfig with a context per emulator, named by its key; ``current`` selected."""
+def merged(contexts: Mapping[str, Served], current: str, *, namespace: str | None = None) -> Obj:
+    """One kubeconfig with a context per emulator, named by its key; ``current`` selected; every
+    context defaults to ``namespace`` when given."""
     if current not in contexts:
         raise ValueError(f"the current context {current!r} is none of {sorted(contexts)}")
     doc: Obj = {"apiVersion": "v1", "kind": "Config", "preferences": {}, "clusters": [], "users": [],
                 "contexts": [], "current-context": current}
     for name, emulator in contexts.items():
-        one = emulator.kubeconfig(name)
+        one = emulator.kubeconfig(name, namespace=namespace)
         for key in ("clusters", "users", "contexts"):
             doc[key].extend(one[key])
     return doc
 
 
-def write_kubeconfig(path: str | os.PathLike[str], contexts: Mapping[str, Served], current: str) -> None:
-    """Write a kubeconfig file (mode 0600: it holds tokens) with one context per emulator."""
-    text = yaml.safe_dump(merged(contexts, current), sort_keys=False)
+def write_kubeconfig(path: str | os.PathLike[str], contexts: Mapping[str, Served], current: str, *,
+                     namespace: str | None = None) -> None:
+    """Write a kubeconfig file (mode 0600: it holds tokens) with one context per emulator.
+
+    kubectl sends no bearer token to an ``http://`` server, so against an emulator that checks a
+    token only the kubernetes Python client gets through; leave the token unset for kubectl."""
+    text = yaml.safe_dump(merged(contexts, current, namespace=namespace), sort_keys=False)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(text)
