@@ -156,6 +156,24 @@ class TestDiscovery:
         group = raw(emulator, "GET", "/apis/coordination.k8s.io")[2]
         assert group["kind"] == "APIGroup" and group["preferredVersion"]["version"] == "v1"
 
+    def test_deleted_crd_stops_serving_its_kind(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """Deleting the CRD over HTTP takes its group version out of discovery and its paths away."""
+        cluster.create(WIDGET_CRD)
+        code, _, _ = raw(emulator, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                         "widgets.example.com")
+        assert code == 200
+        assert "example.com" not in [g["name"] for g in raw(emulator, "GET", "/apis")[2]["groups"]]
+        assert raw(emulator, "GET", "/apis/example.com/v1/namespaces/ns/widgets")[0] == 404
+
+    def test_permissive_cluster_serves_kinds_without_crds(self, clock: SimulatedClock) -> None:
+        """On a permissive cluster an object of an unknown kind is created by its plural, then discovered."""
+        with Emulator(MemoryCluster("", clock=clock, permissive=True)) as served:
+            body = {"apiVersion": "example.io/v1", "kind": "Part", "metadata": {"name": "p"}}
+            code, _, made = raw(served, "POST", "/apis/example.io/v1/namespaces/ns/parts", body)
+            assert code == 201 and made["metadata"]["namespace"] == "ns"
+            resources = raw(served, "GET", "/apis/example.io/v1")[2]["resources"]
+            assert [r["name"] for r in resources] == ["parts", "parts/status"]
+
     def test_unserved_group_version_is_not_found(self, emulator: Emulator) -> None:
         """A group version nobody serves answers 404 with a Status."""
         code, _, doc = raw(emulator, "GET", "/apis/example.com/v1")
