@@ -431,6 +431,26 @@ class TestWatch:
         assert [e["type"] for e in seen] == ["ADDED", "BOOKMARK", "BOOKMARK"]
         assert seen[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
 
+    def test_many_watchers_each_see_every_event(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """Concurrent watches are served side by side, each receiving every change."""
+        cluster.create(WIDGET_CRD)
+        rv = cluster.list(WIDGETS, "Widget", "ns").resource_version
+        results: list[list[str]] = []
+
+        def follow() -> None:
+            _, _, text = raw(emulator, "GET", f"/apis/example.com/v1/namespaces/ns/widgets?watch=true"
+                             f"&resourceVersion={rv}&timeoutSeconds=1")
+            results.append([json.loads(line)["object"]["metadata"]["name"] for line in text.splitlines()])
+
+        readers = [threading.Thread(target=follow) for _ in range(10)]
+        for reader in readers:
+            reader.start()
+        for index in range(20):
+            cluster.create(widget(f"w{index:02}"))
+        for reader in readers:
+            reader.join()
+        assert results == [[f"w{index:02}" for index in range(20)]] * 10
+
     def test_too_old_resource_version_is_gone(self, clock: SimulatedClock, tmp_path: Path) -> None:
         """A resourceVersion older than the event log ends the watch with a 410 ERROR event."""
         small = MemoryCluster("", clock=clock, event_log_size=2)
