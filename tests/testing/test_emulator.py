@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import http.client
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -576,6 +577,15 @@ class TestRobustness:
         code, _, doc = raw(emulator, "GET", "/api/v1/namespaces/ns/configmaps/c")
         assert code == 500 and doc["reason"] == "InternalError" and "boom" not in json.dumps(doc)
         assert raw(emulator, "GET", "/version")[0] == 200
+
+    def test_malformed_request_gets_a_status(self, emulator: Emulator) -> None:
+        """Even a request the HTTP layer cannot parse is answered with a Status document."""
+        host, port = emulator.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            conn.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            answer = conn.recv(4096)
+        status = json.loads(answer[answer.index(b"{"):])
+        assert (status["kind"], status["code"]) == ("Status", 400)
 
     def test_method_not_allowed(self, emulator: Emulator) -> None:
         """POST on a named object is a 405 Status."""

@@ -15,6 +15,7 @@ import select
 import socket
 import socketserver
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -117,9 +118,12 @@ class _Handler(BaseHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The stdlib's own refusals (malformed requests) as Status documents too."""
         self.close_connection = True
+        try:
+            reason = HTTPStatus(code).phrase.replace(" ", "").replace("-", "")
+        except ValueError:
+            reason = "BadRequest" if code < 500 else "InternalError"
         with contextlib.suppress(OSError):
-            self._send(code, status_document(code, "BadRequest" if code < 500 else "InternalError",
-                                             message or explain or "bad request"))
+            self._send(code, status_document(code, reason, message or explain or reason))
 
     # -------------------------------------------------------------------
 
@@ -213,7 +217,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     def _stream(self, stream: Stream) -> None:
         self.send_response(200)
