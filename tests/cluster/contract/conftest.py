@@ -1,13 +1,15 @@
 """The contract suite runs against every Cluster implementation through the interface only.
 
-Only ``memory`` exists today; an implementation over HTTP joins by adding a parameter to
-``make_cluster``. Tests never reach into an implementation: CRDs are installed through
-``cluster.create``, and nothing is seeded.
+``memory`` is the in-process cluster. ``kube`` is a KubeCluster (the official client) talking
+HTTP to an emulator that serves a MemoryCluster, every read live; ``kube-cached`` is the same
+with its informer cache on, as the operator runs it. Tests never reach into an
+implementation: CRDs are installed through ``cluster.create``, and nothing is seeded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from contract_kit import GADGET_CRD, WIDGET_CRD, Clock
@@ -15,7 +17,36 @@ from contract_kit import GADGET_CRD, WIDGET_CRD, Clock
 from engine.cluster.api import Cluster
 from engine.cluster.memory import MemoryCluster
 
+try:
+    from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
+    from engine.testing.emulator import Emulator
+except ImportError:  # the emulator is being written; the kube implementations wait for it
+    Emulator = None  # type: ignore[assignment,misc]
+
 MakeCluster = Callable[[str], Cluster]
+
+
+CACHED_DIFFERENCES = {
+    "test_absent_object_is_created": pytest.mark.xfail(
+        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
+    "test_other_managers_keys_stay": pytest.mark.xfail(
+        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
+    "test_status_apply_writes_only_status": pytest.mark.xfail(
+        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
+    "test_owner_held_by_finalizer_keeps_dependents": pytest.mark.skip(
+        reason="garbage collection is the server's own write: a cache that already holds the dependent sees it"
+        " go when the watch delivers the deletion, not at once (on a real cluster it is asynchronous anyway)"),
+}
+"""Where the cached KubeCluster differs from the contract on purpose; ``kube`` runs these tests live."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("make_cluster") == "kube-cached":
+            mark = CACHED_DIFFERENCES.get(getattr(item, "originalname", item.name))
+            if mark is not None:
+                item.add_marker(mark)
 
 
 @pytest.fixture
@@ -24,16 +55,28 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=["memory"])
-def make_cluster(request: pytest.FixtureRequest, clock: Clock) -> MakeCluster:
+@pytest.fixture(params=["memory", "kube", "kube-cached"])
+def make_cluster(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -> Iterator[MakeCluster]:
     """Builds an empty cluster of the implementation under test, named as asked."""
+    started: list[tuple[KubeCluster, Emulator]] = []
 
     def make(name: str) -> Cluster:
         if request.param == "memory":
             return MemoryCluster(name, clock=clock)
-        raise AssertionError(f"unknown implementation {request.param}")
+        if Emulator is None:
+            pytest.skip("the HTTP emulator (engine.testing.emulator) is not there yet")
+        emulator = Emulator(MemoryCluster(name, clock=clock), clock=clock)
+        emulator.start()
+        context = name or "management"
+        cluster = kube_cluster_from_kubeconfig(name, emulator.kubeconfig(context), cache=request.param == "kube-cached",
+                                               discovery_cache_dir=tmp_path / context)
+        started.append((cluster, emulator))
+        return cluster
 
-    return make
+    yield make
+    for cluster, emulator in started:
+        cluster.stop()
+        emulator.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,9 @@
+"""The Cluster interface on a real API server through the official ``kubernetes`` client.
+
+This package is the only importer of ``kubernetes``; nothing it raises is a kubernetes type.
+"""
+
+from engine.cluster.kube.cluster import KubeCluster
+from engine.cluster.kube.config import api_client_from_kubeconfig, kube_cluster_from_kubeconfig, kube_cluster_in_pod
+
+__all__ = ["KubeCluster", "api_client_from_kubeconfig", "kube_cluster_from_kubeconfig", "kube_cluster_in_pod"]

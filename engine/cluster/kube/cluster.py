@@ -1,0 +1,499 @@
+"""KubeCluster: the Cluster interface on a real API server, through the official client.
+
+Writes and watches go to the API server. Reads are answered by an informer cache per
+(kind, namespace scope), started on the first read of the kind and kept current by a watch,
+so a converged pass reads from memory; ``live=True`` reads, and reads outside the namespaces
+the cache covers, go to the server. A read right after a write waits until the watch has
+delivered that write (see ``store``), so the engine reads its own writes while every list
+stays a consistent snapshot a watch can resume from.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client import ApiClient
+from kubernetes.client.rest import RESTClientObject
+
+from engine.cluster.api import (
+    BadRequest,
+    Cause,
+    Cluster,
+    Invalid,
+    LabelSelector,
+    NotFound,
+    Obj,
+    ObjectList,
+    PatchType,
+    PrinterColumn,
+    ResourceInfo,
+    WatchEvent,
+)
+from engine.cluster.kube.errors import no_resource
+from engine.cluster.kube.informer import Informer
+from engine.cluster.kube.store import Expectation, key_of, version_number
+from engine.cluster.kube.wire import ResumingStream, WatchStream, Wire
+from engine.cluster.selectors import FieldSelector, parse_fields, parse_labels
+
+POOL_SIZE = 64
+"""Connections per ApiClient: every informer holds one for its watch, requests need the rest."""
+
+WATCH_TIMEOUT = 300.0
+"""Seconds one informer watch lasts before it resumes from its resourceVersion."""
+
+SETTLE_TIMEOUT = 5.0
+"""Seconds a cached read waits for the watch to deliver this cluster's own writes before reading live."""
+
+CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+Scope = str | None
+"""The namespace an informer covers, or None for all namespaces (and cluster-scoped kinds)."""
+
+
+class KubeCluster:
+    """One cluster reached through one ApiClient (never the library's global default)."""
+
+    def __init__(
+        self,
+        name: str,
+        api_client: ApiClient,
+        *,
+        cache: bool = True,
+        discovery_cache_dir: Path | None = None,
+        namespaces: Sequence[str] | None = None,
+        watch_timeout: float = WATCH_TIMEOUT,
+        settle_timeout: float = SETTLE_TIMEOUT,
+        log: logging.Logger | None = None,
+    ) -> None:
+        """namespaces: the only namespaces the cache covers (reads elsewhere, and of cluster-scoped
+        kinds, go live); None covers the whole cluster. discovery_cache_dir: where the
+        DynamicClient keeps its discovery file; None uses a private temporary directory."""
+        self.name = name
+        self.api_client = api_client
+        self._cache = cache
+        self._namespaces = None if namespaces is None else frozenset(namespaces)
+        self._watch_timeout = watch_timeout
+        self._settle_timeout = settle_timeout
+        self._log = log or logging.getLogger(f"engine.cluster.kube.{name or 'management'}")
+        _widen_pool(api_client)
+        self._tmpdir: str | None = None
+        if discovery_cache_dir is None:
+            self._tmpdir = tempfile.mkdtemp(prefix="engine-discovery-")
+            cache_dir = Path(self._tmpdir)
+        else:
+            cache_dir = Path(discovery_cache_dir)
+            cache_dir.mkdir(parents=True, exist_ok=True)
+        host = str(api_client.configuration.host or "")
+        digest = hashlib.sha256(f"{name}\0{host}".encode()).hexdigest()[:16]
+        self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json")
+        self._lock = threading.Lock()
+        self._informers: dict[tuple[str, str, Scope], Informer] = {}
+        self._starting: dict[tuple[str, str, Scope], threading.Lock] = {}
+        self._stopped = False
+
+    def __repr__(self) -> str:
+        return f"<KubeCluster {self.name or '(management)'} {self.api_client.configuration.host}>"
+
+    # -----------------------------------------------------------------------
+    # Lifecycle.
+
+    def has_synced(self) -> bool:
+        """True when every informer started so far has its initial list (readiness)."""
+        with self._lock:
+            informers = list(self._informers.values())
+        return all(i.has_synced() or i.dead for i in informers)
+
+    def stop(self) -> None:
+        """Stop every informer thread; later reads go live. Safe to call twice."""
+        with self._lock:
+            self._stopped = True
+            informers = list(self._informers.values())
+            self._informers.clear()
+        for informer in informers:
+            informer.stop()
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def informers(self) -> builtins.list[Informer]:
+        """The informers running now (for probes and tests)."""
+        with self._lock:
+            return [i for i in self._informers.values() if not i.dead]
+
+    # -----------------------------------------------------------------------
+    # Discovery.
+
+    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
+        """What the server's discovery says now, with printer columns from the kind's CRD when readable."""
+        entries = self._wire.group_version(api_version)
+        main = next((e for e in entries or [] if e.get("kind") == kind and "/" not in str(e.get("name", ""))), None)
+        if main is None:
+            self._wire.forget(api_version, kind)
+            raise no_resource()
+        plural = str(main["name"])
+        info = ResourceInfo(
+            api_version=api_version,
+            kind=kind,
+            plural=plural,
+            namespaced=bool(main.get("namespaced")),
+            status_subresource=any(e.get("name") == f"{plural}/status" for e in entries or []),
+            singular=str(main.get("singularName") or kind.lower()),
+            short_names=tuple(str(n) for n in main.get("shortNames") or ()),
+        )
+        if not info.group:
+            return info
+        return ResourceInfo(**{**info.__dict__, "printer_columns": self._printer_columns(info)})
+
+    def _printer_columns(self, info: ResourceInfo) -> tuple[PrinterColumn, ...]:
+        try:
+            crd = self._live_get("apiextensions.k8s.io/v1", CRD[1], None, f"{info.plural}.{info.group}")
+        except (NotFound, Exception):  # a built-in group, or no right to read CRDs: no columns
+            return ()
+        for version in (crd.get("spec") or {}).get("versions") or []:
+            if isinstance(version, dict) and version.get("name") == info.version:
+                return tuple(
+                    PrinterColumn(
+                        name=str(c.get("name", "")), type=str(c.get("type", "")), json_path=str(c.get("jsonPath", "")),
+                        description=str(c.get("description", "")), priority=int(c.get("priority") or 0),
+                        format=str(c.get("format", "")),
+                    )
+                    for c in version.get("additionalPrinterColumns") or [] if isinstance(c, dict)
+                )
+        return ()
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        entries = self._wire.group_version(api_version)
+        served = any(e.get("kind") == kind and "/" not in str(e.get("name", "")) for e in entries or [])
+        if not served:
+            self._wire.forget(api_version, kind)
+        return served
+
+    # -----------------------------------------------------------------------
+    # Reads.
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+        namespace = self._namespace(api_version, kind, namespace)
+        informer = None if live else self._informer(api_version, kind, namespace, listing=False)
+        if informer is None:
+            return self._live_get(api_version, kind, namespace, name)
+        found = informer.store.get((namespace or "", name))
+        if found is None:
+            raise self._not_found(api_version, kind, name)
+        return found
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        labels: LabelSelector = None,
+        fields: str | None = None,
+        live: bool = False,
+    ) -> ObjectList:
+        selector = parse_labels(labels)
+        resource = self._wire.resource(api_version, kind)
+        namespace = (namespace or None) if resource.namespaced else None
+        field_selector: FieldSelector | None = None
+        if not live and self._cache:
+            try:
+                field_selector = parse_fields(fields)
+            except BadRequest:
+                field_selector = None  # a field this side cannot match: the server decides
+        informer = None if field_selector is None else self._informer(api_version, kind, namespace, listing=True)
+        if informer is None or field_selector is None:
+            return self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
+        items, position = informer.store.select(namespace, selector, field_selector)
+        return ObjectList(items, position)
+
+    def _live_get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+        found = self._wire.call("get", api_version, kind, namespace=namespace, name=name)
+        return self._out(found, api_version, kind)
+
+    def _live_list(self, api_version: str, kind: str, namespace: str | None, *, labels: str | None = None,
+                   fields: str | None = None) -> ObjectList:
+        params: dict[str, Any] = {}
+        if labels:
+            params["label_selector"] = labels
+        if fields:
+            params["field_selector"] = fields
+        answer = self._wire.call("get", api_version, kind, namespace=namespace, **params) or {}
+        items = [self._out(item, api_version, kind) for item in answer.get("items") or []]
+        items.sort(key=key_of)
+        return ObjectList(items, str((answer.get("metadata") or {}).get("resourceVersion") or ""))
+
+    # -----------------------------------------------------------------------
+    # Writes.
+
+    def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        api_version, kind, namespace, _ = self._identify(obj, need_name=False)
+        created = self._wire.call("create", api_version, kind, namespace=namespace, body=obj,
+                                  **_manager(field_manager))
+        return self._written(api_version, kind, created)
+
+    def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        api_version, kind, namespace, name = self._identify(obj)
+        updated = self._wire.call("replace", api_version, kind, namespace=namespace, name=name, body=obj,
+                                  **_manager(field_manager))
+        return self._written(api_version, kind, updated)
+
+    def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        api_version, kind, namespace, name = self._identify(obj)
+        updated = self._wire.call("replace", api_version, kind, namespace=namespace, name=name, body=obj,
+                                  subresource="status", **_manager(field_manager))
+        return self._written(api_version, kind, updated)
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = "merge",
+        status: bool = False,
+        field_manager: str | None = None,
+    ) -> Obj:
+        namespace = self._namespace(api_version, kind, namespace)
+        if patch_type == "merge":
+            if not isinstance(patch, dict):
+                raise BadRequest("a merge patch must be a JSON object")
+            content_type = "application/merge-patch+json"
+        elif patch_type == "json":
+            if not isinstance(patch, list):
+                raise BadRequest("a JSON patch must be a list of operations")
+            content_type = "application/json-patch+json"
+            if not patch:  # nothing to do; the client would send an empty list as an empty object
+                return self._live_get(api_version, kind, namespace, name)
+        else:
+            raise BadRequest(f"unsupported patch type {patch_type!r}")
+        patched = self._wire.call("patch", api_version, kind, namespace=namespace, name=name, body=patch,
+                                  subresource="status" if status else None, content_type=content_type,
+                                  **_manager(field_manager))
+        return self._written(api_version, kind, patched)
+
+    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
+        api_version, kind, namespace, name = self._identify(obj)
+        applied = self._wire.call("server_side_apply", api_version, kind, namespace=namespace, name=name, body=obj,
+                                  subresource="status" if status else None, field_manager=field_manager,
+                                  force_conflicts=True if force else None)
+        return self._written(api_version, kind, applied)
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        namespace = self._namespace(api_version, kind, namespace)
+        answer = self._wire.call("delete", api_version, kind, namespace=namespace, name=name)
+        if isinstance(answer, dict) and answer.get("kind") != "Status":
+            meta = answer.get("metadata") or {}
+            if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                return self._written(api_version, kind, answer)
+        uid = None
+        if isinstance(answer, dict):
+            uid = ((answer.get("details") or {}) if answer.get("kind") == "Status" else
+                   (answer.get("metadata") or {})).get("uid")
+        self._expect_gone(api_version, kind, namespace, name, uid, answer)
+        return None
+
+    def _written(self, api_version: str, kind: str, answer: Any) -> Obj:
+        """A write's answer: reads now wait for the watch to deliver it; a CRD write changes discovery."""
+        obj = self._out(answer, api_version, kind)
+        meta = obj.get("metadata") or {}
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            # The write removed the last finalizer of a deleting object: it is gone now.
+            self._expect_gone(api_version, kind, meta.get("namespace"), str(meta.get("name")), meta.get("uid"), obj)
+            return obj
+        version = version_number(meta.get("resourceVersion"))
+        if version is not None:
+            for informer in self._covering(api_version, kind, meta.get("namespace")):
+                informer.store.expect(Expectation(version=version))
+        if (api_version.rpartition("/")[0], kind) == CRD:
+            self._wire.forget()
+        return obj
+
+    def _expect_gone(self, api_version: str, kind: str, namespace: str | None, name: str, uid: Any,
+                     answer: Any) -> None:
+        meta = (answer.get("metadata") or {}) if isinstance(answer, dict) and answer.get("kind") != "Status" else {}
+        version = version_number(meta.get("resourceVersion"))
+        key = (namespace or "", name)
+        for informer in self._covering(api_version, kind, namespace):
+            known = str(uid) if uid else informer.store.uid_at(key)
+            informer.store.expect(Expectation(version=version, gone=key, uid=known))
+        if (api_version.rpartition("/")[0], kind) == CRD:
+            self._wire.forget()
+
+    # -----------------------------------------------------------------------
+    # Watch.
+
+    def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        labels: LabelSelector = None,
+        timeout: float | None = None,
+        bookmarks: bool = False,
+    ) -> Iterator[WatchEvent]:
+        """A live watch (never the cache). Without a timeout it resumes across server-side ends."""
+        params: dict[str, Any] = {}
+        selector = str(parse_labels(labels))
+        if selector:
+            params["label_selector"] = selector
+
+        def open_from(rv: str | None) -> WatchStream:
+            extra = {"resource_version": rv} if rv else {}
+            return self._wire.watch(api_version, kind, namespace or None, timeout=timeout, bookmarks=bookmarks,
+                                    strip_managed_fields=self._cache, **params, **extra)
+
+        if timeout is None:
+            return ResumingStream(open_from, resource_version)
+        return open_from(resource_version)
+
+    # -----------------------------------------------------------------------
+    # The cache.
+
+    def _scope(self, namespaced: bool, namespace: str | None) -> tuple[bool, Scope]:
+        """Whether the cache covers a read, and the informer scope that answers it."""
+        if not self._cache:
+            return False, None
+        if self._namespaces is None:
+            return True, None
+        if namespaced and namespace in self._namespaces:
+            return True, namespace
+        return False, None
+
+    def _informer(self, api_version: str, kind: str, namespace: str | None, *, listing: bool) -> Informer | None:
+        """The synced informer that answers a read (started now if need be), or None to read live."""
+        resource = self._wire.resource(api_version, kind)
+        covered, scope = self._scope(bool(resource.namespaced), namespace)
+        if not covered:
+            return None
+        key = (api_version, kind, scope)
+        with self._lock:
+            if self._stopped:
+                return None
+            informer = self._informers.get(key)
+            starting = self._starting.setdefault(key, threading.Lock())
+        if informer is None or informer.dead:
+            with starting:
+                with self._lock:
+                    informer = self._informers.get(key)
+                if informer is None or informer.dead:
+                    informer = self._start(api_version, kind, scope)
+                    if informer is None:
+                        return None
+        if not informer.store.settle(self._settle_timeout):
+            self._log.warning("%r: the watch did not deliver this cluster's writes within %.1fs; reading live",
+                              informer, self._settle_timeout)
+            return None
+        return informer
+
+    def _start(self, api_version: str, kind: str, scope: Scope) -> Informer | None:
+        where = f" in {scope}" if scope else ""
+        informer = Informer(
+            f"{kind}.{api_version}{where} on {self.name or 'the management cluster'}",
+            lambda: self._live_list(api_version, kind, scope),
+            lambda rv: self._wire.watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
+                                        strip_managed_fields=True, **({"resource_version": rv} if rv else {})),
+            log=self._log,
+        )
+        informer.start()  # the first list: its errors (NotFound for an unserved kind) are the read's
+        with self._lock:
+            if self._stopped:
+                informer.stop()
+                return None
+            self._informers[(api_version, kind, scope)] = informer
+        return informer
+
+    def _covering(self, api_version: str, kind: str, namespace: str | None) -> builtins.list[Informer]:
+        """Informers whose objects include this one's: same group and kind, scope all or its namespace."""
+        group = api_version.rpartition("/")[0]
+        with self._lock:
+            return [
+                informer for (av, k, scope), informer in self._informers.items()
+                if k == kind and av.rpartition("/")[0] == group and (scope is None or scope == namespace)
+                and not informer.dead
+            ]
+
+    # -----------------------------------------------------------------------
+    # Helpers.
+
+    def _namespace(self, api_version: str, kind: str, namespace: str | None) -> str | None:
+        """The namespace a call on one object addresses: required for namespaced kinds, dropped otherwise."""
+        resource = self._wire.resource(api_version, kind)
+        if not resource.namespaced:
+            return None
+        if not namespace:
+            raise BadRequest(f"{_resource_name(resource.name, api_version)} is namespaced: a namespace is required")
+        return namespace
+
+    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[str, str, str | None, str]:
+        """apiVersion, kind, namespace and name of an object body, checked as the API server checks them."""
+        if not isinstance(obj, dict):
+            raise BadRequest("the object must be a JSON object")
+        for key in ("apiVersion", "kind"):
+            if not obj.get(key) or not isinstance(obj[key], str):
+                raise BadRequest(f"Object '{'Kind' if key == 'kind' else key}' is missing in the request body")
+        meta = obj.get("metadata", {})
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata must be a JSON object")
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        namespace = self._namespace(api_version, kind, meta.get("namespace") or None)
+        name = str(meta.get("name") or "")
+        if need_name and not name:
+            group = api_version.rpartition("/")[0]
+            qualified = f"{kind}.{group}" if group else kind
+            raise Invalid(f'{qualified} "" is invalid: metadata.name: Required value: name is required',
+                          causes=[Cause("metadata.name", "Required value: name is required", "FieldValueRequired")],
+                          details={"name": "", "group": group, "kind": kind})
+        return api_version, kind, namespace, name
+
+    def _out(self, obj: Any, api_version: str, kind: str) -> Obj:
+        """An answer as this cluster returns it: with apiVersion and kind (list items of built-in kinds
+        lack them) and, when caching, without managedFields, so reads and write answers compare equal."""
+        if not isinstance(obj, dict):
+            raise BadRequest(f"the server answered with {type(obj).__name__}, not an object")
+        obj.setdefault("apiVersion", api_version)
+        obj.setdefault("kind", kind)
+        if self._cache:
+            (obj.get("metadata") or {}).pop("managedFields", None)
+        return obj
+
+    def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:
+        resource = self._wire.resource(api_version, kind)
+        group = api_version.rpartition("/")[0]
+        return NotFound(f'{_resource_name(resource.name, api_version)} "{name}" not found',
+                        details={"name": name, "group": group, "kind": resource.name})
+
+
+def _resource_name(plural: str, api_version: str) -> str:
+    """The resource as the API server's errors spell it: ``secrets`` or ``widgets.example.com``."""
+    group = api_version.rpartition("/")[0]
+    return f"{plural}.{group}" if group else plural
+
+
+def _manager(field_manager: str | None) -> dict[str, str]:
+    return {"field_manager": field_manager} if field_manager else {}
+
+
+def _widen_pool(api_client: ApiClient) -> None:
+    """Give the client enough pooled connections for its watches (rebuilding its pool if need be)."""
+    configuration = api_client.configuration
+    if (configuration.connection_pool_maxsize or 0) < POOL_SIZE:
+        configuration.connection_pool_maxsize = POOL_SIZE
+        api_client.rest_client = RESTClientObject(configuration)
+
+
+def _conforms(cluster: KubeCluster) -> Cluster:
+    """Never called: mypy proves here that KubeCluster satisfies the Cluster protocol."""
+    return cluster
+

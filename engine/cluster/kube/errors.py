@@ -1,0 +1,100 @@
+"""The kubernetes client's exceptions, translated into ours at the boundary.
+
+The API server already says what went wrong in a Status document (code, reason, message,
+causes), so an HTTP error is rebuilt from that body; failures that never reached an answer
+(refused connections, resets, timeouts) become ServerError or Timeout. No kubernetes or
+urllib3 exception type leaves this package.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import urllib3.exceptions
+from kubernetes.client.exceptions import ApiException, OpenApiException
+from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
+
+from engine.cluster.api import ApiError, BadRequest, Cause, NotFound, ServerError, Timeout, error_from_status
+
+NO_RESOURCE = "the server could not find the requested resource"
+"""The API server's message for a kind it does not serve."""
+
+
+def no_resource() -> NotFound:
+    return NotFound(NO_RESOURCE)
+
+
+def from_status(doc: Any, *, code: int = 500, reason: str = "") -> ApiError:
+    """Our error for a metav1 Status document (an error body or a watch ERROR event)."""
+    if not isinstance(doc, dict):
+        return error_from_status(code, reason, reason or f"the server answered {code}")
+    raw_causes = (doc.get("details") or {}).get("causes") or []
+    causes = [
+        Cause(str(c.get("field", "")), str(c.get("message", "")), str(c.get("reason") or "FieldValueInvalid"))
+        for c in raw_causes if isinstance(c, dict)
+    ]
+    status_code = doc.get("code")
+    err = error_from_status(
+        status_code if isinstance(status_code, int) and status_code else code,
+        str(doc.get("reason") or reason),
+        str(doc.get("message") or reason or f"the server answered {code}"),
+        causes,
+    )
+    details = dict(doc.get("details") or {})
+    details.pop("causes", None)
+    err.details = details
+    return err
+
+
+def from_api_exception(exc: ApiException) -> ApiError:
+    """Our error for an HTTP error answer, rebuilt from its Status body when it has one."""
+    status = int(exc.status or 0)
+    reason = str(exc.reason or "")
+    if status == 0:  # the client could not even make the request (TLS, a body it cannot encode)
+        return ServerError(f"request failed: {reason}")
+    body = exc.body
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    try:
+        doc = json.loads(body) if body else None
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("kind") == "Status":
+        return from_status(doc, code=status, reason=reason)
+    text = f"{status} {reason}".strip()
+    if body:
+        text += f": {str(body)[:200]}"
+    return error_from_status(status, reason, text)
+
+
+def from_transport(exc: BaseException) -> ApiError:
+    """Our error for a request that got no answer: Timeout when it ran out of time, else ServerError."""
+    reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason else exc
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        return ServerError(f"cannot reach the API server: {reason}")
+    if isinstance(reason, (urllib3.exceptions.TimeoutError, socket.timeout, TimeoutError)):
+        return Timeout(f"the API server did not answer in time: {reason}")
+    return ServerError(f"the connection to the API server failed: {reason}")
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """Run a client call, raising only our errors."""
+    try:
+        yield
+    except ApiError:
+        raise
+    except ResourceNotFoundError:
+        raise no_resource() from None
+    except ResourceNotUniqueError as exc:
+        raise BadRequest(f"the kind is ambiguous: {exc}") from None
+    except ApiException as exc:
+        raise from_api_exception(exc) from None
+    except OpenApiException as exc:
+        raise ServerError(f"request failed: {exc}") from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise from_transport(exc) from exc

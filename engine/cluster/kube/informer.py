@@ -1,0 +1,128 @@
+"""List, then watch from the list's resourceVersion in a daemon thread, keeping a Store current.
+
+The DynamicClient's own watch neither tracks the resourceVersion nor reconnects (see the
+library notes), so this loop does: it resumes from the last resourceVersion seen (bookmarks
+included) whenever the server ends a stream, re-lists on Gone (410), and backs off on any
+other failure while the store keeps answering from what it has. When the kind stops being
+served (NotFound), the informer ends and says so (``dead``); its owner starts a new one on
+the next read.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+
+from engine.cluster.api import Gone, NotFound, ObjectList, WatchEvent
+from engine.cluster.kube.store import Store, rv_of
+
+RETRY_MIN = 0.5
+RETRY_MAX = 30.0
+"""Seconds between attempts after a failed list or watch: doubling from RETRY_MIN up to RETRY_MAX."""
+
+Lister = Callable[[], ObjectList]
+Watcher = Callable[[str], Iterator[WatchEvent]]
+"""Opens a watch from a resourceVersion (bookmarks on, bounded by the server's timeout)."""
+
+
+class Informer:
+    """One kind in one namespace scope on one cluster."""
+
+    def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger) -> None:
+        self.name = name
+        self.store = Store()
+        self._list = list_all
+        self._watch = watch_from
+        self._log = log
+        self._stop = threading.Event()
+        self._synced = threading.Event()
+        self._lock = threading.Lock()
+        self._stream: Iterator[WatchEvent] | None = None
+        self._thread: threading.Thread | None = None
+        self.dead = False
+        """True once the kind is no longer served (or the informer was stopped): it answers nothing more."""
+        self.relists = 0
+        """How many times the informer listed again after its first list (after Gone)."""
+
+    def __repr__(self) -> str:
+        return f"<Informer {self.name}>"
+
+    def start(self) -> None:
+        """List now (its errors raise to the caller), then watch in a daemon thread."""
+        self._relist()
+        self._synced.set()
+        self._thread = threading.Thread(target=self._run, name=f"informer {self.name}", daemon=True)
+        self._thread.start()
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set() and not self.dead
+
+    def stop(self, *, wait: float = 5.0) -> None:
+        """Stop the thread, interrupting a watch it is blocked in."""
+        self._stop.set()
+        self.dead = True
+        with self._lock:
+            stream = self._stream
+        _close(stream)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(wait)
+
+    def _relist(self) -> None:
+        answer = self._list()
+        self.store.replace(answer.items, answer.resource_version)
+
+    def _run(self) -> None:
+        failures = 0
+        need_list = False
+        while not self._stop.is_set():
+            try:
+                if need_list:
+                    self._relist()
+                    self.relists += 1
+                    need_list = False
+                self._follow()
+                failures = 0
+            except Gone:
+                self._log.info("%r: resourceVersion expired, listing again", self)
+                need_list = True
+            except NotFound:
+                if self._stop.is_set():
+                    break
+                self._log.info("%r: the kind is no longer served; the informer ends", self)
+                self.dead = True
+                break
+            except Exception as exc:  # the thread must outlive any one failure
+                if self._stop.is_set():
+                    break
+                failures += 1
+                delay = min(RETRY_MAX, RETRY_MIN * 2 ** min(failures - 1, 8))
+                self._log.warning("%r: %s; trying again in %.1fs", self, exc, delay)
+                self._stop.wait(delay)
+        self.dead = True
+
+    def _follow(self) -> None:
+        """One watch from the store's position to its end, every event into the store."""
+        stream = self._watch(self.store.position)
+        with self._lock:
+            self._stream = stream
+        if self._stop.is_set():
+            _close(stream)
+            return
+        try:
+            for event in stream:
+                if self._stop.is_set():
+                    break
+                if event["type"] in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and rv_of(event["object"]):
+                    self.store.apply(event)
+        finally:
+            with self._lock:
+                self._stream = None
+            _close(stream)
+
+
+def _close(stream: Iterator[WatchEvent] | None) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()

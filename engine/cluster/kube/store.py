@@ -1,0 +1,205 @@
+"""The objects one informer has seen: keyed by (namespace, name), indexed by label, at a resourceVersion.
+
+The store only ever reflects the watch stream, so it is a consistent snapshot at ``position``
+(the resourceVersion a watch resumes from): a list answered from it can carry that
+resourceVersion and a watcher starting there misses nothing. Read-your-writes comes from
+*expectations* instead of from writing responses into the store: after a write, reads wait
+until the stream has delivered it (``position`` at least the write's resourceVersion, or the
+deleted object gone). Objects are stored without managedFields and handed out as copies.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+from engine.cluster.api import Obj, WatchEvent
+from engine.cluster.selectors import FieldSelector, Selector
+
+Key = tuple[str, str]
+"""(namespace or "", name)."""
+
+_T = TypeVar("_T")
+
+
+def key_of(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def version_number(value: Any) -> int | None:
+    """A resourceVersion as a number, when it is one (etcd's are; the API calls them opaque)."""
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def rv_of(obj: Obj) -> str | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv else None
+
+
+def copy_json(value: _T) -> _T:
+    """A deep copy of JSON-shaped data (faster than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return cast(_T, {k: copy_json(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return cast(_T, [copy_json(v) for v in value])
+    return value
+
+
+def stripped(obj: Obj) -> Obj:
+    """The object without managedFields, as the cache keeps it (the engine never reads them)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        obj = dict(obj)
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return obj
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """A write the store must have seen before it may answer: a resourceVersion reached, or an
+    object (by key, and uid when known) gone."""
+
+    version: int | None = None
+    gone: Key | None = None
+    uid: str | None = None
+
+
+class Store:
+    """Thread-safe; every read returns copies."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition(threading.Lock())
+        self._objects: dict[Key, Obj] = {}
+        self._labels: dict[tuple[str, str], set[Key]] = {}
+        self._position: str = ""
+        self._expected: list[Expectation] = []
+
+    # -- fed by the informer --------------------------------------------------
+
+    def replace(self, items: Iterable[Obj], resource_version: str) -> None:
+        """Everything, as a list answered it."""
+        with self._changed:
+            self._objects.clear()
+            self._labels.clear()
+            for obj in items:
+                self._put(obj)
+            self._position = resource_version
+            self._changed.notify_all()
+
+    def apply(self, event: WatchEvent) -> None:
+        """One watch event: ADDED or MODIFIED stores, DELETED removes, BOOKMARK only moves the position."""
+        obj = event["object"]
+        with self._changed:
+            if event["type"] in ("ADDED", "MODIFIED"):
+                self._put(obj)
+            elif event["type"] == "DELETED":
+                self._drop(key_of(obj))
+            rv = rv_of(obj)
+            if rv is not None:
+                self._position = rv
+            self._changed.notify_all()
+
+    def _put(self, obj: Obj) -> None:
+        key = key_of(obj)
+        self._drop(key)
+        obj = stripped(obj)
+        self._objects[key] = obj
+        for label in ((obj.get("metadata") or {}).get("labels") or {}).items():
+            self._labels.setdefault((str(label[0]), str(label[1])), set()).add(key)
+
+    def _drop(self, key: Key) -> None:
+        old = self._objects.pop(key, None)
+        if old is None:
+            return
+        for label in ((old.get("metadata") or {}).get("labels") or {}).items():
+            members = self._labels.get((str(label[0]), str(label[1])))
+            if members is not None:
+                members.discard(key)
+                if not members:
+                    del self._labels[(str(label[0]), str(label[1]))]
+
+    # -- read-your-writes -----------------------------------------------------
+
+    def expect(self, expectation: Expectation) -> None:
+        """A read must wait until this write is visible (satisfied ones are never recorded)."""
+        with self._changed:
+            if not self._met(expectation):
+                self._expected.append(expectation)
+
+    def settle(self, timeout: float) -> bool:
+        """Wait until every expected write is visible; False (and the expectations dropped) on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                self._expected = [e for e in self._expected if not self._met(e)]
+                if not self._expected:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._expected = []
+                    return False
+                self._changed.wait(remaining)
+
+    def _met(self, expectation: Expectation) -> bool:
+        if expectation.version is not None:
+            position = version_number(self._position)
+            if position is not None and position < expectation.version:
+                return False
+        if expectation.gone is not None:
+            found = self._objects.get(expectation.gone)
+            if found is not None and (expectation.uid is None or (found.get("metadata") or {}).get("uid")
+                                      == expectation.uid):
+                return False
+        return True
+
+    # -- reads ------------------------------------------------------------------
+
+    @property
+    def position(self) -> str:
+        with self._changed:
+            return self._position
+
+    def uid_at(self, key: Key) -> str | None:
+        with self._changed:
+            found = self._objects.get(key)
+            return None if found is None else (found.get("metadata") or {}).get("uid")
+
+    def get(self, key: Key) -> Obj | None:
+        with self._changed:
+            found = self._objects.get(key)
+            return None if found is None else copy_json(found)
+
+    def select(self, namespace: str | None, labels: Selector, fields: FieldSelector) -> tuple[list[Obj], str]:
+        """Matching objects ordered by namespace then name (as the API server lists), and the position."""
+        with self._changed:
+            keys = self._candidates(labels)
+            found = [
+                copy_json(self._objects[key])
+                for key in sorted(keys)
+                if (namespace is None or key[0] == namespace)
+                and labels.matches_object(self._objects[key]) and fields.matches(self._objects[key])
+            ]
+            return found, self._position
+
+    def _candidates(self, labels: Selector) -> Iterable[Key]:
+        """Keys the label index narrows a selector to (all keys when no clause is an equality or set)."""
+        narrowed: set[Key] | None = None
+        for requirement in labels.requirements:
+            if requirement.operator not in ("=", "in"):
+                continue
+            members: set[Key] = set()
+            for value in requirement.values:
+                members |= self._labels.get((requirement.key, value), set())
+            narrowed = members if narrowed is None else narrowed & members
+        return self._objects.keys() if narrowed is None else narrowed
+
+    def __len__(self) -> int:
+        with self._changed:
+            return len(self._objects)

@@ -1,0 +1,296 @@
+"""One cluster's DynamicClient: kinds resolved by apiVersion and kind, JSON in and out, watch streams.
+
+Responses are read raw (``serialize=False``) and parsed once with ``json``: the client's
+ResourceInstance wrappers cost more than the call. The DynamicClient's discoverer is not
+thread-safe and re-discovers everything on a miss, so resolved kinds are memoized here
+under a lock; a memo entry is dropped when the server says the kind is not served (a 404
+that names no object), so a deleted or changed CRD is looked up afresh.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.resource import Resource
+
+from engine.cluster.api import ApiError, NotFound, Obj, WatchEvent
+from engine.cluster.kube.errors import from_status, no_resource, translated
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a connection to the API server."""
+
+REQUEST_TIMEOUT = 60.0
+"""Seconds a plain (non-watch) request may wait for its answer."""
+
+Verb = Literal["get", "create", "replace", "patch", "server_side_apply", "delete"]
+
+
+class Wire:
+    """The DynamicClient of one cluster, created on first use (its constructor talks to the server)."""
+
+    def __init__(self, api_client: ApiClient, cache_file: Path) -> None:
+        self.api_client = api_client
+        self._cache_file = cache_file
+        self._lock = threading.RLock()
+        self._dynamic: Any = None
+        """The DynamicClient (untyped), once created."""
+        self._resources: dict[tuple[str, str], Resource] = {}
+
+    # -- kinds ---------------------------------------------------------------
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._dynamic is None:
+                with translated():
+                    self._dynamic = DynamicClient(self.api_client, cache_file=str(self._cache_file))  # type: ignore[no-untyped-call]
+            return self._dynamic
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The served resource of a kind (memoized); NotFound when the server does not serve it."""
+        key = (api_version, kind)
+        with self._lock:
+            found = self._resources.get(key)
+            if found is None:
+                client = self._client()
+                with translated():
+                    found = client.resources.get(api_version=api_version, kind=kind)
+                self._resources[key] = found
+            return found
+
+    def forget(self, api_version: str | None = None, kind: str | None = None, *, rediscover: bool = False) -> None:
+        """Drop memoized kinds (all, or one); rediscover=True also empties the discoverer's own cache."""
+        with self._lock:
+            if api_version is None or kind is None:
+                self._resources.clear()
+            else:
+                self._resources.pop((api_version, kind), None)
+            if rediscover and self._dynamic is not None:
+                with translated():
+                    self._dynamic.resources.invalidate_cache()
+
+    def group_version(self, api_version: str) -> list[Obj] | None:
+        """The APIResourceList entries of a group version, fetched now; None when it is not served."""
+        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        try:
+            doc = self.request("get", path)
+        except NotFound:
+            return None
+        entries = doc.get("resources") if isinstance(doc, dict) else None
+        return [e for e in entries or [] if isinstance(e, dict)]
+
+    # -- requests ------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, body: Any = None, **params: Any) -> Any:
+        """A request on a path (discovery documents); the parsed JSON answer. Our errors only."""
+        client = self._client()
+        with translated():
+            response = client.request(method, path, body=body, serialize=False,
+                                      _request_timeout=(CONNECT_TIMEOUT, REQUEST_TIMEOUT), **params)
+        return _json(response)
+
+    def call(self, verb: Verb, api_version: str, kind: str, *, namespace: str | None = None, name: str | None = None,
+             subresource: str | None = None, body: Any = None, **params: Any) -> Any:
+        """One DynamicClient verb (get, create, replace, patch, server_side_apply, delete) on a kind or its
+        subresource; the parsed JSON answer. A 404 that names no object means the kind left the server."""
+        resource = self.resource(api_version, kind)
+        target: Resource = resource
+        if subresource is not None:
+            if subresource not in resource.subresources:
+                raise no_resource()
+            target = resource.subresources[subresource]
+        args: dict[str, Any] = {"namespace": namespace if resource.namespaced else None}
+        if name is not None:
+            args["name"] = name
+        if body is not None:
+            args["body"] = body
+        method = getattr(self._client(), verb)
+        try:
+            with translated():
+                response = method(target, serialize=False, _request_timeout=(CONNECT_TIMEOUT, REQUEST_TIMEOUT),
+                                  **args, **params)
+            return _json(response)
+        except NotFound as err:
+            if not err.details.get("name"):
+                self.forget(api_version, kind, rediscover=True)
+            raise
+
+    # -- watch ---------------------------------------------------------------
+
+    def watch(self, api_version: str, kind: str, namespace: str | None, *, timeout: float | None,
+              bookmarks: bool = False, strip_managed_fields: bool = False, **params: Any) -> WatchStream:
+        """Open a watch of a kind now (request errors raise here); its events come from the stream.
+
+        The server counts its timeout in whole seconds (and reads 0 as "its default"). Without
+        bookmarks a fractional timeout, 0 included, is kept on this side by the socket's read
+        timeout. With bookmarks the server must end the stream itself, since only it knows the
+        resourceVersion the final BOOKMARK carries: the watch lasts at least a second."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        server_timeout: int | None = None
+        read_timeout: float | None = None
+        if timeout is not None and bookmarks:
+            server_timeout = max(1, math.ceil(timeout))
+            read_timeout = server_timeout + BOOKMARK_GRACE
+        elif timeout is not None:
+            server_timeout = max(1, math.ceil(timeout))
+            read_timeout = timeout + STREAM_GRACE
+        if bookmarks:
+            params["allow_watch_bookmarks"] = True
+        resource = self.resource(api_version, kind)
+        client: Any = self._client()
+        try:
+            with translated():
+                response = client.get(resource, namespace=namespace if resource.namespaced else None,
+                                      serialize=False, watch=True, timeout_seconds=server_timeout,
+                                      _request_timeout=(CONNECT_TIMEOUT, read_timeout), **params)
+        except ApiError as err:
+            if deadline is not None and time.monotonic() >= deadline and err.code == 504:
+                return WatchStream(None)  # out of time before the answer began: an empty stream
+            if isinstance(err, NotFound) and not err.details.get("name"):
+                self.forget(api_version, kind, rediscover=True)
+            raise
+        return WatchStream(response, strip_managed_fields=strip_managed_fields)
+
+
+def _json(response: urllib3.BaseHTTPResponse) -> Any:
+    with translated():
+        try:
+            data = response.data
+        finally:
+            response.release_conn()
+    return json.loads(data) if data else None
+
+
+STREAM_GRACE = 0.25
+"""Seconds of silence past its timeout after which a watch without bookmarks ends on this side."""
+
+BOOKMARK_GRACE = 5.0
+"""Seconds of silence past the server's timeout after which a watch with bookmarks gives up on it."""
+
+
+class WatchStream(Iterator[WatchEvent]):
+    """The events of one watch response, as dicts ``{"type", "object"}``; closable from another thread.
+
+    The stream ends when the server ends it, when the read times out (the watch's own timeout)
+    or when the connection drops: the watcher resumes from the last resourceVersion. An ERROR
+    event raises our error (Gone for an expired resourceVersion)."""
+
+    def __init__(self, response: urllib3.BaseHTTPResponse | None, *, strip_managed_fields: bool = False) -> None:
+        self._response = response
+        self._strip = strip_managed_fields
+        self._lines = self._read_lines() if response is not None else iter(())
+        self._closed = response is None
+
+    def __next__(self) -> WatchEvent:
+        while True:
+            line = next(self._lines)  # StopIteration ends the stream
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                self.close()
+                raise ApiError(f"the watch stream sent a line that is not JSON: {line[:200]!r}") from None
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "ERROR":
+                self.close()
+                raise from_status(event.get("object"))
+            obj: Obj = event["object"] if isinstance(event.get("object"), dict) else {}
+            if self._strip and isinstance(obj.get("metadata"), dict):
+                obj["metadata"].pop("managedFields", None)
+            return {"type": str(event.get("type", "")), "object": obj}
+
+    def _read_lines(self) -> Iterator[str]:
+        response = self._response
+        assert response is not None
+        buffer = b""
+        try:
+            for chunk in _chunks(response):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", "replace")
+        except (urllib3.exceptions.HTTPError, OSError, ValueError, AttributeError):
+            pass  # a read timeout, a reset or a close from another thread: the stream is over
+        finally:
+            self.close()
+        if buffer.strip():
+            yield buffer.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        """End the stream; safe to call from another thread while a read blocks, and more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        response = self._response
+        if response is None:
+            return
+        with contextlib.suppress(Exception):  # already released, or never had a socket
+            response.shutdown()  # wakes a read blocked in another thread
+        with contextlib.suppress(Exception):  # closing twice from two threads
+            response.close()
+            response.release_conn()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The body as it arrives: chunk by chunk when chunked, else whatever each read returns."""
+    if getattr(response, "chunked", False):
+        yield from response.stream(amt=None, decode_content=False)
+        return
+    while True:
+        data = response.read1(65536)
+        if not data:
+            return
+        yield data
+
+
+class ResumingStream(Iterator[WatchEvent]):
+    """A watch without a timeout: when the server ends one stream, the next resumes from the last
+    resourceVersion seen (bookmarks included), until closed. Errors of a reopen (Gone) raise."""
+
+    QUIET_RESTART = 1.0
+    """Seconds to wait before reopening a stream that ended at once with nothing in it."""
+
+    def __init__(self, reopen: Callable[[str | None], WatchStream], resource_version: str | None) -> None:
+        self._reopen = reopen
+        self._rv = resource_version
+        self._closed = threading.Event()
+        self._stream = reopen(resource_version)
+        self._opened = time.monotonic()
+        self._delivered = False
+
+    def __next__(self) -> WatchEvent:
+        while not self._closed.is_set():
+            try:
+                event = next(self._stream)
+            except StopIteration:
+                if not self._delivered and time.monotonic() - self._opened < self.QUIET_RESTART:
+                    self._closed.wait(self.QUIET_RESTART)
+                if self._closed.is_set():
+                    break
+                self._stream = self._reopen(self._rv)
+                self._opened, self._delivered = time.monotonic(), False
+                continue
+            self._delivered = True
+            rv = (event["object"].get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self._rv = str(rv)
+            return event
+        raise StopIteration
+
+    def close(self) -> None:
+        self._closed.set()
+        self._stream.close()
