@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engine import __version__
 
@@ -51,7 +52,94 @@ def build_parser() -> argparse.ArgumentParser:
         "cluster and no network. Exit status: 0 the story went as expected, 1 a step did not.",
     )
     demo.set_defaults(handler=_demo)
+
+    _add_run(subparsers)
     return parser
+
+
+def _add_run(subparsers: Any) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="run the operator (on an embedded pair of clusters when there is no cluster to run against)",
+        description="Run the operator. With --kubeconfig, or in a pod (in-cluster configuration), it serves the "
+        "orders of that cluster and of the target clusters registered there. With neither, it starts an embedded "
+        "management cluster and one target cluster (edge-1) on local API emulators with simulated external "
+        "controllers, writes a kubeconfig for kubectl and runs against them. Stops gracefully on SIGTERM or "
+        "SIGINT. Exit status: 0 after a graceful stop, 1 when the rule files do not lint clean or the cluster "
+        "cannot be used.",
+    )
+    run.add_argument("--kubeconfig", type=Path, help="kubeconfig of the management cluster (default: in-cluster "
+                     "configuration in a pod, else the embedded clusters)")
+    run.add_argument("--context", help="kubeconfig context (default: the current one)")
+    run.add_argument("--rules", type=Path, default=Path("rules"), help="rule files folder (default: rules/)")
+    run.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules)")
+    run.add_argument("--crds", type=Path, default=Path("deploy/crds"),
+                     help="CRDs installed in the embedded clusters (default: deploy/crds/, and its external/)")
+    run.add_argument("--max-concurrent-reconciles", type=_positive, default=1, metavar="N",
+                     help="passes run at once (default: 1); one order never has two")
+    run.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
+                     help="namespace of the target clusters' registration Secrets (default: c5c3-clusters; "
+                     "an empty value turns target clusters off)")
+    run.add_argument("--leader-elect", action="store_true", help="elect a leader on a Lease before reconciling")
+    run.add_argument("--leader-election-namespace", default="c5c3-system", metavar="NAMESPACE",
+                     help="namespace of the Lease (default: c5c3-system)")
+    run.add_argument("--leader-election-id", default="c5c3-operator", metavar="NAME",
+                     help="name of the Lease (default: c5c3-operator)")
+    run.add_argument("--leader-elect-lease-duration", type=_seconds, default=15.0, metavar="DURATION",
+                     help="how long a Lease that stopped being renewed keeps followers away (default: 15s)")
+    run.add_argument("--leader-elect-renew-deadline", type=_seconds, default=10.0, metavar="DURATION",
+                     help="how long a leader keeps reconciling without renewing its Lease (default: 10s)")
+    run.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="DURATION",
+                     help="how often candidates try to acquire or renew the Lease (default: 2s)")
+    run.add_argument("--metrics-bind-address", default=":8080", metavar="ADDRESS",
+                     help="address of /metrics (default: :8080; 0 turns it off)")
+    run.add_argument("--health-probe-bind-address", default=":8081", metavar="ADDRESS",
+                     help="address of /healthz and /readyz (default: :8081; 0 turns it off)")
+    run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                     help="least severe level logged (default: info)")
+    run.add_argument("--kubeconfig-out", type=Path, metavar="PATH",
+                     help="embedded clusters only: where to write their kubeconfig (default: a temporary file)")
+    run.set_defaults(handler=_run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    from engine.operator import seconds
+
+    try:
+        value = seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (15s, 500ms, 1m)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive duration")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    import os
+
+    from engine.operator import Options, run
+
+    options = Options(
+        rules=args.rules, templates=args.templates, kubeconfig=args.kubeconfig, context=args.context,
+        max_concurrent_reconciles=args.max_concurrent_reconciles, clusters_namespace=args.clusters_namespace,
+        leader_elect=args.leader_elect, leader_election_namespace=args.leader_election_namespace,
+        leader_election_id=args.leader_election_id, lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline, retry_period=args.leader_elect_retry_period,
+        metrics_bind_address=args.metrics_bind_address, health_probe_bind_address=args.health_probe_bind_address,
+        log_level=args.log_level,
+    )
+    if args.kubeconfig is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return run(options)
+    from simulators.embedded import main as embedded  # outside the engine: it names the kinds it seeds
+
+    return embedded(options, crds=args.crds, kubeconfig_out=args.kubeconfig_out)
 
 
 def _lint(args: argparse.Namespace) -> int:

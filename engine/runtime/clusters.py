@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -135,6 +136,8 @@ class Registrations:
         self._engaged: dict[str, tuple[str, Cluster]] = {}
         """Cluster name -> (fingerprint of its registration, its client)."""
         self._rv: str | None = None
+        self._stream: Iterator[WatchEvent] | None = None
+        self._stopped = False
         self.synced = threading.Event()
         """Set once the first list has been handled."""
 
@@ -164,6 +167,8 @@ class Registrations:
         if not name:
             return
         with self._lock:
+            if self._stopped:
+                return
             if event_type == "DELETED":
                 self._disengage(name, "its registration Secret was deleted")
                 return
@@ -177,10 +182,16 @@ class Registrations:
             self._engage(found, again=engaged is not None)
 
     def stop(self) -> None:
-        """Disengage every registered cluster and close its client (the operator is stopping)."""
+        """Disengage every registered cluster and close its client (the operator is stopping); events
+        after this change nothing, and a running watch is closed so ``run`` returns."""
         with self._lock:
+            self._stopped = True
             for name in list(self._engaged):
                 self._disengage(name, "the operator is stopping", quiet=True)
+        close = getattr(self._stream, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # a generator running on the watch thread ends at its timeout
+                close()
 
     # -- threaded ---------------------------------------------------------------
 
@@ -188,22 +199,25 @@ class Registrations:
         """List, then watch from where the list left off, until ``stop`` is set; re-list on Gone."""
         failures = 0
         listed = False
-        while not stop.is_set():
+        while not (stop.is_set() or self._stopped):
             try:
                 if not listed:
                     self.sync()
                     listed = True
-                for event in self._management.watch(
+                self._stream = self._management.watch(
                     "v1", "Secret", self.namespace, resource_version=self._rv, labels=SELECTOR,
                     timeout=watch_timeout, bookmarks=True,
-                ):
-                    if stop.is_set():
+                )
+                for event in self._stream:
+                    if stop.is_set() or self._stopped:
                         break
                     self._event(event)
                 failures = 0
             except Gone:
                 listed = False
             except Exception as exc:  # the registration watch must outlive any one failure
+                if self._stopped:
+                    return
                 listed = False
                 failures += 1
                 delay = min(RETRY_MAX, 0.5 * 2 ** min(failures, 8))

@@ -162,7 +162,7 @@ class LeaderElector:
         with self._lock:
             was_leading = self._leading
             if was_leading:
-                self._stop_leading("released")
+                self._stop_leading("the Lease is being released", lost=False)
         if not was_leading:
             return
         now = self._clock.now()
@@ -292,9 +292,9 @@ class LeaderElector:
                        self.settings.namespace, self.settings.name, self.settings.identity)
         self._on_started()
 
-    def _stop_leading(self, why: str) -> None:
+    def _stop_leading(self, why: str, *, lost: bool = True) -> None:
         self._leading = False
         self._on_stopped()
         if self._metrics is not None:
             self._metrics.set_leader(False)
-        self._log.warning("stopped leading: %s", why)
+        self._log.log(logging.WARNING if lost else logging.INFO, "stopped leading: %s", why)

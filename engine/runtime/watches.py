@@ -20,6 +20,7 @@ informer, blocking on a long watch and resuming from the last resourceVersion
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +104,7 @@ class Informer:
         self.listed = False
         """True once listed and while the watch can resume; False while unserved or after a Gone."""
         self.stop = threading.Event()
+        self._stream: Iterator[WatchEvent] | None = None
         self.thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -171,10 +173,26 @@ class Informer:
 
     # -- shared ---------------------------------------------------------------
 
+    def halt(self) -> None:
+        """Stop the thread's loop and close its watch, so a thread blocked in a long watch ends now."""
+        self.stop.set()
+        self._close(self._stream)
+
     def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
-        return self._cluster.watch(
+        self._stream = self._cluster.watch(
             self.api_version, self.kind, self.namespace, resource_version=self._rv, timeout=timeout, bookmarks=True
         )
+        if self.stop.is_set():  # halted while opening: end at once
+            self._close(self._stream)
+        return self._stream
+
+    @staticmethod
+    def _close(stream: Iterator[WatchEvent] | None) -> None:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            # A generator running on the informer's thread cannot be closed from another: it ends at its timeout.
+            with contextlib.suppress(Exception):
+                close()
 
     def _drain(self, events: Iterable[WatchEvent]) -> int:
         mapped = 0
@@ -286,7 +304,7 @@ class Sources:
             gone = [k for k in self._informers if k[0] == name]
             informers = [self._informers.pop(k) for k in gone]
         for informer in informers:
-            informer.stop.set()
+            informer.halt()
 
     def pump(self, cluster: str | None = None) -> int:
         """Deterministic mode: drain every informer (or one cluster's) without blocking; events mapped."""
@@ -311,7 +329,7 @@ class Sources:
             self._threads_running = False
             informers = list(self._informers.values())
         for informer in informers:
-            informer.stop.set()
+            informer.halt()
         for informer in informers:
             if informer.thread is not None:
                 informer.thread.join(timeout / max(len(informers), 1))

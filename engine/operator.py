@@ -1,0 +1,266 @@
+"""``engine run``: the operator process, wired from its options.
+
+In order: the rule files must lint clean (else exit 1 with the lint lines); JSON
+logs with a process-wide secret sink; the management cluster (a kubeconfig, or the
+pod's service account); the manager over the compiled catalog; the registration
+watch that engages target clusters; the metrics and probe endpoints; leader
+election when asked; then the manager runs until SIGTERM or SIGINT.
+
+Shutdown is graceful: no new pass starts, running passes finish (workers join),
+informer and registration threads stop, the Lease is released (a follower takes
+over at once), and every cluster client is closed.
+
+A leader that loses its Lease stops starting passes at once and stays a candidate:
+its caches stay warm and it leads again if it wins the Lease back.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+from prometheus_client import CollectorRegistry
+
+from engine import logs
+from engine.cluster.admission.durations import parse_duration
+from engine.cluster.api import Cluster
+from engine.cluster.registry import ClusterSet
+from engine.expr.functions import SecretSink, current_sink
+from engine.metrics import Metrics
+from engine.ops import Endpoint, metrics_routes, probe_routes, serve
+from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
+from engine.runtime.leader import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    LeaderElector,
+    LeaseSettings,
+    PreciseClock,
+    default_identity,
+)
+from engine.runtime.manager import Manager
+from engine.runtime.watches import WATCH_TIMEOUT
+
+LOG = logging.getLogger("engine.operator")
+
+SHUTDOWN_TIMEOUT = 30.0
+"""Seconds running passes get to finish after a stop signal."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything ``engine run`` is told; the defaults are the flags' defaults."""
+
+    rules: Path = Path("rules")
+    templates: Path | None = None
+    kubeconfig: Path | None = None
+    context: str | None = None
+    max_concurrent_reconciles: int = 1
+    clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
+    """Where registration Secrets live; "" turns target clusters off."""
+    leader_elect: bool = False
+    leader_election_namespace: str = "c5c3-system"
+    leader_election_id: str = "c5c3-operator"
+    leader_election_identity: str | None = None
+    """None: ``<hostname>_<uuid>``."""
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    retry_period: float = DEFAULT_RETRY_PERIOD
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    log_level: str = "info"
+    watch_timeout: float = WATCH_TIMEOUT
+    """Seconds one informer watch lasts before it resumes (no flag; tests shorten it)."""
+
+
+def seconds(text: str) -> float:
+    """A flag's duration: Go syntax (``15s``, ``500ms``) or plain seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        return parse_duration(text).total_seconds()
+
+
+def lint_clean(options: Options, out: TextIO) -> bool:
+    """Lint the rule files; print each error and return False if there is any."""
+    from engine.rules.lint import lint_paths
+
+    errors = lint_paths([options.rules], templates_root=options.templates)
+    for error in errors:
+        print(error, file=out)
+    if errors:
+        print(f"engine run: {len(errors)} error(s) in the rule files; not starting", file=out)
+    return not errors
+
+
+def management_cluster(options: Options) -> Cluster:
+    """The management cluster: the kubeconfig's context when given, else the pod's service account."""
+    from engine.cluster.kube import kube_cluster_from_kubeconfig, kube_cluster_in_pod
+
+    if options.kubeconfig is not None:
+        return kube_cluster_from_kubeconfig("", options.kubeconfig, context=options.context)
+    return kube_cluster_in_pod("")
+
+
+def target_cluster(registration: Registration) -> Cluster:
+    """A registered cluster's client, from the kubeconfig its Secret holds."""
+    from engine.cluster.kube import kube_cluster_from_kubeconfig
+
+    document = yaml.safe_load(registration.kubeconfig)
+    if not isinstance(document, dict):
+        raise ValueError("the kubeconfig is not a YAML mapping")
+    return kube_cluster_from_kubeconfig(registration.name, document, namespaces=registration.namespaces)
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        LOG.info("received %s; stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class Operator:
+    """The running operator's parts, built from options and a management cluster."""
+
+    def __init__(
+        self,
+        options: Options,
+        management: Cluster,
+        *,
+        target_factory: Callable[[Registration], Cluster] = target_cluster,
+    ) -> None:
+        from engine.rules.catalog import load_catalog
+
+        self.options = options
+        self.management = management
+        self.registry = CollectorRegistry()
+        self.metrics = Metrics(self.registry)
+        self.clock = PreciseClock()
+        catalog = load_catalog(options.rules, templates_dir=options.templates)
+        self.manager: Manager[Any] = Manager(
+            catalog, ClusterSet(management), clock=self.clock, metrics=self.metrics,
+            log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
+            watch_timeout=options.watch_timeout,
+        )
+        self.registrations = (
+            Registrations(management, options.clusters_namespace, self.manager, target_factory)
+            if options.clusters_namespace else None
+        )
+        self.leading: threading.Event | None = None
+        self.elector: LeaderElector | None = None
+        if options.leader_elect:
+            leading = self.leading = threading.Event()
+            self.elector = LeaderElector(
+                management,
+                LeaseSettings(
+                    options.leader_election_namespace, options.leader_election_id,
+                    options.leader_election_identity or default_identity(),
+                    lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+                    retry_period=options.retry_period,
+                ),
+                clock=self.clock, on_started_leading=leading.set, on_stopped_leading=leading.clear,
+                metrics=self.metrics,
+            )
+        else:
+            self.metrics.set_leader(True)
+
+    def ready(self) -> bool:
+        """Caches synced: the manager's informers, the registrations, the management client's own cache."""
+        if self.registrations is not None and not self.registrations.synced.is_set():
+            return False
+        has_synced = getattr(self.management, "has_synced", None)
+        return self.manager.ready() and (has_synced is None or bool(has_synced()))
+
+    def endpoints(self) -> list[Endpoint]:
+        started = [
+            serve(self.options.metrics_bind_address, metrics_routes(self.registry), name="metrics"),
+            serve(self.options.health_probe_bind_address, probe_routes({
+                "/healthz": {"ping": lambda: True},
+                "/readyz": {"caches-synced": self.ready},
+            }), name="probes"),
+        ]
+        return [endpoint for endpoint in started if endpoint is not None]
+
+    def run(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set, then shut down gracefully."""
+        threads: list[threading.Thread] = []
+        if self.registrations is not None:
+            threads.append(threading.Thread(target=self.registrations.run, args=(stop,),
+                                            kwargs={"watch_timeout": self.options.watch_timeout},
+                                            name="registrations", daemon=True))
+        if self.elector is not None:
+            threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
+                                            daemon=True))
+        endpoints = self.endpoints()
+        for thread in threads:
+            thread.start()
+        LOG.info("operator started: %d kind(s), %d worker(s)%s", len(self.manager.catalog),
+                 self.options.max_concurrent_reconciles,
+                 ", leader election on" if self.elector is not None else "")
+        try:
+            self.manager.run(stop, shutdown_timeout=SHUTDOWN_TIMEOUT, leading=self.leading)
+        finally:
+            stop.set()
+            if self.registrations is not None:
+                self.registrations.stop()
+            for thread in threads:
+                thread.join(5)
+            if self.elector is not None:
+                self.elector.release()
+            for endpoint in endpoints:
+                endpoint.stop()
+            stop_client = getattr(self.management, "stop", None)
+            if callable(stop_client):
+                stop_client()
+            LOG.info("operator stopped")
+
+
+def run(
+    options: Options,
+    *,
+    management: Cluster | None = None,
+    stop: threading.Event | None = None,
+    out: TextIO | None = None,
+    target_factory: Callable[[Registration], Cluster] = target_cluster,
+) -> int:
+    """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean or the cluster is unusable."""
+    out = out if out is not None else sys.stdout
+    if not lint_clean(options, out):
+        return 1
+    sink = SecretSink()
+    current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
+    logs.configure(options.log_level, sink=sink)
+    stop = stop if stop is not None else threading.Event()
+    try:
+        cluster = management if management is not None else management_cluster(options)
+    except Exception as exc:
+        LOG.error("cannot reach the management cluster: %s", exc)
+        return 1
+    try:
+        operator = Operator(options, cluster, target_factory=target_factory)
+    except ValueError as exc:  # leader election durations out of order
+        LOG.error("cannot start: %s", exc)
+        return 1
+    with stop_on_signals(stop):
+        operator.run(stop)
+    return 0

@@ -1,0 +1,225 @@
+"""``engine run`` with no cluster to run against: a management cluster and a target cluster, embedded.
+
+Both clusters are in-memory stores served over the real Kubernetes REST API by the
+emulator (``engine.testing.emulator``), so kubectl and the operator reach them as they
+would reach real API servers. They get our CRDs and permissive CRDs of the external
+kinds (``deploy/crds/external/``), and a world to serve orders in:
+
+- management: namespaces ``openstack``, ``tenant-a``, ``c5c3-system`` and ``c5c3-clusters``;
+  ControlPlane ``openstack/cp`` assigning ``tenant-a`` on both clusters, its admin
+  credential ready and Keystone published at a public endpoint; a ready SecretStore
+  ``openbao-tenant-store``; a RabbitmqCluster ``cp-rabbitmq`` with its default-user Secret;
+  and the registration Secret of ``edge-1`` (so the multi-cluster path is the real one);
+- edge-1: namespace ``tenant-a``.
+
+The external controllers (K-ORC, ESO and the RabbitMQ topology operator) are simulated on
+a background thread against the management cluster. A kubeconfig with one context per
+cluster (``management``, ``edge-1``) is written and printed with a few kubectl commands;
+then the operator runs against it until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import logging
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+import yaml
+
+from engine.clock import SystemClock
+from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
+from engine.cluster.memory import MemoryCluster
+from engine.operator import Options, run
+from engine.runtime.clusters import KUBECONFIG_KEY, REGISTRATION_LABEL
+from engine.testing.emulator import Emulator, write_kubeconfig
+from simulators import eso, korc, topology
+from simulators.base import Simulator, react
+
+LOG = logging.getLogger("simulators.embedded")
+
+TARGET = "edge-1"
+MANAGEMENT_CONTEXT = "management"
+CP_NAMESPACE, CP_NAME = "openstack", "cp"
+TENANT = "tenant-a"
+PUBLIC_ENDPOINT = "https://keystone.example.com/v3"
+REACT_EVERY = 0.5
+"""Seconds between two rounds of the simulated controllers."""
+
+READY = {"status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+def namespace(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def management_world() -> list[Obj]:
+    """What the management cluster holds before the operator starts (registration Secret aside)."""
+    return [
+        namespace(CP_NAMESPACE), namespace(TENANT), namespace("c5c3-system"), namespace("c5c3-clusters"),
+        {
+            "apiVersion": "c5c3.io/v1alpha1", "kind": "ControlPlane",
+            "metadata": {"name": CP_NAME, "namespace": CP_NAMESPACE},
+            "spec": {
+                "namespaceAssignments": [
+                    {"namespace": TENANT}, {"namespace": TENANT, "targetClusterRef": {"name": TARGET}},
+                ],
+                "services": {"keystone": {"publicEndpoint": PUBLIC_ENDPOINT}},
+                "infrastructure": {"messaging": {"clusterRef": {"name": "cp-rabbitmq"}}},
+            },
+            "status": {"conditions": [{"type": "AdminCredentialReady", "reason": "Ready",
+                                       "message": "admin credential is ready", **READY}]},
+        },
+        {
+            "apiVersion": "external-secrets.io/v1", "kind": "SecretStore",
+            "metadata": {"name": "openbao-tenant-store", "namespace": CP_NAMESPACE},
+            "status": {"conditions": [{"type": "Ready", "reason": "Valid", "message": "store validated", **READY}]},
+        },
+        {
+            "apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
+            "metadata": {"name": "cp-rabbitmq", "namespace": CP_NAMESPACE},
+            "status": {
+                "defaultUser": {"secretReference": {"name": "cp-rabbitmq-default-user"}},
+                "conditions": [{"type": "AllReplicasReady", "reason": "AllPodsAreReady", **READY}],
+            },
+        },
+        {
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "cp-rabbitmq-default-user", "namespace": CP_NAMESPACE},
+            "data": {key: _b64(value) for key, value in {
+                "username": "embedded-admin", "password": "embedded-admin-password",
+                "host": "cp-rabbitmq.openstack.svc", "port": "5672",
+            }.items()},
+        },
+    ]
+
+
+def target_world() -> list[Obj]:
+    return [namespace(TENANT)]
+
+
+def registration(name: str, kubeconfig: Obj) -> Obj:
+    """The Secret that registers a target cluster on the management cluster."""
+    return {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": "c5c3-clusters", "labels": {REGISTRATION_LABEL: "true"}},
+        "data": {KUBECONFIG_KEY: _b64(yaml.safe_dump(kubeconfig))},
+    }
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def crd_documents(*folders: Path) -> list[Obj]:
+    """Every CustomResourceDefinition in the top-level YAML files of the folders."""
+    found: list[Obj] = []
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")):
+            found.extend(
+                doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+            )
+    return found
+
+
+@dataclass
+class Embedded:
+    """Two emulated clusters with their world, simulated controllers and a kubeconfig."""
+
+    management: MemoryCluster
+    target: MemoryCluster
+    management_server: Emulator
+    target_server: Emulator
+    kubeconfig: Path
+    simulators: Sequence[Simulator]
+
+    def react_until(self, stop: threading.Event) -> None:
+        """The simulated controllers' loop: a round every REACT_EVERY seconds until ``stop``."""
+        while not stop.wait(REACT_EVERY):
+            try:
+                for note in react(self.simulators):
+                    LOG.info("%s", note)
+            except Exception:  # a simulated controller must not take the operator down
+                LOG.exception("a simulated controller failed")
+
+    def stop(self) -> None:
+        self.management_server.stop()
+        self.target_server.stop()
+
+
+@contextlib.contextmanager
+def embedded_clusters(crds: Path, kubeconfig_out: Path | None = None) -> Iterator[Embedded]:
+    """Start both emulators with their world; stop them afterwards."""
+    clock = SystemClock()
+    management = MemoryCluster(MANAGEMENT_CLUSTER, clock=clock)
+    target = MemoryCluster(TARGET, clock=clock)
+    for cluster in (management, target):
+        for crd in crd_documents(crds, crds / "external"):
+            cluster.create(crd)
+    for obj in management_world():
+        management.seed(obj)
+    for obj in target_world():
+        target.seed(obj)
+    management_server, target_server = Emulator(management), Emulator(target)
+    management_server.start()
+    target_server.start()
+    try:
+        management.seed(registration(TARGET, target_server.kubeconfig(TARGET)))
+        if kubeconfig_out is None:
+            kubeconfig_out = Path(tempfile.mkdtemp(prefix="engine-run-")) / "kubeconfig"
+        write_kubeconfig(kubeconfig_out, {MANAGEMENT_CONTEXT: management_server, TARGET: target_server},
+                         MANAGEMENT_CONTEXT)
+        simulators: list[Simulator] = [
+            korc.KorcSimulator(management, clock), eso.EsoSimulator(management, clock),
+            topology.TopologySimulator(management, clock),
+        ]
+        yield Embedded(management, target, management_server, target_server, kubeconfig_out, simulators)
+    finally:
+        management_server.stop()
+        target_server.stop()
+
+
+def banner(embedded: Embedded, out: TextIO) -> None:
+    """Where the kubeconfig is and how to use it."""
+    path = embedded.kubeconfig
+    out.write(
+        "engine run: no --kubeconfig and not in a pod, so running on embedded clusters:\n"
+        f"  management  {embedded.management_server.url}  (context {MANAGEMENT_CONTEXT})\n"
+        f"  {TARGET}      {embedded.target_server.url}  (context {TARGET}, registered in c5c3-clusters)\n"
+        f"ControlPlane {CP_NAMESPACE}/{CP_NAME} assigns namespace {TENANT} on both; K-ORC, ESO and the RabbitMQ\n"
+        "topology operator are simulated. Try, in another shell:\n"
+        f"  export KUBECONFIG={path}\n"
+        "  kubectl apply --server-side -f examples/orders/keystoneuser.yaml\n"
+        f"  kubectl --context {TARGET} apply --server-side -f examples/orders/keystoneuser.yaml\n"
+        f"  kubectl wait --for=condition=Ready keystoneuser/workflow -n {TENANT} --timeout=60s\n"
+        f"  kubectl get keystoneusers -A; kubectl --context {TARGET} get keystoneusers -A\n"
+        "Stop with Ctrl-C. Logs follow as JSON lines on stderr.\n"
+    )
+    out.flush()
+
+
+def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, out: TextIO | None = None,
+         stop: threading.Event | None = None) -> int:
+    """Start the embedded clusters, print how to use them, run the operator against them."""
+    import sys
+
+    stream = out if out is not None else sys.stdout
+    stop = stop if stop is not None else threading.Event()
+    with embedded_clusters(crds, kubeconfig_out) as embedded:
+        banner(embedded, stream)
+        halt = threading.Event()
+        controllers = threading.Thread(target=embedded.react_until, args=(halt,), name="simulated controllers",
+                                       daemon=True)
+        controllers.start()
+        try:
+            return run(replace(options, kubeconfig=embedded.kubeconfig, context=MANAGEMENT_CONTEXT), stop=stop,
+                       out=stream)
+        finally:
+            halt.set()
+            controllers.join(5)

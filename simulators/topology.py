@@ -1,0 +1,70 @@
+"""A simulated RabbitMQ messaging topology operator for Vhosts, Users and Permissions.
+
+It answers as the real operator does on the fields the rules read: an object it has not yet
+reconciled at its current generation gets ``status.observedGeneration`` and a Ready True
+condition (``SuccessfulCreateOrUpdate``). A User whose ``spec.importCredentialsSecret`` is
+missing reports Ready False instead, as the operator cannot create it. It keeps no broker and
+holds no finalizers: a deleted object goes at once.
+"""
+
+from __future__ import annotations
+
+from engine.clock import Clock
+from engine.cluster.api import Cluster, NotFound, Obj
+from simulators.base import Reaction, condition_is, deleting, key, secret_exists, with_condition
+
+API_VERSION = "rabbitmq.com/v1beta1"
+KINDS = ("Vhost", "User", "Permission")
+FIELD_MANAGER = "messaging-topology-operator"
+
+
+class TopologySimulator:
+    """The topology operator's Vhost, User and Permission controllers over every namespace of one cluster."""
+
+    name = "topology"
+
+    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+        self.cluster = cluster
+        self.clock = clock
+
+    def reactions(self) -> list[Reaction]:
+        found: list[Reaction] = []
+        for kind in KINDS:
+            try:
+                items = self.cluster.list(API_VERSION, kind).items
+            except NotFound:  # the kind is not served: nothing to do
+                continue
+            for obj in items:
+                reaction = None if deleting(obj) else self._react(kind, obj)
+                if reaction is not None:
+                    found.append(reaction)
+        return found
+
+    def _react(self, kind: str, obj: Obj) -> Reaction | None:
+        generation = (obj.get("metadata") or {}).get("generation", 1)
+        observed = (obj.get("status") or {}).get("observedGeneration")
+        if kind == "User":
+            secret = ((obj.get("spec") or {}).get("importCredentialsSecret") or {}).get("name", "")
+            if not secret_exists(self.cluster, obj["metadata"]["namespace"], secret):
+                if condition_is(obj, "Ready", "False", "FailedCreateOrUpdate") and observed == generation:
+                    return None
+                note = f"User {key(obj)}: credentials Secret {secret!r} not found (Ready=False)"
+                return self._status(kind, obj, note, "False", "FailedCreateOrUpdate",
+                                    f"failed to get credentials Secret {secret!r}")
+        if condition_is(obj, "Ready", "True") and observed == generation:
+            return None
+        return self._status(kind, obj, f"{kind} {key(obj)}: created or updated on the broker (Ready=True)",
+                            "True", "SuccessfulCreateOrUpdate", "")
+
+    def _status(self, kind: str, obj: Obj, note: str, status: str, reason: str, message: str) -> Reaction:
+        def apply() -> None:
+            self.cluster.patch(
+                API_VERSION, kind, obj["metadata"]["namespace"], obj["metadata"]["name"],
+                {"status": {
+                    "observedGeneration": (obj.get("metadata") or {}).get("generation", 1),
+                    "conditions": with_condition(obj, self.clock, "Ready", status, reason, message),
+                }},
+                status=True, field_manager=FIELD_MANAGER,
+            )
+
+        return Reaction(note, apply)
