@@ -527,6 +527,8 @@ class MemoryCluster:
         meta["generation"] = 1
         if k.info.status_subresource:
             new.pop("status", None)
+        if (k.info.api_version, k.info.kind) == ("v1", "Secret"):
+            new.setdefault("type", "Opaque")  # the API server's default for a Secret created without a type
 
     def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
         taken = self._stores.get(k.store, {})

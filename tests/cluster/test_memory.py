@@ -255,3 +255,14 @@ def test_uid_factory_makes_uids_repeatable() -> None:
         return [first["metadata"]["uid"], second["metadata"]["uid"]]
 
     assert run() == run() == ["uid-0", "uid-1"]
+
+
+def test_secret_created_without_a_type_reads_opaque() -> None:
+    """As on the API server, a Secret created without a type is stored as Opaque."""
+    import datetime as dt
+
+    from engine.testing.clock import SimulatedClock
+
+    cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
+    stored = cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"}})
+    assert stored["type"] == "Opaque"
