@@ -7,13 +7,15 @@ as ``extra`` a record carries (``request``, ``order``, ``kind``, ``cluster``,
 
 Redaction happens in a filter on the handler, before formatting, so no formatter
 ever sees a secret: every value the process's secret sink has collected (each
-password a rule generated) becomes ``[redacted]``, and so does the password of
+password a rule generated), plain or base64-encoded as Secret data holds it,
+becomes ``[redacted]``, and so does the password of
 any URL with credentials (``amqp://user:[redacted]@host``, a transport URL). It
 applies to the message, the extra fields and the traceback.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import logging
@@ -33,7 +35,8 @@ REDACTED = "[redacted]"
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:]*:)(?P<password>[^\s/@]+)(?P<at>@)")
 
 NOISY = ("urllib3", "kubernetes")
-"""Client libraries kept at warning unless the operator logs at debug."""
+"""Client libraries kept at warning whatever the level: at debug they log request and response bodies,
+Secret data included."""
 
 
 class Redactor:
@@ -47,6 +50,7 @@ class Redactor:
         for value in sorted(self.sink.values(), key=len, reverse=True):
             if value:
                 text = text.replace(value, REDACTED)
+                text = text.replace(base64.b64encode(value.encode("utf-8")).decode("ascii"), REDACTED)
         return text
 
 
@@ -119,5 +123,5 @@ def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = 
     root.addHandler(handler)
     root.setLevel(level.upper())
     for name in NOISY:
-        logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else logging.WARNING)
+        logging.getLogger(name).setLevel(logging.WARNING)
     return handler

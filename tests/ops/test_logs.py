@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
@@ -79,6 +80,33 @@ def test_generated_passwords_never_reach_a_line(lines: io.StringIO) -> None:
     text = lines.getvalue()
     assert PASSWORD not in text
     assert text.count("[redacted]") == 3
+
+
+def test_base64_encoded_passwords_are_blanked(lines: io.StringIO) -> None:
+    """A generated password as a Secret's data holds it (base64) is blanked as well."""
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    logging.getLogger("engine").info("data: {'password': '%s'}", encoded)
+    assert encoded not in lines.getvalue()
+    assert records(lines)[0]["message"] == "data: {'password': '[redacted]'}"
+
+
+def test_client_libraries_stay_quiet_at_debug(sink: SecretSink) -> None:
+    """At debug the kubernetes client would log response bodies (Secret data): it stays at warning."""
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    try:
+        configure("debug", sink=sink, stream=stream)
+        logging.getLogger("kubernetes.client.rest").debug("response body: %s", "secret data")
+        logging.getLogger("engine").debug("engine detail")
+    finally:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        for handler in saved[0]:
+            root.addHandler(handler)
+        root.setLevel(saved[1])
+    assert "secret data" not in stream.getvalue()
+    assert "engine detail" in stream.getvalue()
 
 
 def test_passwords_in_urls_are_blanked(lines: io.StringIO) -> None:
