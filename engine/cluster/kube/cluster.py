@@ -40,7 +40,7 @@ from engine.cluster.api import (
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.store import Expectation, key_of, version_number
-from engine.cluster.kube.wire import ResumingStream, WatchStream, Wire
+from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, parse_fields, parse_labels
 
 POOL_SIZE = 64
@@ -71,11 +71,13 @@ class KubeCluster:
         namespaces: Sequence[str] | None = None,
         watch_timeout: float = WATCH_TIMEOUT,
         settle_timeout: float = SETTLE_TIMEOUT,
+        request_timeout: float = REQUEST_TIMEOUT,
         log: logging.Logger | None = None,
     ) -> None:
         """namespaces: the only namespaces the cache covers (reads elsewhere, and of cluster-scoped
         kinds, go live); None covers the whole cluster. discovery_cache_dir: where the
-        DynamicClient keeps its discovery file; None uses a private temporary directory."""
+        DynamicClient keeps its discovery file; None uses a private temporary directory.
+        request_timeout: seconds a request (not a watch) may take before it fails as Timeout."""
         self.name = name
         self.api_client = api_client
         self._cache = cache
@@ -93,7 +95,7 @@ class KubeCluster:
             cache_dir.mkdir(parents=True, exist_ok=True)
         host = str(api_client.configuration.host or "")
         digest = hashlib.sha256(f"{name}\0{host}".encode()).hexdigest()[:16]
-        self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json")
+        self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json", request_timeout=request_timeout)
         self._lock = threading.Lock()
         self._informers: dict[tuple[str, str, Scope], Informer] = {}
         self._starting: dict[tuple[str, str, Scope], threading.Lock] = {}

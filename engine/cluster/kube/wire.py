@@ -38,8 +38,9 @@ Verb = Literal["get", "create", "replace", "patch", "server_side_apply", "delete
 class Wire:
     """The DynamicClient of one cluster, created on first use (its constructor talks to the server)."""
 
-    def __init__(self, api_client: ApiClient, cache_file: Path) -> None:
+    def __init__(self, api_client: ApiClient, cache_file: Path, *, request_timeout: float = REQUEST_TIMEOUT) -> None:
         self.api_client = api_client
+        self._timeouts = (min(CONNECT_TIMEOUT, request_timeout), request_timeout)
         self._cache_file = cache_file
         self._lock = threading.RLock()
         self._dynamic: Any = None
@@ -95,7 +96,7 @@ class Wire:
         client = self._client()
         with translated():
             response = client.request(method, path, body=body, serialize=False,
-                                      _request_timeout=(CONNECT_TIMEOUT, REQUEST_TIMEOUT), **params)
+                                      _request_timeout=self._timeouts, **params)
         return _json(response)
 
     def call(self, verb: Verb, api_version: str, kind: str, *, namespace: str | None = None, name: str | None = None,
@@ -116,7 +117,7 @@ class Wire:
         method = getattr(self._client(), verb)
         try:
             with translated():
-                response = method(target, serialize=False, _request_timeout=(CONNECT_TIMEOUT, REQUEST_TIMEOUT),
+                response = method(target, serialize=False, _request_timeout=self._timeouts,
                                   **args, **params)
             return _json(response)
         except NotFound as err:
@@ -151,7 +152,7 @@ class Wire:
             with translated():
                 response = client.get(resource, namespace=namespace if resource.namespaced else None,
                                       serialize=False, watch=True, timeout_seconds=server_timeout,
-                                      _request_timeout=(CONNECT_TIMEOUT, read_timeout), **params)
+                                      _request_timeout=(self._timeouts[0], read_timeout), **params)
         except ApiError as err:
             if deadline is not None and time.monotonic() >= deadline and err.code == 504:
                 return WatchStream(None)  # out of time before the answer began: an empty stream

@@ -1,0 +1,340 @@
+"""KubeCluster's informer cache over HTTP: converged reads cost no request, writes read back at once,
+the watch follows other writers, reconnects when the server ends it, and lists again after Gone."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from engine.clock import SystemClock
+from engine.cluster.api import BadRequest, NotFound, Obj
+from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
+from engine.cluster.kube.informer import Informer
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.selectors import EVERYTHING, FieldSelector
+
+emulator_module = pytest.importorskip("engine.testing.emulator", reason="the HTTP emulator is not there yet")
+Emulator = emulator_module.Emulator
+
+WIDGET_CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def secret(name: str, namespace: str = "default", **labels: str) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"k": "dg=="}}
+
+
+def names(objs: list[Obj]) -> list[str]:
+    return [o["metadata"]["name"] for o in objs]
+
+
+def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+    """Poll a condition a thread makes true, in tiny steps."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return check()
+
+
+class Requests:
+    """Every HTTP request a KubeCluster's ApiClient makes, as (method, path, query)."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self.seen: list[tuple[str, str, dict[str, list[str]]]] = []
+        self._lock = threading.Lock()
+        api = cluster.api_client
+        original = api.call_api
+
+        def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            parts = urlsplit(url)
+            with self._lock:
+                self.seen.append((method, parts.path, parse_qs(parts.query)))
+            return original(method, url, *args, **kwargs)
+
+        api.call_api = counted  # type: ignore[method-assign]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.seen)
+
+    def watches(self) -> list[dict[str, list[str]]]:
+        with self._lock:
+            return [query for _, _, query in self.seen if query.get("watch") == ["true"]]
+
+
+@pytest.fixture
+def memory() -> MemoryCluster:
+    return MemoryCluster("", clock=SystemClock())
+
+
+@pytest.fixture
+def emulator(memory: MemoryCluster) -> Iterator[Any]:
+    server = Emulator(memory)
+    server.start()
+    yield server
+    server.stop()
+
+
+MakeKube = Callable[..., KubeCluster]
+
+
+@pytest.fixture
+def make_kube(emulator: Any, tmp_path: Path) -> Iterator[MakeKube]:
+    made: list[KubeCluster] = []
+
+    def make(**options: Any) -> KubeCluster:
+        cluster = KubeCluster("", api_client_from_kubeconfig(emulator.kubeconfig("test")),
+                              discovery_cache_dir=tmp_path / f"discovery-{len(made)}", **options)
+        made.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in made:
+        cluster.stop()
+
+
+@pytest.fixture
+def kube(make_kube: MakeKube) -> KubeCluster:
+    return make_kube()
+
+
+class TestConvergedReads:
+    def test_no_request_once_synced(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """After the first read of a kind, gets and lists of it are answered without any HTTP request."""
+        memory.create(secret("a", app="web"))
+        memory.create(secret("b", "other"))
+        kube.get("v1", "Secret", "default", "a")
+        requests = Requests(kube)
+        for _ in range(5):
+            assert kube.get("v1", "Secret", "default", "a")["data"] == {"k": "dg=="}
+            assert names(kube.list("v1", "Secret").items) == ["a", "b"]
+            assert names(kube.list("v1", "Secret", "other").items) == ["b"]
+            assert names(kube.list("v1", "Secret", labels={"app": "web"}).items) == ["a"]
+            with pytest.raises(NotFound, match=r'^secrets "x" not found$'):
+                kube.get("v1", "Secret", "default", "x")
+        assert requests.seen == []
+
+    def test_first_read_lists_then_watches(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """The first read of a kind lists it once and watches from the list's resourceVersion."""
+        memory.create(secret("a"))
+        requests = Requests(kube)
+        kube.get("v1", "Secret", "default", "a")
+        lists = [q for method, path, q in requests.seen if path == "/api/v1/secrets" and "watch" not in q]
+        assert len(lists) == 1
+        assert eventually(lambda: len(requests.watches()) == 1)
+        assert requests.watches()[0]["resourceVersion"] == [kube.list("v1", "Secret").resource_version]
+
+    def test_other_writers_arrive_through_the_watch(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """Changes made by someone else show up in the cache once the watch delivers them."""
+        assert kube.list("v1", "Secret").items == []
+        memory.create(secret("a"))
+        assert eventually(lambda: names(kube.list("v1", "Secret").items) == ["a"])
+        memory.delete("v1", "Secret", "default", "a")
+        assert eventually(lambda: kube.list("v1", "Secret").items == [])
+
+    def test_live_reads_ask_the_server(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """live=True reads go to the API server even when the cache could answer."""
+        memory.create(secret("a"))
+        kube.list("v1", "Secret")
+        requests = Requests(kube)
+        assert kube.get("v1", "Secret", "default", "a", live=True)["metadata"]["name"] == "a"
+        assert names(kube.list("v1", "Secret", live=True).items) == ["a"]
+        assert [(m, p) for m, p, _ in requests.seen] == [
+            ("GET", "/api/v1/namespaces/default/secrets/a"), ("GET", "/api/v1/secrets")]
+
+    def test_unsupported_field_selector_goes_live(self, kube: KubeCluster) -> None:
+        """A field selector the cache cannot match is the server's to answer (here: refused)."""
+        kube.list("v1", "Secret")
+        requests = Requests(kube)
+        with pytest.raises(BadRequest):
+            kube.list("v1", "Secret", fields="type=Opaque")
+        assert requests.count() == 1
+
+
+class TestReadYourWrites:
+    def test_create_update_delete_read_back(self, kube: KubeCluster) -> None:
+        """Each write of this cluster is visible to the very next cached read."""
+        kube.list("v1", "Secret")
+        created = kube.create(secret("a"))
+        assert kube.get("v1", "Secret", "default", "a") == created
+        changed = dict(created, data={"k": "eA=="})
+        assert kube.update(changed)["data"] == {"k": "eA=="}
+        assert kube.get("v1", "Secret", "default", "a")["data"] == {"k": "eA=="}
+        kube.patch("v1", "Secret", "default", "a", {"metadata": {"labels": {"x": "y"}}})
+        assert names(kube.list("v1", "Secret", labels="x=y").items) == ["a"]
+        assert kube.delete("v1", "Secret", "default", "a") is None
+        with pytest.raises(NotFound):
+            kube.get("v1", "Secret", "default", "a")
+
+    def test_list_resource_version_covers_own_writes(self, kube: KubeCluster) -> None:
+        """A cached list right after writes holds them, at a resourceVersion a watch can resume from."""
+        kube.list("v1", "Secret")
+        written = [kube.create(secret(name)) for name in ("a", "b", "c")]
+        listed = kube.list("v1", "Secret")
+        assert names(listed.items) == ["a", "b", "c"]
+        assert int(listed.resource_version) >= max(int(o["metadata"]["resourceVersion"]) for o in written)
+
+    def test_last_finalizer_removed_reads_gone(self, kube: KubeCluster) -> None:
+        """The write that removes a deleting object's last finalizer makes the next read NotFound."""
+        kube.list("v1", "Secret")
+        body = secret("a")
+        body["metadata"]["finalizers"] = ["example.com/hold"]
+        kube.create(body)
+        assert kube.delete("v1", "Secret", "default", "a") is not None
+        kube.patch("v1", "Secret", "default", "a", {"metadata": {"finalizers": None}})
+        with pytest.raises(NotFound):
+            kube.get("v1", "Secret", "default", "a")
+
+    def test_managed_fields_are_stripped(self, kube: KubeCluster, make_kube: MakeKube) -> None:
+        """A cached cluster returns no managedFields, from reads or writes; a live one keeps them."""
+        kube.list("v1", "Secret")
+        applied = kube.apply(secret("a"), field_manager="engine")
+        assert "managedFields" not in applied["metadata"]
+        assert "managedFields" not in kube.get("v1", "Secret", "default", "a")["metadata"]
+        live = make_kube(cache=False)
+        assert [e["manager"] for e in live.get("v1", "Secret", "default", "a")["metadata"]["managedFields"]] == [
+            "engine"]
+
+
+class TestScope:
+    def test_namespaces_restrict_the_cache(self, memory: MemoryCluster, make_kube: MakeKube) -> None:
+        """With namespaces, reads inside them are cached; reads elsewhere and across all namespaces go live."""
+        memory.create(secret("a", "tenant"))
+        memory.create(secret("b", "elsewhere"))
+        memory.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tenant"}})
+        kube = make_kube(namespaces=["tenant"])
+        kube.get("v1", "Secret", "tenant", "a")
+        requests = Requests(kube)
+        kube.get("v1", "Secret", "tenant", "a")
+        assert names(kube.list("v1", "Secret", "tenant").items) == ["a"]
+        assert requests.count() == 0
+        kube.get("v1", "Secret", "elsewhere", "b")
+        assert names(kube.list("v1", "Secret").items) == ["b", "a"]  # elsewhere/b, tenant/a
+        kube.get("v1", "Namespace", None, "tenant")
+        assert requests.count() == 3
+
+    def test_cache_off_reads_live(self, memory: MemoryCluster, make_kube: MakeKube) -> None:
+        """cache=False: every read is a request, and no informer runs."""
+        memory.create(secret("a"))
+        kube = make_kube(cache=False)
+        kube.get("v1", "Secret", "default", "a")
+        requests = Requests(kube)
+        kube.get("v1", "Secret", "default", "a")
+        kube.list("v1", "Secret")
+        assert requests.count() == 2
+        assert kube.informers() == []
+
+
+class TestLifecycle:
+    def test_synced_and_stopped(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """An informer is synced after the first read; stop ends its thread and reads go live afterwards."""
+        memory.create(secret("a"))
+        kube.get("v1", "Secret", "default", "a")
+        (informer,) = kube.informers()
+        assert informer.has_synced() and kube.has_synced()
+        threads = [t for t in threading.enumerate() if t.name.startswith("informer Secret.v1")]
+        kube.stop()
+        assert all(not t.is_alive() for t in threads)
+        assert kube.informers() == []
+        assert kube.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
+
+    def test_unserved_kind_leaves_no_informer(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """A read of a kind not served is NotFound and starts nothing; once its CRD exists it is cached."""
+        with pytest.raises(NotFound):
+            kube.list("example.com/v1", "Widget")
+        assert kube.informers() == []
+        memory.create(WIDGET_CRD)
+        assert kube.list("example.com/v1", "Widget").items == []
+        assert len(kube.informers()) == 1
+
+    def test_withdrawn_kind_ends_its_informer(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        """When a kind's CRD goes, its informer ends and reads answer NotFound."""
+        memory.create(WIDGET_CRD)
+        kube.list("example.com/v1", "Widget")
+        (informer,) = kube.informers()
+        memory.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
+        assert eventually(lambda: informer.dead)
+        with pytest.raises(NotFound):
+            kube.list("example.com/v1", "Widget")
+
+
+class TestWatchLoop:
+    def test_resumes_when_the_server_ends_a_watch(self, memory: MemoryCluster, make_kube: MakeKube) -> None:
+        """When the server ends a watch, the informer resumes from the resourceVersion reached, without listing."""
+        kube = make_kube(watch_timeout=1)
+        kube.list("v1", "Secret")
+        requests = Requests(kube)
+        memory.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}})
+        assert eventually(lambda: len(requests.watches()) >= 1)
+        resumed_from = int(requests.watches()[0]["resourceVersion"][0])
+        assert resumed_from >= int(memory.list("v1", "ConfigMap").resource_version)  # the bookmark moved it on
+        memory.create(secret("late"))
+        assert eventually(lambda: names(kube.list("v1", "Secret").items) == ["late"])
+        (informer,) = kube.informers()
+        assert informer.relists == 0
+        assert not [q for _, path, q in requests.seen if path == "/api/v1/secrets" and "watch" not in q]
+
+    def test_survives_an_api_server_restart(self, memory: MemoryCluster, tmp_path: Path) -> None:
+        """A dropped connection and refused reconnects are retried until the server is back."""
+        first = Emulator(memory)
+        first.start()
+        port = int(first.url.rsplit(":", 1)[1])
+        kube = KubeCluster("", api_client_from_kubeconfig(first.kubeconfig("test")), discovery_cache_dir=tmp_path)
+        try:
+            kube.list("v1", "Secret")
+            first.stop()
+            memory.create(secret("while-down"))
+            second = Emulator(memory, port=port)
+            second.start()
+            try:
+                assert eventually(lambda: names(kube.list("v1", "Secret").items) == ["while-down"], within=10)
+            finally:
+                second.stop()
+        finally:
+            kube.stop()
+
+    def test_lists_again_after_gone(self, tmp_path: Path) -> None:
+        """A watch from a resourceVersion compacted away is Gone; the informer lists again and watches on."""
+        memory = MemoryCluster("", clock=SystemClock(), event_log_size=2)
+        with Emulator(memory) as server:
+            kube = KubeCluster("", api_client_from_kubeconfig(server.kubeconfig("test")), cache=False,
+                               discovery_cache_dir=tmp_path)
+            memory.create(secret("a"))
+            stale = kube.list("v1", "Secret").resource_version
+            for name in ("b", "c", "d"):
+                memory.create(secret(name))
+            first = iter([stale])  # the first watch starts from before the writes, as after a long outage
+
+            def watch_from(rv: str) -> Iterator[Any]:
+                return kube.watch("v1", "Secret", resource_version=next(first, rv), timeout=5, bookmarks=True)
+
+            informer = Informer("secrets", lambda: kube.list("v1", "Secret"), watch_from,
+                                log=logging.getLogger(__name__))
+            informer.start()
+            try:
+                assert eventually(lambda: informer.relists == 1)
+                memory.create(secret("e"))
+                assert eventually(lambda: names(informer.store.select(None, EVERYTHING, FieldSelector())[0])
+                                  == ["a", "b", "c", "d", "e"])
+            finally:
+                informer.stop()
+                kube.stop()
