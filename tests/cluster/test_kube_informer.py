@@ -1,0 +1,258 @@
+"""The informer's store (label index, expectations) and its loop, driven by fake list and watch calls."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from engine.cluster.api import Gone, NotFound, Obj, ObjectList, ServerError, WatchEvent
+from engine.cluster.kube import informer as informer_module
+from engine.cluster.kube.informer import Informer
+from engine.cluster.kube.store import Expectation, Store
+from engine.cluster.selectors import parse_fields, parse_labels
+
+LOG = logging.getLogger(__name__)
+
+
+def obj(name: str, rv: int, namespace: str = "ns", uid: str | None = None, **labels: str) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "resourceVersion": str(rv), "uid": uid or f"uid-{name}",
+                 "managedFields": [{"manager": "m"}]}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": meta}
+
+
+def event(kind: str, o: Obj) -> WatchEvent:
+    return {"type": kind, "object": o}
+
+
+def select(store: Store, selector: str | None = None, namespace: str | None = None, fields: str | None = None
+           ) -> list[str]:
+    items, _ = store.select(namespace, parse_labels(selector), parse_fields(fields))
+    return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items]
+
+
+def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.005)
+    return check()
+
+
+class TestStore:
+    def test_events_keep_it_current(self) -> None:
+        """ADDED and MODIFIED store, DELETED removes, and every event (bookmarks too) moves the position."""
+        store = Store()
+        store.replace([obj("a", 1)], "1")
+        store.apply(event("ADDED", obj("b", 2)))
+        store.apply(event("MODIFIED", obj("a", 3, app="x")))
+        store.apply(event("DELETED", obj("b", 4)))
+        store.apply(event("BOOKMARK", {"metadata": {"resourceVersion": "9"}}))
+        assert select(store) == ["ns/a"]
+        assert store.get(("ns", "a"))["metadata"]["labels"] == {"app": "x"}  # type: ignore[index]
+        assert store.position == "9"
+
+    def test_managed_fields_are_not_kept(self) -> None:
+        """Stored objects carry no managedFields."""
+        store = Store()
+        store.replace([obj("a", 1)], "1")
+        assert "managedFields" not in store.get(("ns", "a"))["metadata"]  # type: ignore[index]
+
+    def test_reads_are_copies(self) -> None:
+        """Changing what a read returned leaves the store as it was."""
+        store = Store()
+        store.replace([obj("a", 1)], "1")
+        got = store.get(("ns", "a"))
+        assert got is not None
+        got["metadata"]["name"] = "changed"
+        assert store.get(("ns", "a"))["metadata"]["name"] == "a"  # type: ignore[index]
+
+    @pytest.mark.parametrize(("selector", "expected"), [
+        ("app=web", ["one/a", "two/c"]),
+        ("app in (web,db)", ["one/a", "one/b", "two/c"]),
+        ("app=web,tier=front", ["one/a"]),
+        ("app!=web", ["one/b", "two/d"]),
+        ("!app", ["two/d"]),
+        ("tier", ["one/a"]),
+    ])
+    def test_label_selection(self, selector: str, expected: list[str]) -> None:
+        """The label index answers selectors exactly as matching every object would."""
+        store = Store()
+        store.replace([obj("a", 1, "one", app="web", tier="front"), obj("b", 2, "one", app="db"),
+                       obj("c", 3, "two", app="web"), obj("d", 4, "two")], "4")
+        assert select(store, selector) == expected
+
+    def test_index_follows_label_changes(self) -> None:
+        """An object whose labels change is found under the new ones only."""
+        store = Store()
+        store.replace([obj("a", 1, app="web")], "1")
+        store.apply(event("MODIFIED", obj("a", 2, app="db")))
+        assert select(store, "app=web") == []
+        assert select(store, "app=db") == ["ns/a"]
+
+    def test_namespace_and_fields(self) -> None:
+        """A namespace and a field selector narrow the answer; items come ordered by namespace, then name."""
+        store = Store()
+        store.replace([obj("b", 1, "two"), obj("a", 2, "two"), obj("z", 3, "one")], "3")
+        assert select(store) == ["one/z", "two/a", "two/b"]
+        assert select(store, namespace="two") == ["two/a", "two/b"]
+        assert select(store, fields="metadata.name!=a") == ["one/z", "two/b"]
+
+
+class TestExpectations:
+    def test_waits_for_a_version(self) -> None:
+        """A read waits until the watch reaches the written resourceVersion."""
+        store = Store()
+        store.replace([], "5")
+        store.expect(Expectation(version=7))
+        threading.Timer(0.02, lambda: store.apply(event("ADDED", obj("a", 7)))).start()
+        assert store.settle(5.0)
+        assert select(store) == ["ns/a"]
+
+    def test_waits_for_a_deletion(self) -> None:
+        """A read after a delete waits until that object (that uid) has left the store."""
+        store = Store()
+        store.replace([obj("a", 1)], "1")
+        store.expect(Expectation(gone=("ns", "a"), uid="uid-a"))
+        threading.Timer(0.02, lambda: store.apply(event("DELETED", obj("a", 2)))).start()
+        assert store.settle(5.0)
+        assert select(store) == []
+
+    def test_a_new_object_of_the_same_name_is_not_the_deleted_one(self) -> None:
+        """A re-created object (another uid) under the deleted name satisfies the deletion."""
+        store = Store()
+        store.replace([obj("a", 5, uid="second")], "5")
+        store.expect(Expectation(gone=("ns", "a"), uid="first"))
+        assert store.settle(0.0)
+
+    def test_gives_up_after_the_timeout(self) -> None:
+        """An expectation the watch never meets is dropped after the timeout (the read then goes live)."""
+        store = Store()
+        store.replace([], "5")
+        store.expect(Expectation(version=6))
+        assert not store.settle(0.01)
+        assert store.settle(0.0)
+
+    def test_met_expectations_cost_nothing(self) -> None:
+        """A write the store has already seen (a no-op write) does not make reads wait."""
+        store = Store()
+        store.replace([obj("a", 4)], "5")
+        store.expect(Expectation(version=4))
+        assert store.settle(0.0)
+
+
+class FakeServer:
+    """Scripted answers for an informer: lists in order, and watch streams fed from the test."""
+
+    def __init__(self, lists: list[ObjectList | Exception]) -> None:
+        self.lists = lists
+        self.list_calls = 0
+        self.watch_calls: list[str] = []
+        self.streams: list[Iterator[WatchEvent] | Exception] = []
+
+    def list(self) -> ObjectList:
+        answer = self.lists[min(self.list_calls, len(self.lists) - 1)]
+        self.list_calls += 1
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def watch(self, rv: str) -> Iterator[WatchEvent]:
+        self.watch_calls.append(rv)
+        if not self.streams:
+            return Blocking()
+        answer = self.streams.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+class Blocking(Iterator[WatchEvent]):
+    """A stream with nothing to say: it blocks until closed, as a quiet watch does."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def __next__(self) -> WatchEvent:
+        self.closed.wait()
+        raise StopIteration
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def start(server: FakeServer) -> Informer:
+    informer = Informer("fake", server.list, server.watch, log=LOG)
+    informer.start()
+    return informer
+
+
+class TestInformerLoop:
+    def test_first_list_errors_reach_the_caller(self) -> None:
+        """start() lists in the caller's thread, so a kind not served is the caller's NotFound."""
+        server = FakeServer([NotFound("the server could not find the requested resource")])
+        with pytest.raises(NotFound):
+            start(server)
+
+    def test_resumes_from_the_last_version_seen(self) -> None:
+        """Each new watch starts from the resourceVersion the previous one reached (bookmarks included)."""
+        server = FakeServer([ObjectList([obj("a", 1)], "3")])
+        bookmark = event("BOOKMARK", {"metadata": {"resourceVersion": "8"}})
+        server.streams = [iter([event("ADDED", obj("b", 4)), bookmark]), iter([event("MODIFIED", obj("a", 9))])]
+        informer = start(server)
+        try:
+            assert eventually(lambda: len(server.watch_calls) == 3)
+            assert server.watch_calls == ["3", "8", "9"]
+            assert server.list_calls == 1
+            assert select(informer.store) == ["ns/a", "ns/b"]
+        finally:
+            informer.stop()
+
+    def test_gone_lists_again(self) -> None:
+        """Gone makes the informer list again and watch from the new list."""
+        server = FakeServer([ObjectList([obj("a", 1)], "1"), ObjectList([obj("b", 20)], "20")])
+        server.streams = [Gone("too old resource version: 1 (10)")]
+        informer = start(server)
+        try:
+            assert eventually(lambda: server.watch_calls == ["1", "20"])
+            assert informer.relists == 1
+            assert select(informer.store) == ["ns/b"]
+        finally:
+            informer.stop()
+
+    def test_failures_are_retried(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Any other failure is retried after a pause, from the same resourceVersion, keeping the store."""
+        monkeypatch.setattr(informer_module, "RETRY_MIN", 0.001)
+        server = FakeServer([ObjectList([obj("a", 1)], "1")])
+        server.streams = [ServerError("connection refused"), ServerError("connection refused")]
+        informer = start(server)
+        try:
+            assert eventually(lambda: server.watch_calls == ["1", "1", "1"])
+            assert informer.has_synced()
+            assert select(informer.store) == ["ns/a"]
+        finally:
+            informer.stop()
+
+    def test_kind_gone_ends_the_informer(self) -> None:
+        """NotFound from the watch means the kind is no longer served: the informer ends, dead."""
+        server = FakeServer([ObjectList([], "1")])
+        server.streams = [NotFound("the server could not find the requested resource")]
+        informer = start(server)
+        assert eventually(lambda: informer.dead)
+        assert not informer.has_synced()
+
+    def test_stop_interrupts_a_quiet_watch(self) -> None:
+        """stop() closes the watch the thread is blocked in, and the thread ends."""
+        server = FakeServer([ObjectList([], "1")])
+        informer = start(server)
+        assert eventually(lambda: server.watch_calls == ["1"])
+        informer.stop()
+        assert informer.dead
+        assert not [t for t in threading.enumerate() if t.name == "informer fake"]
+
