@@ -169,6 +169,14 @@ class Query:
             raise ExprError(self.source, safe_reason(exc, self.source)) from None
 
 
+def _negation_trap(node: Mapping[str, Any]) -> bool:
+    """``!a.b`` parses as ``(!a).b``: a path read off a boolean, always null."""
+    children = [c for c in node.get("children", []) if isinstance(c, Mapping)]
+    if node.get("type") in _CHAINED and children and children[0].get("type") == "not_expression":
+        return True
+    return any(_negation_trap(child) for child in children)
+
+
 def compile_query(source: str) -> Query:
     """Parse and check ``source``; ExprSyntaxError(message, offset) on bad syntax or an unknown function."""
     try:
@@ -177,6 +185,9 @@ def compile_query(source: str) -> Query:
         raise _parse_error(exc, source) from None
     except jexc.EmptyExpressionError:
         raise ExprSyntaxError("empty JMESPath expression", 0, source=source) from None
+    if _negation_trap(parsed.parsed):
+        raise ExprSyntaxError("`!a.b` reads as `(!a).b`, which is always null; write `!(a.b)`",
+                              source.find("!"), source=source)
     walk = _Walk(source)
     walk.visit(parsed.parsed, True)
     return Query(source, parsed, frozenset(walk.names), frozenset(walk.functions))

@@ -26,6 +26,8 @@ class Stop:
     reason: str
     message: str
     requeue: float | None
+    keep_going: bool = False
+    """The verdict is recorded and the step goes on (`continue: true`)."""
 
 
 class Refused(ApiError):
@@ -58,8 +60,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def stop(ctx: PassContext, outcome: Outcome) -> Stop:
-    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue))
+def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False) -> Stop:
+    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue), keep_going)
 
 
 def _address(obj: Obj) -> tuple[str, str, str | None, str]:
@@ -165,14 +167,14 @@ def _wait(ctx: PassContext, action: Action) -> Stop | None:
         return None
     for branch in action.otherwise:
         if branch.when is None or truthy(ctx.evaluate(branch.when)):
-            return stop(ctx, branch)
-    return stop(ctx, action.outcome)
+            return stop(ctx, branch, action.keep_going)
+    return stop(ctx, action.outcome, action.keep_going)
 
 
 def _refuse(ctx: PassContext, action: Action) -> Stop | None:
     assert action.query is not None and action.outcome is not None
     if truthy(ctx.evaluate(action.query)):
-        return stop(ctx, action.outcome)
+        return stop(ctx, action.outcome, action.keep_going)
     return None
 
 
@@ -197,9 +199,18 @@ def _fail(ctx: PassContext, action: Action) -> Stop | None:
     raise RuleFailure(ctx.render(action.outcome.message))
 
 
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+
+
+def _log(ctx: PassContext, action: Action) -> Stop | None:
+    assert action.outcome is not None
+    ctx.log.log(_LEVELS.get(action.level, 20), ctx.render(action.outcome.message), extra=ctx.log_fields())
+    return None
+
+
 _HANDLERS = {
     "apply": _apply, "ensure": _ensure, "patch": _patch, "delete": _delete, "wait": _wait,
-    "refuse": _refuse, "status": _status, "set": _set, "fail": _fail,
+    "refuse": _refuse, "status": _status, "set": _set, "fail": _fail, "log": _log,
 }
 
 __all__ = ["Refused", "RuleFailure", "RuleRuntimeError", "Stop", "contains", "merge_patch", "run_action"]

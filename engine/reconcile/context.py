@@ -121,14 +121,20 @@ class PassContext:
     def derive(self, name: str) -> Any:
         children = self.kind.children
         if name == "prefix":
-            return children.prefix.render(self.scope)
+            return self.render(children.prefix)
         if name == "childNamespace":
-            return children.namespace.render(self.scope)
+            return self.render(children.namespace)
         return {
             children.name_label: self.order["metadata"]["name"],
             children.namespace_label: self.order["metadata"].get("namespace", ""),
             children.cluster_label: self.request.cluster,
         }
+
+    def log_fields(self, **more: Any) -> dict[str, Any]:
+        """The fields every log line about this pass carries."""
+        request = self.request
+        return {"order": f"{request.namespace}/{request.name}", "kind": self.kind.kind, "cluster": request.cluster,
+                **more}
 
     def set_order(self, order: Obj) -> None:
         """The order as the API server returned it after our write (keeps the resourceVersion current)."""

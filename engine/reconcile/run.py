@@ -72,11 +72,23 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
             ctx.set_order(patched)
             return Result(requeue_after=as_delta(gate.requeue.seconds))
         assert gate.when is not None and gate.outcome is not None
-        if not truthy(ctx.evaluate(gate.when)):
+        try:
+            holds = truthy(ctx.evaluate(gate.when))
+        except ReadError as err:
+            if gate.error is None:
+                raise
+            message = ctx.render(gate.error.message, ctx.scope.child(error=err.text))
+            for condition in gate.conditions or kind.conditions.types:
+                ctx.conditions.set(condition, False, gate.error.reason or gate.outcome.reason, message)
+            wrap = ctx.render(gate.error.wrap, ctx.scope.child(error=err.text)) if gate.error.wrap else err.text
+            return Result(error=PassError(wrap))
+        if not holds:
             continue
         message = ctx.render(gate.outcome.message)
         for condition in gate.conditions or kind.conditions.types:
             ctx.conditions.set(condition, False, gate.outcome.reason, message)
+        if gate.fail:
+            return Result(error=PassError(message))
         return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)))
 
     result = Result()
@@ -104,11 +116,15 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         return Result()
     started = time.perf_counter()
     verdict: Stop | None = None
+    recorded: Stop | None = None
     current: Action | None = None
     try:
         for action in step.actions:
             current = action
             verdict = run_action(ctx, action)
+            if verdict is not None and verdict.keep_going:
+                recorded = recorded or verdict
+                verdict = None
             if verdict is not None:
                 break
     except (ApiError, ReadError) as err:
@@ -126,11 +142,17 @@ def run_step(ctx: PassContext, step: Step) -> Result:
     outcome = StepOutcome(step.metric, step.condition, seconds, False)
     if verdict is not None:
         ctx.steps_done[step.name] = False
-        ctx.conditions.set(step.condition, False, verdict.reason, verdict.message)
-        return Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome])
+        shown = recorded or verdict  # the first verdict of the step is the one the condition shows
+        ctx.conditions.set(step.condition, False, shown.reason, shown.message)
+        result = Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome])
+        return result.merge(Result(as_delta(recorded.requeue))) if recorded else result
     ctx.steps_done[step.name] = True
+    done_requeue = as_delta(requeue_seconds(ctx, step.done.requeue))
+    if recorded is not None:  # `continue: true`: the step went through but keeps the first recorded verdict
+        ctx.conditions.set(step.condition, False, recorded.reason, recorded.message)
+        return Result(requeue_after=done_requeue, outcomes=[outcome]).merge(Result(as_delta(recorded.requeue)))
     ctx.conditions.set(step.condition, True, step.done.reason, ctx.render(step.done.message))
-    return Result(requeue_after=as_delta(requeue_seconds(ctx, step.done.requeue)), outcomes=[outcome])
+    return Result(requeue_after=done_requeue, outcomes=[outcome])
 
 
 def persist_status(ctx: PassContext, result: Result) -> Result:

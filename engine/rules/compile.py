@@ -313,7 +313,8 @@ class Compiler:
                                     self.requeue(loc, "requeue", spec.requeue), self.position(loc))
         conditions = () if spec.conditions == "all" else tuple(spec.conditions)
         return model.Gate(spec.name or f"gate {index + 1}", self.query(loc, "when", spec.when), conditions, outcome,
-                          spec.finalizer, self.requeue(loc, "requeue", spec.requeue), self.position(loc))
+                          spec.finalizer, self.requeue(loc, "requeue", spec.requeue), self.position(loc),
+                          fail=spec.fail, error=self.compile_error(loc, spec.error))
 
     def template(self, loc: Located, key: str, filename: str) -> ObjectTemplate | None:
         if filename in self.templates:
@@ -362,10 +363,15 @@ class Compiler:
             otherwise = tuple(self.compile_outcome(Located(b, loc.src, (*loc.path, "otherwise", i)), b, b.when)
                               for i, b in enumerate(spec.otherwise))
             return model.Action("wait", query=self.query(loc, "wait", spec.wait),
-                                outcome=self.compile_outcome(loc, spec), otherwise=otherwise, **common)
+                                outcome=self.compile_outcome(loc, spec), otherwise=otherwise,
+                                keep_going=spec.continue_, **common)
         if isinstance(spec, schema.RefuseSpec):
             return model.Action("refuse", query=self.query(loc, "refuse", spec.refuse),
-                                outcome=self.compile_outcome(loc, spec), **common)
+                                outcome=self.compile_outcome(loc, spec), keep_going=spec.continue_, **common)
+        if isinstance(spec, schema.LogSpec):
+            outcome = model.Outcome("", self.text(loc, "log", spec.log) or compile_text(""), model.NO_REQUEUE,
+                                    self.position(loc))
+            return model.Action("log", outcome=outcome, level=spec.level, **common)
         if isinstance(spec, schema.StatusSpec):
             sub = Located(spec, loc.src, (*loc.path, "status"))
             fields = tuple((k, self.query(sub, k, v) or _NULL) for k, v in spec.status.items())
@@ -491,6 +497,9 @@ class Compiler:
                 need(gate.outcome.message, gate.origin, defined, f"{gate.name}.message")
                 need(gate.requeue.query, gate.origin, defined, f"{gate.name}.requeue")
                 need_reason(gate.outcome.reason, gate.origin)
+            if gate.error is not None:
+                need(gate.error.message, gate.origin, defined | {"error"}, f"{gate.name}.error")
+                need_reason(gate.error.reason, gate.origin)
             for condition in gate.conditions:
                 need_type(condition, gate.origin)
         bound_by_step: dict[str, set[str]] = {}
@@ -550,6 +559,9 @@ class Compiler:
             self.errors.append(RuleError(action.origin, f"{what}: unknown name {action.target!r}"))
         for outcome in (action.outcome, *action.otherwise, action.foreign):
             if outcome is None:
+                continue
+            if action.op == "log":
+                need(outcome.message, outcome.origin, available, what)
                 continue
             need(outcome.message, outcome.origin, available, what)
             need(outcome.when, outcome.origin, available, what)

@@ -96,13 +96,15 @@ class Gate:
     finalizer: bool
     requeue: Requeue
     origin: Position
+    fail: bool = False
+    error: ErrorReport | None = None
 
 
 @dataclass(frozen=True)
 class Action:
     """One action of a step; ``op`` names it and the fields that op uses are set."""
 
-    op: Literal["apply", "ensure", "patch", "delete", "wait", "refuse", "status", "set", "fail"]
+    op: Literal["apply", "ensure", "patch", "delete", "wait", "refuse", "status", "set", "fail", "log"]
     origin: Position
     when: Query | None = None
     error: ErrorReport | None = None
@@ -117,6 +119,8 @@ class Action:
     outcome: Outcome | None = None
     otherwise: tuple[Outcome, ...] = ()
     foreign: Outcome | None = None
+    keep_going: bool = False
+    level: str = "info"
     fields: tuple[tuple[str, Query], ...] = ()
     bindings: tuple[Value, ...] = ()
 

@@ -157,11 +157,14 @@ class GateSpec(Spec):
     message: Text | None = None
     requeue: Duration | Query | None = None
     finalizer: bool = Field(False, description="Install the finalizer here (ends the pass when it was missing).")
+    fail: bool = Field(False, description="The refusal also ends the pass with its message as the error (backoff).")
+    error: ErrorSpec | None = Field(None, description="A read that fails while the gate is checked writes the "
+                                                      "gate's conditions with this reason, and fails the pass.")
 
     @model_validator(mode="after")
     def _shape(self) -> GateSpec:
         if self.finalizer:
-            if self.when or self.reason or self.message:
+            if self.when or self.reason or self.message or self.fail or self.error:
                 raise ValueError("a finalizer gate takes only requeue")
         elif not (self.when and self.reason and self.message):
             raise ValueError("a gate needs when, reason and message")
@@ -225,6 +228,8 @@ class WaitSpec(ActionBase):
     reason: str
     message: Text
     requeue: Duration | Query | None = None
+    continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
+                                                                 "the step counts as done for `requires`.")
     otherwise: list[BranchSpec] = Field(default_factory=list,
                                         description="Verdicts tried in order before reason/message.")
 
@@ -236,6 +241,8 @@ class RefuseSpec(ActionBase):
     reason: str
     message: Text
     requeue: Duration | Query | None = None
+    continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
+                                                                 "the step counts as done for `requires`.")
 
 
 class StatusSpec(ActionBase):
@@ -250,6 +257,13 @@ class SetSpec(ActionBase):
     set: dict[Name, Query | list[RowSpec]]
 
 
+class LogSpec(ActionBase):
+    """Write a log line with the order, its cluster and the step (never put a secret in it)."""
+
+    log: Text
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
 class FailSpec(ActionBase):
     """End the pass with an error (retried with backoff) after writing the condition."""
 
@@ -257,7 +271,7 @@ class FailSpec(ActionBase):
     reason: str
 
 
-ACTION_KEYS = ("apply", "ensure", "patch", "delete", "wait", "refuse", "set", "fail", "status")
+ACTION_KEYS = ("apply", "ensure", "patch", "delete", "wait", "refuse", "set", "fail", "log", "status")
 """The key that names an action, tried in this order (apply and patch also take a `status` flag)."""
 
 
@@ -279,6 +293,7 @@ ActionSpec = Annotated[
     | Annotated[RefuseSpec, Tag("refuse")]
     | Annotated[SetSpec, Tag("set")]
     | Annotated[FailSpec, Tag("fail")]
+    | Annotated[LogSpec, Tag("log")]
     | Annotated[StatusSpec, Tag("status")],
     Discriminator(action_key, custom_error_type="unknown_action",
                   custom_error_message="an action needs one of: " + ", ".join(ACTION_KEYS)),

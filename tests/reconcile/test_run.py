@@ -165,3 +165,74 @@ def test_foreign_child_stops_the_step_without_touching_it(world: Callable[[str],
     assert w.conditions()["BuiltReady"] == ("False", "Broken")
     assert w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"] == {"mine": "yes"}
     assert w.writes() == ["update"]
+
+
+def test_prefix_may_name_a_value_nothing_else_reads(world: Callable[[str], World]) -> None:
+    """children.prefix resolves the lazy values it names even when no earlier expression read them."""
+    rule = GATED.replace('prefix: "{{ order.metadata.name }}-"', 'prefix: "{{ stem }}-"').replace(
+        "values:\n", 'values:\n  stem: "join(\'\', [order.metadata.name, \'x\'])"\n')
+    w = world(rule)
+    w.order(size=1)
+    w.run()
+    w.run()
+    assert w.cluster.get("v1", "ConfigMap", "ns", "wx-part")["metadata"]["name"] == "wx-part"
+
+
+def test_failing_gate_writes_its_conditions_and_fails_the_pass(world: Callable[[str], World]) -> None:
+    """A gate with `fail: true` writes its verdict and ends the pass with its message as the error."""
+    w = world(GATED.replace("    requeue: 1m\n  - finalizer", "    fail: true\n  - finalizer"))
+    w.order(size=5)
+    result = w.run()
+    assert str(result.error) == "size 5 is more than 3"
+    assert w.conditions()["BuiltReady"] == ("False", "Broken")
+
+
+def test_gate_error_reports_a_failed_read_on_the_conditions(world: Callable[[str], World]) -> None:
+    """A read that fails while a gate is checked writes the gate's error reason and fails the pass."""
+    rule = GATED.replace("values:\n", """inputs:
+  config:
+    get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: settings}
+    error: "reading settings: {{ error }}"
+values:
+""").replace('    when: "size > `3`"\n', '    when: "size > `3` || config.data.block == \'yes\'"\n'
+             ).replace("    requeue: 1m\n  - finalizer", "    requeue: 1m\n    error: {reason: Waiting}\n  - finalizer")
+    w = world(rule)
+    w.order(size=1)
+    w.faulty.inject(verb="get", kind="ConfigMap", name="settings", error="ServerError")
+    result = w.run()
+    assert result.error is not None and str(result.error).startswith("reading settings: ")
+    assert w.conditions()["BuiltReady"][1] == "Waiting"
+
+
+def test_continue_records_the_verdict_and_runs_the_rest_of_the_step(world: Callable[[str], World]) -> None:
+    """A `continue: true` refusal keeps its verdict on the condition while later actions still run."""
+    rule = GATED.replace("      - apply: part.yaml.j2\n", """      - refuse: "size == `2`"
+        reason: Broken
+        message: two is an odd size
+        requeue: 30s
+        continue: true
+      - log: "building {{ size }} parts"
+      - apply: part.yaml.j2
+""")
+    w = world(rule)
+    w.order(size=2)
+    w.run()
+    result = w.run()
+    assert w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"] == {"size": "2"}
+    assert w.conditions()["BuiltReady"] == ("False", "Broken")
+    assert result.requeue_after == dt.timedelta(seconds=10)  # the later wait still ran: the shorter requeue wins
+
+
+def test_log_action_writes_a_line_with_the_order(
+        world: Callable[[str], World], caplog: pytest.LogCaptureFixture) -> None:
+    """A `log` action writes its text with the order and cluster as fields."""
+    log = '      - log: "building {{ size }} parts"\n        level: warning\n'
+    rule = GATED.replace("      - apply: part.yaml.j2\n", log + "      - apply: part.yaml.j2\n")
+    w = world(rule)
+    w.order(size=2)
+    w.run()
+    with caplog.at_level("INFO", logger="engine"):
+        w.run()
+    record = next(r for r in caplog.records if r.getMessage() == "building 2 parts")
+    assert record.levelname == "WARNING"
+    assert record.__dict__["order"] == "ns/w"

@@ -42,6 +42,8 @@ CASES = [
      "widget.yaml:25:9: steps.0.do.1: an action needs one of"),
     ("bad JMESPath", WIDGET.replace('wait: "part.status.ready"', 'wait: "part.status.ready =="'),
      "widget.yaml:25:15: wait: invalid JMESPath expression"),
+    ("negation trap", WIDGET.replace('wait: "part.status.ready"', 'wait: "!part.status.ready"'),
+     "wait: `!a.b` reads as `(!a).b`, which is always null; write `!(a.b)`"),
     ("bad duration", WIDGET.replace("requeue: 10s", "requeue: 10 seconds"),
      "widget.yaml:28:18: requeue: invalid JMESPath expression"),
 ]
