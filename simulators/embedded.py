@@ -7,7 +7,7 @@ kinds (``deploy/crds/external/``), and a world to serve orders in:
 
 - management: namespaces ``openstack``, ``tenant-a``, ``c5c3-system`` and ``c5c3-clusters``;
   ControlPlane ``openstack/cp`` assigning ``tenant-a`` on both clusters, its admin
-  credential ready and Keystone published at a public endpoint; a ready SecretStore
+  credential ready, Keystone and RabbitMQ published for target clusters; a ready SecretStore
   ``openbao-tenant-store``; a RabbitmqCluster ``cp-rabbitmq`` with its default-user Secret;
   and the registration Secret of ``edge-1`` (so the multi-cluster path is the real one);
 - edge-1: namespace ``tenant-a``.
@@ -48,6 +48,7 @@ MANAGEMENT_CONTEXT = "management"
 CP_NAMESPACE, CP_NAME = "openstack", "cp"
 TENANT = "tenant-a"
 PUBLIC_ENDPOINT = "https://keystone.example.com/v3"
+PUBLISHED_MESSAGING = "rabbitmq.example.com:5671"
 REACT_EVERY = 0.5
 """Seconds between two rounds of the simulated controllers."""
 
@@ -70,7 +71,10 @@ def management_world() -> list[Obj]:
                     {"namespace": TENANT}, {"namespace": TENANT, "targetClusterRef": {"name": TARGET}},
                 ],
                 "services": {"keystone": {"publicEndpoint": PUBLIC_ENDPOINT}},
-                "infrastructure": {"messaging": {"clusterRef": {"name": "cp-rabbitmq"}}},
+                "infrastructure": {
+                    "messaging": {"clusterRef": {"name": "cp-rabbitmq"}},
+                    "publishedMessagingEndpoint": PUBLISHED_MESSAGING,
+                },
             },
             "status": {"conditions": [{"type": "AdminCredentialReady", "reason": "Ready",
                                        "message": "admin credential is ready", **READY}]},

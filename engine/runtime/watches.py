@@ -105,6 +105,8 @@ class Informer:
         """True once listed and while the watch can resume; False while unserved or after a Gone."""
         self.stop = threading.Event()
         self._stream: Iterator[WatchEvent] | None = None
+        self._expect_seen = getattr(cluster, "expect_seen", None)
+        """A cached cluster's read barrier (KubeCluster.expect_seen), or None."""
         self.thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -236,8 +238,14 @@ class Informer:
             return mapped
 
     def _apply(self, kind: str, obj: Obj) -> int:
-        """Update the cache and the index, then map the event through every watch (lock held)."""
+        """Update the cache and the index, then map the event through every watch (lock held).
+
+        A cluster that reads from caches of its own is told first what this event showed, so the
+        passes the event wakes never read an older state than the one that woke them."""
         key = _key(obj)
+        rv = _rv(obj)
+        if rv is not None and callable(self._expect_seen):
+            self._expect_seen(self.api_version, self.kind, key[0] or None, rv)
         if kind == "DELETED":
             old = self._cache.pop(key, None)
             new: Obj | None = None

@@ -130,6 +130,17 @@ class KubeCluster:
         with self._lock:
             return [i for i in self._informers.values() if not i.dead]
 
+    def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str) -> None:
+        """Cached reads of this kind wait until the cache has seen ``resource_version``.
+
+        The runtime watches on its own streams; it calls this for every event before queueing
+        the orders the event wakes, so a pass never reads a cache older than what woke it."""
+        version = version_number(resource_version)
+        if version is None:
+            return
+        for informer in self._covering(api_version, kind, namespace or None):
+            informer.store.expect(Expectation(version=version))
+
     # -----------------------------------------------------------------------
     # Discovery.
 

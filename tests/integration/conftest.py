@@ -1,0 +1,260 @@
+"""Integration over HTTP: emulated API servers in the test process, ``engine run`` as a subprocess.
+
+The world is the embedded default's (``simulators.embedded``): a management cluster and
+target clusters, each an in-memory store served by its own emulator, our CRDs and the
+external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC, ESO and topology
+operator reacting on a background thread. The operator reaches the clusters only through
+the kubeconfig it is given, as it would real API servers; the tests read and write the
+stores directly and poll until the operator has done its part.
+
+Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.clock import SystemClock
+from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
+from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator import Emulator, write_kubeconfig
+from simulators import eso, korc, topology
+from simulators.base import Simulator, react
+from simulators.embedded import crd_documents, management_world, registration
+
+ROOT = Path(__file__).resolve().parents[2]
+API = "c5c3.io/v1alpha1"
+TENANT = "tenant-a"
+PATIENCE = 30.0
+"""Seconds an integration wait may take before it fails."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: the operator as a subprocess against emulated API servers")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def wait_for(what: Callable[[], Any], timeout: float = PATIENCE, message: str = "") -> Any:
+    """Poll until ``what()`` is truthy; return its value, or fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout}s: {message or what}")
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(cluster: MemoryCluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+    try:
+        return cluster.get(api_version, kind, namespace, name)
+    except NotFound:
+        return None
+
+
+def condition(obj: Obj | None, type_: str) -> str | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return str(cond.get("status"))
+    return None
+
+
+def secret_value(secret: Obj | None, key: str) -> str | None:
+    data = ((secret or {}).get("data") or {}).get(key)
+    return base64.b64decode(data).decode() if data is not None else None
+
+
+class Target:
+    """One target cluster: its store and the emulator serving it."""
+
+    def __init__(self, name: str, crds: list[Obj]) -> None:
+        self.name = name
+        self.cluster = MemoryCluster(name, clock=SystemClock())
+        for crd in crds:
+            self.cluster.create(crd)
+        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
+        self.server = Emulator(self.cluster)
+        self.server.start()
+
+    def registration(self, name: str | None = None, namespaces: str | None = None) -> Obj:
+        secret = registration(name or self.name, self.server.kubeconfig(self.name))
+        if namespaces is not None:
+            secret["data"]["namespaces"] = base64.b64encode(namespaces.encode()).decode()
+        return secret
+
+
+class World:
+    """The management cluster, target clusters, simulated controllers and a kubeconfig for the operator."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.crds = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
+        self.management = MemoryCluster(MANAGEMENT_CLUSTER, clock=SystemClock())
+        for crd in self.crds:
+            self.management.create(crd)
+        for obj in management_world():
+            self.management.seed(obj)
+        self.server = Emulator(self.management)
+        self.server.start()
+        self.targets: dict[str, Target] = {}
+        self.kubeconfig = tmp / "kubeconfig"
+        write_kubeconfig(self.kubeconfig, {"management": self.server}, "management")
+        clock = SystemClock()
+        self.simulators: list[Simulator] = [
+            korc.KorcSimulator(self.management, clock), eso.EsoSimulator(self.management, clock),
+            topology.TopologySimulator(self.management, clock),
+        ]
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._react, name="simulated controllers", daemon=True)
+        self._thread.start()
+
+    def _react(self) -> None:
+        while not self._halt.wait(0.1):
+            with contextlib.suppress(Exception):
+                react(self.simulators)
+
+    def target(self, name: str) -> Target:
+        """A new target cluster (not registered yet)."""
+        self.targets[name] = target = Target(name, self.crds)
+        return target
+
+    def register(self, target: Target, name: str | None = None, namespaces: str | None = None) -> None:
+        """Write (create or replace) the registration Secret of a target cluster."""
+        secret = target.registration(name, namespaces)
+        existing = get(self.management, "v1", "Secret", "c5c3-clusters", secret["metadata"]["name"])
+        if existing is None:
+            self.management.create(secret)
+        else:
+            secret["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            self.management.update(secret)
+
+    def assign(self, cluster: str) -> None:
+        """Have ControlPlane openstack/cp assign tenant-a on one more cluster."""
+        cp = self.management.get(API, "ControlPlane", "openstack", "cp")
+        cp["spec"]["namespaceAssignments"].append({"namespace": TENANT, "targetClusterRef": {"name": cluster}})
+        self.management.update(cp)
+
+    def cluster(self, name: str) -> MemoryCluster:
+        return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
+
+    def close(self) -> None:
+        self._halt.set()
+        self._thread.join(5)
+        for target in self.targets.values():
+            target.server.stop()
+        self.server.stop()
+
+
+class OperatorProcess:
+    """``engine run`` in a subprocess, its logs in a file, its metrics and probes on free ports."""
+
+    def __init__(self, world: World, *args: str, name: str = "operator") -> None:
+        self.metrics_port, self.probe_port = free_port(), free_port()
+        self.log_path = world.tmp / f"{name}.log"
+        self._log = self.log_path.open("wb")
+        env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "run", "--kubeconfig", str(world.kubeconfig),
+             "--context", "management", "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+             "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--log-level", "debug", *args],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+        )
+
+    def _get(self, port: int, path: str) -> tuple[int, str] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return None
+
+    def ready(self) -> bool:
+        answer = self._get(self.probe_port, "/readyz")
+        return answer is not None and answer[0] == 200
+
+    def wait_ready(self) -> None:
+        wait_for(lambda: self.ready() or self.process.poll() is not None, message="the operator to be ready")
+        assert self.process.poll() is None, f"the operator exited:\n{self.logs()}"
+
+    def metric(self, name: str) -> float | None:
+        answer = self._get(self.metrics_port, "/metrics")
+        if answer is None:
+            return None
+        for line in answer[1].splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def leads(self) -> bool:
+        return self.metric("c5c3_operator_leader_status") == 1.0
+
+    def logs(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, and the exit status once it has stopped gracefully."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful stop, the Lease is not released."""
+        self.process.kill()
+        self.process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    built = World(tmp_path_factory.mktemp("world"))
+    try:
+        yield built
+    finally:
+        built.close()
+
+
+def order(kind: str, name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": API, "kind": kind, "metadata": {"name": name, "namespace": TENANT},
+        "spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, **spec},
+    }
+
+
+def example(kind: str) -> Obj:
+    """The example order of examples/orders/ for a kind."""
+    doc: Obj = yaml.safe_load((ROOT / "examples" / "orders" / f"{kind.lower()}.yaml").read_text())
+    return doc

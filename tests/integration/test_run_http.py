@@ -1,0 +1,163 @@
+"""One ``engine run`` process serving a management cluster and registered target clusters over HTTP."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import (
+    API,
+    TENANT,
+    OperatorProcess,
+    Target,
+    World,
+    condition,
+    example,
+    get,
+    order,
+    secret_value,
+    wait_for,
+)
+
+from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
+from engine.cluster.memory import MemoryCluster
+
+KINDS = ("KeystoneUser", "RabbitMQVhost")
+
+
+@pytest.fixture(scope="module")
+def edge1(world: World) -> Target:
+    target = world.target("edge-1")
+    world.register(target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def operator(world: World, edge1: Target) -> Iterator[OperatorProcess]:
+    process = OperatorProcess(world)
+    process.wait_ready()
+    yield process
+    assert process.stop() == 0, process.logs()[-3000:]
+    assert "operator stopped" in process.logs()
+
+
+def ready(cluster: MemoryCluster, kind: str, name: str) -> bool:
+    return condition(get(cluster, API, kind, TENANT, name), "Ready") == "True"
+
+
+def delivered(cluster: MemoryCluster, name: str) -> Obj | None:
+    return get(cluster, "v1", "Secret", TENANT, f"{name}-credentials")
+
+
+def children(world: World, kind: str, name: str, cluster: str) -> list[str]:
+    """Everything in the ControlPlane's namespace labelled as that order's child."""
+    prefix = f"c5c3.io/{kind.lower()}"
+    labels = {f"{prefix}-name": name, f"{prefix}-namespace": TENANT, f"{prefix}-cluster": cluster}
+    found = []
+    for api_version, child in (("v1", "Secret"), ("openstack.k-orc.cloud/v1alpha1", "User"),
+                               ("external-secrets.io/v1alpha1", "PushSecret"), ("rabbitmq.com/v1beta1", "Vhost"),
+                               ("rabbitmq.com/v1beta1", "User"), ("rabbitmq.com/v1beta1", "Permission")):
+        found += [f"{child} {o['metadata']['name']}" for o in world.management.list(
+            api_version, child, "openstack", labels=labels).items]
+    return found
+
+
+def test_orders_of_both_kinds_on_both_clusters_go_ready(world: World, edge1: Target,
+                                                         operator: OperatorProcess) -> None:
+    """The example orders, created on the management cluster and on edge-1, are Ready and delivered there."""
+    for cluster in (world.management, edge1.cluster):
+        for kind in KINDS:
+            cluster.create(example(kind))
+    for cluster in (world.management, edge1.cluster):
+        for kind in KINDS:
+            name = example(kind)["metadata"]["name"]
+            wait_for(lambda c=cluster, k=kind, n=name: ready(c, k, n), message=f"{kind} {name} on {cluster.name!r}")
+            assert secret_value(delivered(cluster, name), "password")
+    clouds = secret_value(delivered(edge1.cluster, "workflow"), "clouds.yaml") or ""
+    assert "https://keystone.example.com/v3" in clouds
+    assert children(world, "KeystoneUser", "workflow", "edge-1")
+    assert children(world, "KeystoneUser", "workflow", "")
+
+
+def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """Not one delivered password, nor its base64 form, appears in the operator's log lines."""
+    logs = operator.logs()
+    assert '"logger": "engine' in logs
+    for cluster in (world.management, edge1.cluster):
+        for kind in KINDS:
+            secret = delivered(cluster, example(kind)["metadata"]["name"])
+            password = secret_value(secret, "password")
+            assert password
+            assert password not in logs
+            assert base64.b64encode(password.encode()).decode() not in logs
+
+
+def test_metrics_count_the_passes(operator: OperatorProcess) -> None:
+    """The metrics endpoint reports passes, step durations, the leader gauge and an idle queue."""
+    wait_for(lambda: (operator.metric("c5c3_operator_workqueue_depth") == 0.0), message="an idle queue")
+    assert (operator.metric("c5c3_operator_reconcile_duration_seconds_count") or 0) > 0
+    assert operator.metric("c5c3_operator_leader_status") == 1.0
+    assert operator.metric("c5c3_operator_active_workers") is not None
+
+
+def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """Tampering with the delivered Secret on a target cluster, or deleting it on the management one, is undone."""
+    wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "workflow"), message="the order Ready")
+    secret = delivered(edge1.cluster, "workflow")
+    assert secret is not None
+    password = secret_value(secret, "password")
+    secret["data"]["password"] = base64.b64encode(b"tampered").decode()
+    edge1.cluster.update(secret)
+    wait_for(lambda: secret_value(delivered(edge1.cluster, "workflow"), "password") == password,
+             message="the password restored on edge-1")
+    before = secret_value(delivered(world.management, "workflow"), "password")
+    world.management.delete("v1", "Secret", TENANT, "workflow-credentials")
+    wait_for(lambda: secret_value(delivered(world.management, "workflow"), "password") == before,
+             message="the deleted Secret delivered again")
+
+
+def test_an_order_deleted_goes_down_to_nothing(world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """Deleting an order on edge-1 sweeps its children on the management cluster, its Secret, then the order."""
+    assert children(world, "KeystoneUser", "workflow", "edge-1")
+    edge1.cluster.delete(API, "KeystoneUser", TENANT, "workflow")
+    wait_for(lambda: get(edge1.cluster, API, "KeystoneUser", TENANT, "workflow") is None, message="the order gone")
+    assert children(world, "KeystoneUser", "workflow", "edge-1") == []
+    assert delivered(edge1.cluster, "workflow") is None
+    assert children(world, "KeystoneUser", "workflow", "")  # the management cluster's order is untouched
+    assert ready(world.management, "KeystoneUser", "workflow")
+
+
+def test_a_registration_added_changed_and_deleted(world: World, operator: OperatorProcess) -> None:
+    """A new Secret engages a cluster; pointing it elsewhere engages the new one; deleting it disengages."""
+    edge2, edge3 = world.target("edge-2"), world.target("edge-3")
+    world.assign("edge-2")
+
+    # Not registered yet: an order there is not served.
+    edge2.cluster.create(order("KeystoneUser", "alpha"))
+    time.sleep(1.0)
+    assert not (get(edge2.cluster, API, "KeystoneUser", TENANT, "alpha") or {}).get("status")
+
+    world.register(edge2)
+    wait_for(lambda: ready(edge2.cluster, "KeystoneUser", "alpha"), message="alpha Ready once edge-2 is registered")
+
+    # The Secret now reaches another API server: that one is engaged afresh under the same name.
+    edge3.cluster.create(order("KeystoneUser", "beta"))
+    world.register(edge3, name="edge-2")
+    wait_for(lambda: ready(edge3.cluster, "KeystoneUser", "beta"), message="beta Ready through the changed Secret")
+    assert children(world, "KeystoneUser", "beta", "edge-2")
+
+    # Deleted: the cluster is disengaged, and a new order there is left alone.
+    world.management.delete("v1", "Secret", "c5c3-clusters", "edge-2")
+    wait_for(lambda: "cluster 'edge-2' disengaged" in operator.logs(), message="edge-2 disengaged")
+    edge3.cluster.create(order("KeystoneUser", "gamma"))
+    time.sleep(1.5)
+    gamma = get(edge3.cluster, API, "KeystoneUser", TENANT, "gamma") or {}
+    assert not gamma.get("status")
+    assert not gamma["metadata"].get("finalizers")
+
+
+def test_the_management_cluster_is_named_empty_in_child_labels(world: World, operator: OperatorProcess) -> None:
+    """Children of a management-cluster order carry an empty cluster label, as the seeds say."""
+    assert children(world, "RabbitMQVhost", "messaging", MANAGEMENT_CLUSTER)
