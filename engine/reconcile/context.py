@@ -197,14 +197,14 @@ class PassContext:
             if spec.verb == "get":
                 assert name is not None
                 try:
-                    return cluster.get(api_version, kind, namespace or None, name)
+                    return cluster.get(api_version, kind, namespace or None, name, live=spec.live)
                 except NotFound:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
             if not labels and spec.children_only:
                 labels = dict(self.scope["childLabels"])
             try:
-                items = cluster.list(api_version, kind, namespace or None, labels=labels or None).items
+                items = cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items
             except NotFound:
                 if spec.unserved_absent:
                     return []

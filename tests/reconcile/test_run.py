@@ -236,3 +236,21 @@ def test_log_action_writes_a_line_with_the_order(
     record = next(r for r in caplog.records if r.getMessage() == "building 2 parts")
     assert record.levelname == "WARNING"
     assert record.__dict__["order"] == "ns/w"
+
+
+def test_live_input_bypasses_caches(world: Callable[[str], World]) -> None:
+    """An input marked `live: true` is read with live=True; others may come from a cache."""
+    rule = GATED.replace("values:\n", """inputs:
+  fresh:
+    get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: fresh}
+    live: true
+  cached:
+    get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: cached}
+values:
+""").replace('    when: "size > `3`"\n', '    when: "size > `3` || fresh != `null` || cached != `null`"\n')
+    w = world(rule)
+    w.order(size=1)
+    w.run()
+    reads = {c.name: c.extra.get("live") for c in w.faulty.calls if c.kind == "ConfigMap" and c.verb == "get"}
+    assert reads["fresh"] is True
+    assert not reads["cached"]
