@@ -199,10 +199,11 @@ def banner(embedded: Embedded, out: TextIO) -> None:
         f"ControlPlane {CP_NAMESPACE}/{CP_NAME} assigns namespace {TENANT} on both; K-ORC, ESO and the RabbitMQ\n"
         "topology operator are simulated. Try, in another shell:\n"
         f"  export KUBECONFIG={path}\n"
-        "  kubectl apply --server-side -f examples/orders/keystoneuser.yaml\n"
-        f"  kubectl --context {TARGET} apply --server-side -f examples/orders/keystoneuser.yaml\n"
-        f"  kubectl wait --for=condition=Ready keystoneuser/workflow -n {TENANT} --timeout=60s\n"
-        f"  kubectl get keystoneusers -A; kubectl --context {TARGET} get keystoneusers -A\n"
+        "  kubectl apply --server-side -f examples/orders/keystoneuser.yaml -f examples/orders/rabbitmqvhost.yaml\n"
+        f"  kubectl wait --for=condition=Ready keystoneuser/workflow rabbitmqvhost/messaging -n {TENANT}\n"
+        f"  kubectl --context {TARGET} apply --server-side -f examples/orders/keystoneuser-edge-1.yaml\n"
+        f"  kubectl --context {TARGET} wait --for=condition=Ready keystoneuser/billing -n {TENANT}\n"
+        f"  kubectl get keystoneusers,rabbitmqvhosts -A; kubectl --context {TARGET} get keystoneusers -A\n"
         "Stop with Ctrl-C. Logs follow as JSON lines on stderr.\n"
     )
     out.flush()

@@ -254,7 +254,15 @@ def order(kind: str, name: str, **spec: Any) -> Obj:
     }
 
 
-def example(kind: str) -> Obj:
-    """The example order of examples/orders/ for a kind."""
-    doc: Obj = yaml.safe_load((ROOT / "examples" / "orders" / f"{kind.lower()}.yaml").read_text())
+EXAMPLES = {
+    ("KeystoneUser", ""): "keystoneuser.yaml",
+    ("KeystoneUser", "edge-1"): "keystoneuser-edge-1.yaml",
+    ("RabbitMQVhost", ""): "rabbitmqvhost.yaml",
+    ("RabbitMQVhost", "edge-1"): "rabbitmqvhost.yaml",
+}
+
+
+def example(kind: str, cluster: str = "") -> Obj:
+    """The example order of examples/orders/ for a kind on a cluster ("" management, or edge-1)."""
+    doc: Obj = yaml.safe_load((ROOT / "examples" / "orders" / EXAMPLES[(kind, cluster)]).read_text())
     return doc

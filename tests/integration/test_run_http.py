@@ -69,15 +69,15 @@ def test_orders_of_both_kinds_on_both_clusters_go_ready(world: World, edge1: Tar
     """The example orders, created on the management cluster and on edge-1, are Ready and delivered there."""
     for cluster in (world.management, edge1.cluster):
         for kind in KINDS:
-            cluster.create(example(kind))
+            cluster.create(example(kind, cluster.name))
     for cluster in (world.management, edge1.cluster):
         for kind in KINDS:
-            name = example(kind)["metadata"]["name"]
+            name = example(kind, cluster.name)["metadata"]["name"]
             wait_for(lambda c=cluster, k=kind, n=name: ready(c, k, n), message=f"{kind} {name} on {cluster.name!r}")
             assert secret_value(delivered(cluster, name), "password")
-    clouds = secret_value(delivered(edge1.cluster, "workflow"), "clouds.yaml") or ""
+    clouds = secret_value(delivered(edge1.cluster, "billing"), "clouds.yaml") or ""
     assert "https://keystone.example.com/v3" in clouds
-    assert children(world, "KeystoneUser", "workflow", "edge-1")
+    assert children(world, "KeystoneUser", "billing", "edge-1")
     assert children(world, "KeystoneUser", "workflow", "")
 
 
@@ -87,7 +87,7 @@ def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: Ope
     assert '"logger": "engine' in logs
     for cluster in (world.management, edge1.cluster):
         for kind in KINDS:
-            secret = delivered(cluster, example(kind)["metadata"]["name"])
+            secret = delivered(cluster, example(kind, cluster.name)["metadata"]["name"])
             password = secret_value(secret, "password")
             assert password
             assert password not in logs
@@ -104,13 +104,13 @@ def test_metrics_count_the_passes(operator: OperatorProcess) -> None:
 
 def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, operator: OperatorProcess) -> None:
     """Tampering with the delivered Secret on a target cluster, or deleting it on the management one, is undone."""
-    wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "workflow"), message="the order Ready")
-    secret = delivered(edge1.cluster, "workflow")
+    wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "billing"), message="the order Ready")
+    secret = delivered(edge1.cluster, "billing")
     assert secret is not None
     password = secret_value(secret, "password")
     secret["data"]["password"] = base64.b64encode(b"tampered").decode()
     edge1.cluster.update(secret)
-    wait_for(lambda: secret_value(delivered(edge1.cluster, "workflow"), "password") == password,
+    wait_for(lambda: secret_value(delivered(edge1.cluster, "billing"), "password") == password,
              message="the password restored on edge-1")
     before = secret_value(delivered(world.management, "workflow"), "password")
     world.management.delete("v1", "Secret", TENANT, "workflow-credentials")
@@ -120,11 +120,11 @@ def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, ope
 
 def test_an_order_deleted_goes_down_to_nothing(world: World, edge1: Target, operator: OperatorProcess) -> None:
     """Deleting an order on edge-1 sweeps its children on the management cluster, its Secret, then the order."""
-    assert children(world, "KeystoneUser", "workflow", "edge-1")
-    edge1.cluster.delete(API, "KeystoneUser", TENANT, "workflow")
-    wait_for(lambda: get(edge1.cluster, API, "KeystoneUser", TENANT, "workflow") is None, message="the order gone")
-    assert children(world, "KeystoneUser", "workflow", "edge-1") == []
-    assert delivered(edge1.cluster, "workflow") is None
+    assert children(world, "KeystoneUser", "billing", "edge-1")
+    edge1.cluster.delete(API, "KeystoneUser", TENANT, "billing")
+    wait_for(lambda: get(edge1.cluster, API, "KeystoneUser", TENANT, "billing") is None, message="the order gone")
+    assert children(world, "KeystoneUser", "billing", "edge-1") == []
+    assert delivered(edge1.cluster, "billing") is None
     assert children(world, "KeystoneUser", "workflow", "")  # the management cluster's order is untouched
     assert ready(world.management, "KeystoneUser", "workflow")
 
