@@ -13,6 +13,7 @@ from engine.cluster.api import Gone, NotFound, Obj, ObjectList, ServerError, Wat
 from engine.cluster.kube import informer as informer_module
 from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.store import Expectation, Store
+from engine.cluster.kube.wire import ResumingStream, WatchStream
 from engine.cluster.selectors import parse_fields, parse_labels
 
 LOG = logging.getLogger(__name__)
@@ -256,3 +257,45 @@ class TestInformerLoop:
         assert informer.dead
         assert not [t for t in threading.enumerate() if t.name == "informer fake"]
 
+
+
+class FakeStream(WatchStream):
+    """A finished response's events, as a WatchStream hands them out."""
+
+    def __init__(self, events: list[WatchEvent]) -> None:
+        super().__init__(None)
+        self._events = iter(events)
+
+    def __next__(self) -> WatchEvent:
+        return next(self._events)
+
+
+class TestResumingStream:
+    def test_reopens_from_the_last_version(self) -> None:
+        """A watch without a timeout reopens where the ended stream stopped, bookmarks included."""
+        opened: list[str | None] = []
+        streams = [[event("ADDED", obj("a", 3))], [event("BOOKMARK", {"metadata": {"resourceVersion": "7"}})],
+                   [event("MODIFIED", obj("a", 9))]]
+
+        def reopen(rv: str | None) -> WatchStream:
+            opened.append(rv)
+            return FakeStream(streams.pop(0) if streams else [])
+
+        stream = ResumingStream(reopen, None)
+        seen = [next(stream)["type"] for _ in range(3)]
+        stream.close()
+        assert seen == ["ADDED", "BOOKMARK", "MODIFIED"]
+        assert opened == [None, "3", "7"]
+        assert list(stream) == []
+
+    def test_reopen_errors_raise(self) -> None:
+        """When reopening fails (Gone), the caller hears it."""
+        def reopen(rv: str | None) -> WatchStream:
+            if rv is not None:
+                raise Gone("too old resource version")
+            return FakeStream([event("ADDED", obj("a", 3))])
+
+        stream = ResumingStream(reopen, None)
+        next(stream)
+        with pytest.raises(Gone):
+            next(stream)

@@ -24,6 +24,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.rest import RESTClientObject
 
 from engine.cluster.api import (
+    ApiError,
     BadRequest,
     Cause,
     Cluster,
@@ -168,7 +169,7 @@ class KubeCluster:
     def _printer_columns(self, info: ResourceInfo) -> tuple[PrinterColumn, ...]:
         try:
             crd = self._live_get("apiextensions.k8s.io/v1", CRD[1], None, f"{info.plural}.{info.group}")
-        except (NotFound, Exception):  # a built-in group, or no right to read CRDs: no columns
+        except ApiError:  # a built-in group (no CRD), or no right to read CRDs: no columns
             return ()
         for version in (crd.get("spec") or {}).get("versions") or []:
             if isinstance(version, dict) and version.get("name") == info.version:

@@ -35,6 +35,19 @@ REQUEST_TIMEOUT = 60.0
 Verb = Literal["get", "create", "replace", "patch", "server_side_apply", "delete"]
 
 
+class _DynamicClient(DynamicClient):
+    """The DynamicClient with a timeout on the requests it makes on its own (discovery), which it
+    would otherwise wait on forever when a server accepts connections and never answers."""
+
+    def __init__(self, client: ApiClient, cache_file: str, timeouts: tuple[float, float]) -> None:
+        self._timeouts = timeouts
+        super().__init__(client, cache_file=cache_file)  # type: ignore[no-untyped-call]
+
+    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        params.setdefault("_request_timeout", self._timeouts)
+        return super().request(method, path, body=body, **params)
+
+
 class Wire:
     """The DynamicClient of one cluster, created on first use (its constructor talks to the server)."""
 
@@ -53,7 +66,7 @@ class Wire:
         with self._lock:
             if self._dynamic is None:
                 with translated():
-                    self._dynamic = DynamicClient(self.api_client, cache_file=str(self._cache_file))  # type: ignore[no-untyped-call]
+                    self._dynamic = _DynamicClient(self.api_client, str(self._cache_file), self._timeouts)
             return self._dynamic
 
     def resource(self, api_version: str, kind: str) -> Resource:
