@@ -11,6 +11,7 @@ stays a consistent snapshot a watch can resume from.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import hashlib
 import logging
 import shutil
@@ -164,7 +165,7 @@ class KubeCluster:
         )
         if not info.group:
             return info
-        return ResourceInfo(**{**info.__dict__, "printer_columns": self._printer_columns(info)})
+        return dataclasses.replace(info, printer_columns=self._printer_columns(info))
 
     def _printer_columns(self, info: ResourceInfo) -> tuple[PrinterColumn, ...]:
         try:
@@ -195,7 +196,7 @@ class KubeCluster:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
         namespace = self._namespace(api_version, kind, namespace)
-        informer = None if live else self._informer(api_version, kind, namespace, listing=False)
+        informer = None if live else self._informer(api_version, kind, namespace)
         if informer is None:
             return self._live_get(api_version, kind, namespace, name)
         found = informer.store.get((namespace or "", name))
@@ -222,7 +223,7 @@ class KubeCluster:
                 field_selector = parse_fields(fields)
             except BadRequest:
                 field_selector = None  # a field this side cannot match: the server decides
-        informer = None if field_selector is None else self._informer(api_version, kind, namespace, listing=True)
+        informer = None if field_selector is None else self._informer(api_version, kind, namespace)
         if informer is None or field_selector is None:
             return self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
         items, position = informer.store.select(namespace, selector, field_selector)
@@ -385,7 +386,7 @@ class KubeCluster:
             return True, namespace
         return False, None
 
-    def _informer(self, api_version: str, kind: str, namespace: str | None, *, listing: bool) -> Informer | None:
+    def _informer(self, api_version: str, kind: str, namespace: str | None) -> Informer | None:
         """The synced informer that answers a read (started now if need be), or None to read live."""
         resource = self._wire.resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
