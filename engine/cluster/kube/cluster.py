@@ -116,13 +116,14 @@ class KubeCluster:
         return all(i.has_synced() or i.dead for i in informers)
 
     def stop(self) -> None:
-        """Stop every informer thread; later reads go live. Safe to call twice."""
+        """Stop every informer thread and close idle connections; later reads go live. Safe to call twice."""
         with self._lock:
             self._stopped = True
             informers = list(self._informers.values())
             self._informers.clear()
         for informer in informers:
             informer.stop()
+        self.api_client.rest_client.close()  # idle pooled connections; a later call opens new ones
         if self._tmpdir is not None:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
@@ -505,6 +506,7 @@ def _widen_pool(api_client: ApiClient) -> None:
     configuration = api_client.configuration
     if (configuration.connection_pool_maxsize or 0) < POOL_SIZE:
         configuration.connection_pool_maxsize = POOL_SIZE
+        api_client.rest_client.close()
         api_client.rest_client = RESTClientObject(configuration)
 
 
