@@ -272,7 +272,7 @@ class Emulator:
         """Serve in a daemon thread; once only."""
         if self._thread is not None or self._stopped:
             raise RuntimeError("the emulator was already started")
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01},
                                         name=f"emulator {self.url}", daemon=True)
         self._thread.start()
 
