@@ -192,17 +192,29 @@ class Operator:
         return self.manager.ready() and (has_synced is None or bool(has_synced()))
 
     def endpoints(self) -> list[Endpoint]:
-        started = [
-            serve(self.options.metrics_bind_address, metrics_routes(self.registry), name="metrics"),
-            serve(self.options.health_probe_bind_address, probe_routes({
+        """Start the metrics and probe servers; OSError (an address in use) with none left running."""
+        wanted = [
+            (self.options.metrics_bind_address, metrics_routes(self.registry), "metrics"),
+            (self.options.health_probe_bind_address, probe_routes({
                 "/healthz": {"ping": lambda: True},
                 "/readyz": {"caches-synced": self.ready},
-            }), name="probes"),
+            }), "probes"),
         ]
-        return [endpoint for endpoint in started if endpoint is not None]
+        started: list[Endpoint] = []
+        try:
+            for bind, routes, name in wanted:
+                endpoint = serve(bind, routes, name=name)
+                if endpoint is not None:
+                    started.append(endpoint)
+        except OSError:
+            for endpoint in started:
+                endpoint.stop()
+            raise
+        return started
 
     def run(self, stop: threading.Event) -> None:
         """Run until ``stop`` is set, then shut down gracefully."""
+        endpoints = self.endpoints()  # first: an address in use fails before anything else starts
         threads: list[threading.Thread] = []
         if self.registrations is not None:
             threads.append(threading.Thread(target=self.registrations.run, args=(stop,),
@@ -211,7 +223,6 @@ class Operator:
         if self.elector is not None:
             threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
                                             daemon=True))
-        endpoints = self.endpoints()
         for thread in threads:
             thread.start()
         LOG.info("operator started: %d kind(s), %d worker(s)%s", len(self.manager.catalog),
@@ -262,5 +273,9 @@ def run(
         LOG.error("cannot start: %s", exc)
         return 1
     with stop_on_signals(stop):
-        operator.run(stop)
+        try:
+            operator.run(stop)
+        except OSError as exc:  # a bind address in use: nothing was started
+            LOG.error("cannot serve the metrics or probe endpoints: %s", exc)
+            return 1
     return 0

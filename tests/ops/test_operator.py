@@ -137,6 +137,20 @@ def test_the_target_factory_gets_the_registration(rules_dir: Callable[..., Path]
     assert operator.manager.clusters.names() == [""]  # disengaged on shutdown
 
 
+def test_a_bind_address_in_use_refuses_to_start(rules_dir: Callable[..., Path], cluster: MemoryCluster) -> None:
+    """A probe address already taken: the operator reports it and starts nothing (metrics included)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        operator = Operator(options(rules_dir(), health_probe_bind_address=f"127.0.0.1:{port}"), cluster)
+        with pytest.raises(OSError):
+            operator.run(threading.Event())
+    assert operator_endpoints(operator) == []
+
+
 def test_seconds_reads_go_durations_and_plain_numbers() -> None:
     """15s, 500ms, 1m and 2 are all durations in seconds."""
     assert [seconds(t) for t in ("15s", "500ms", "1m", "2")] == [15.0, 0.5, 60.0, 2.0]
