@@ -212,7 +212,7 @@ class PassContext:
         except ApiError as err:
             where = f"{namespace}/{name}" if namespace and name else (name or namespace or "")
             if spec.error is not None:
-                text = spec.error.render(self.scope.child(error=str(err)))
+                text = self.render(spec.error, self.scope.child(error=str(err)))
             else:
                 text = f"reading {kind} {where}: {err}".replace("  ", " ")
             raise ReadError(text, err) from None

@@ -254,3 +254,18 @@ values:
     reads = {c.name: c.extra.get("live") for c in w.faulty.calls if c.kind == "ConfigMap" and c.verb == "get"}
     assert reads["fresh"] is True
     assert not reads["cached"]
+
+
+def test_input_error_text_may_name_other_values(world: Callable[[str], World]) -> None:
+    """An input's error text renders with the pass's values, not only `{{ error }}`."""
+    rule = GATED.replace("values:\n", """inputs:
+  config:
+    get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: settings}
+    error: "reading settings for {{ size }} parts: {{ error }}"
+values:
+""").replace('    when: "size > `3`"\n', '    when: "size > `3` || config != `null`"\n')
+    w = world(rule)
+    w.order(size=1)
+    w.faulty.inject(verb="get", kind="ConfigMap", name="settings", error="ServerError")
+    result = w.run()
+    assert str(result.error).startswith("reading settings for 1 parts: ")
