@@ -44,6 +44,7 @@ from engine.cluster.api import (
     ResourceInfo,
     WatchEvent,
 )
+from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
     Selector,
@@ -904,134 +905,6 @@ def _take_managed_fields(target: Obj, source: Obj) -> None:
         target["metadata"]["managedFields"] = _copy(rows)
     else:
         target["metadata"].pop("managedFields", None)
-
-
-# ---------------------------------------------------------------------------
-# Patches.
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: null removes a key, objects merge, anything else replaces."""
-    if not isinstance(patch, dict):
-        return _copy(patch)
-    result = _copy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
-
-
-class _PatchError(Exception):
-    """A JSON patch that does not apply to the document (422), as opposed to a malformed one (400)."""
-
-
-def json_patch(doc: Any, operations: Any) -> Any:
-    """RFC 6902 JSON patch: add, remove, replace, move, copy and test, applied in order, all or nothing."""
-    if not isinstance(operations, list):
-        raise BadRequest("a JSON patch must be a list of operations")
-    doc = _copy(doc)
-    for index, op in enumerate(operations):
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str):
-            raise BadRequest(f"JSON patch operation {index} needs string 'op' and 'path'")
-        name, path = op["op"], _pointer(op["path"])
-        needs = {"add": "value", "replace": "value", "test": "value", "move": "from", "copy": "from"}.get(name)
-        if name not in ("add", "remove", "replace", "move", "copy", "test"):
-            raise BadRequest(f"JSON patch operation {index}: unknown op {name!r}")
-        if needs and needs not in op:
-            raise BadRequest(f"JSON patch operation {index} ({name}) needs {needs!r}")
-        try:
-            if name == "add":
-                doc = _add(doc, path, _copy(op["value"]))
-            elif name == "remove":
-                doc = _remove(doc, path)
-            elif name == "replace":
-                _get(doc, path)
-                doc = _add(_remove(doc, path), path, _copy(op["value"])) if path else _copy(op["value"])
-            elif name == "move":
-                source = _pointer(op["from"])
-                value = _get(doc, source)
-                doc = _add(_remove(doc, source), path, value)
-            elif name == "copy":
-                doc = _add(doc, path, _copy(_get(doc, _pointer(op["from"]))))
-            elif not _json_equal(_get(doc, path), op["value"]):
-                raise _PatchError(f"testing value {op['path']} failed")
-        except _PatchError as err:
-            raise Invalid(f"the server rejected our request due to an error in our request: {err}") from None
-    return doc
-
-
-def _pointer(text: str) -> list[str]:
-    if text == "":
-        return []
-    if not text.startswith("/"):
-        raise BadRequest(f"JSON pointer {text!r} must start with '/'")
-    return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
-
-
-def _index(container: list[Any], token: str, *, insert: bool) -> int:
-    if token == "-" and insert:
-        return len(container)
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
-        raise _PatchError(f"invalid array index {token!r}")
-    index = int(token)
-    if index > len(container) or (index == len(container) and not insert):
-        raise _PatchError(f"array index {index} out of range")
-    return index
-
-
-def _get(doc: Any, path: list[str]) -> Any:
-    node = doc
-    for token in path:
-        if isinstance(node, dict):
-            if token not in node:
-                raise _PatchError(f"missing path /{'/'.join(path)}")
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_index(node, token, insert=False)]
-        else:
-            raise _PatchError(f"missing path /{'/'.join(path)}")
-    return node
-
-
-def _add(doc: Any, path: list[str], value: Any) -> Any:
-    if not path:
-        return value
-    parent = _get(doc, path[:-1])
-    if isinstance(parent, dict):
-        parent[path[-1]] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, path[-1], insert=True), value)
-    else:
-        raise _PatchError(f"missing path /{'/'.join(path[:-1])}")
-    return doc
-
-
-def _remove(doc: Any, path: list[str]) -> Any:
-    if not path:
-        raise _PatchError("cannot remove the whole document")
-    parent = _get(doc, path[:-1])
-    if isinstance(parent, dict):
-        if path[-1] not in parent:
-            raise _PatchError(f"missing path /{'/'.join(path)}")
-        del parent[path[-1]]
-    elif isinstance(parent, list):
-        del parent[_index(parent, path[-1], insert=False)]
-    else:
-        raise _PatchError(f"missing path /{'/'.join(path)}")
-    return doc
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: unlike Python's, true is not 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b) and isinstance(a, (int, float)) == isinstance(b, (int, float))
 
 
 def _conforms(cluster: MemoryCluster) -> Cluster:

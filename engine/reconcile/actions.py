@@ -9,11 +9,11 @@ writes nothing.
 from __future__ import annotations
 
 import contextlib
-import copy
 from dataclasses import dataclass
 from typing import Any
 
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
+from engine.cluster.patches import merge_patch
 from engine.expr.functions import address_only
 from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
 from engine.rules.model import Action, Outcome
@@ -45,19 +45,6 @@ def contains(live: Any, want: Any) -> bool:
     if isinstance(want, bool) or isinstance(live, bool):
         return live is want
     return bool(live == want)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, on a copy."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False) -> Stop:
@@ -213,4 +200,4 @@ _HANDLERS = {
     "refuse": _refuse, "status": _status, "set": _set, "fail": _fail, "log": _log,
 }
 
-__all__ = ["Refused", "RuleFailure", "RuleRuntimeError", "Stop", "contains", "merge_patch", "run_action"]
+__all__ = ["Refused", "RuleFailure", "RuleRuntimeError", "Stop", "contains", "run_action"]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cluster.api import ApiError, NotFound, Obj
+from engine.cluster.patches import merge_patch
 from engine.outcome import PassError, Result
-from engine.reconcile.actions import merge_patch
 from engine.reconcile.context import PassContext, ReadError, as_delta, sort_key, truthy
 
 

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import pytest
 import yaml
 
+from engine.cluster.patches import merge_patch
+
 Obj = dict[str, Any]
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
@@ -30,19 +32,6 @@ def load_crd(filename: str) -> Obj:
     assert len(docs) == 1, f"{filename} holds {len(docs)} documents"
     crd: Obj = docs[0]
     return crd
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: null removes a key, mappings merge, anything else (lists too) replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 class CrdClient(Protocol):
