@@ -1,4 +1,4 @@
-"""Compile rule files into a CompiledKind: parse, validate, merge includes, compile expressions, check names.
+"""Compile rule files into a CompiledKind: load (load.py), compile expressions (here), check names (check.py).
 
 Stages, each reporting every error it finds with file:line:col:
 1. load the file and its includes (source.py), 2. validate each against the schema
@@ -10,24 +10,17 @@ every condition type and reason written is declared.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Any, Literal
 
 from engine.expr.errors import ExprSyntaxError
 from engine.expr.jinja import ObjectTemplate, Text, compile_object_template, compile_text
 from engine.expr.jmes import Query, compile_query
 from engine.rules import model, schema
+from engine.rules.check import check_kind
 from engine.rules.errors import Position, RuleError, RuleErrors
-from engine.rules.source import SourceFile, load_source
-
-CONTEXT_NAMES = frozenset({
-    "order", "cluster", "now", "status", "prefix", "childLabels", "childNamespace", "conditions", "steps",
-})
-"""Names every expression may read: the order, its cluster, the clock, and the naming the engine derives."""
+from engine.rules.load import Loader, Located, Merged, Path_, display
+from engine.rules.source import SourceFile
 
 _DURATION = re.compile(r"^-?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -45,36 +38,18 @@ def parse_duration(text: str) -> float:
     return sign * total
 
 
-Path_ = tuple[str | int, ...]
-T = TypeVar("T")
-
-
-@dataclass
-class Located:
-    """A validated element with the file and path it came from."""
-
-    item: Any
-    src: SourceFile
-    path: Path_
-
-
-@dataclass
-class Merged:
-    """The rule file and its includes, merged: single sections from the last file, maps unioned, lists joined."""
-
-    main: SourceFile
-    single: dict[str, Located] = field(default_factory=dict)
-    maps: dict[str, dict[str, Located]] = field(default_factory=dict)
-    lists: dict[str, list[Located]] = field(default_factory=dict)
 
 
 class Compiler:
-    """Compiles one rule file; collects errors instead of stopping at the first."""
+    """Compiles one rule file (stage 4: every query, text and template); collects every error."""
 
     def __init__(self, rules_dir: Path, templates_root: Path) -> None:
         self.rules_dir = rules_dir
         self.templates_root = templates_root
         self.errors: list[RuleError] = []
+        self.loader = Loader(self.errors)
+        self.templates: dict[str, ObjectTemplate] = {}
+        self.templates_dir = templates_root
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -111,79 +86,10 @@ class Compiler:
     def position(self, loc: Located) -> Position:
         return loc.src.locate(loc.path)
 
-    # -- stage 1-3: load, validate, merge -------------------------------------------------------
-
-    def validate(self, src: SourceFile, spec_type: type[BaseModel]) -> BaseModel | None:
-        try:
-            return spec_type.model_validate(dict(src.data))
-        except ValidationError as err:
-            for issue in err.errors():
-                loc = tuple(issue["loc"])
-                data_path = _data_path(src.data, loc)
-                where = ".".join(str(p) for p in data_path) or "(top level)"
-                message = issue["msg"]
-                if issue["type"] == "extra_forbidden":
-                    message = f"unknown field {data_path[-1]!r}" if data_path else message
-                    where = ".".join(str(p) for p in data_path[:-1]) or "(top level)"
-                elif issue["type"] == "missing":
-                    message = f"missing required field {loc[-1]!r}"
-                self.error(src, data_path, f"{where}: {message}")
-            return None
-
-    def load(self, path: Path, seen: tuple[Path, ...] = ()) -> Merged | None:
-        src = load_source(path, _display(path))
-        spec_type = schema.IncludeFileSpec if seen else schema.RuleFileSpec
-        spec = self.validate(src, spec_type)
-        if spec is None:
-            return None
-        assert isinstance(spec, schema.RuleFileSpec)
-        merged = Merged(main=src)
-        for index, include in enumerate(spec.include):
-            target = (path.parent / include).resolve()
-            if target in seen or target == path.resolve():
-                self.error(src, ("include", index), f"include: {include} includes itself")
-                continue
-            if not target.is_file():
-                self.error(src, ("include", index), f"include: no rule file {include}", value=True)
-                continue
-            try:
-                inner = self.load(target, (*seen, path.resolve()))
-            except RuleErrors as err:
-                self.errors.extend(err.errors)
-                continue
-            if inner is not None:
-                self.merge_into(merged, inner)
-        own = Merged(main=src)
-        for name in type(spec).model_fields:
-            if name == "include" or name not in src.data:
-                continue
-            value = getattr(spec, name)
-            if isinstance(value, dict) and name in ("inputs", "values"):
-                own.maps[name] = {k: Located(v, src, (name, k)) for k, v in value.items()}
-            elif isinstance(value, list):
-                own.lists[name] = [Located(v, src, (name, i)) for i, v in enumerate(value)]
-            else:
-                own.single[name] = Located(value, src, (name,))
-        self.merge_into(merged, own)
-        return merged
-
-    def merge_into(self, merged: Merged, other: Merged) -> None:
-        merged.single.update(other.single)
-        for name, entries in other.maps.items():
-            target = merged.maps.setdefault(name, {})
-            for key, loc in entries.items():
-                if key in target:
-                    first = target[key]
-                    self.error(loc.src, loc.path, f"{name}.{key} is already defined at {first.src.locate(first.path)}")
-                else:
-                    target[key] = loc
-        for name, items in other.lists.items():
-            merged.lists.setdefault(name, []).extend(items)
-
     # -- stage 4-5: compile and check ----------------------------------------------------------
 
     def compile(self, path: Path) -> model.CompiledKind | None:
-        merged = self.load(path)
+        merged = self.loader.load(path)
         if merged is None:
             return None
         src = merged.main
@@ -199,7 +105,7 @@ class Compiler:
         children = self.compile_children(merged.single["children"])
         templates_dir = self.templates_root / (
             merged.single["templates"].item if "templates" in merged.single else kind_name.lower())
-        self.templates: dict[str, ObjectTemplate] = {}
+        self.templates = {}
         self.templates_dir = templates_dir
         inputs = {name: self.compile_input(name, loc) for name, loc in merged.maps.get("inputs", {}).items()}
         values = {name: self.compile_value(name, loc) for name, loc in merged.maps.get("values", {}).items()}
@@ -230,7 +136,7 @@ class Compiler:
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
             origin=src.locate(()),
         )
-        self.check(compiled, merged)
+        check_kind(compiled, self.errors)
         return None if self.errors else compiled
 
     def compile_conditions(self, loc: Located) -> model.Conditions | None:
@@ -321,18 +227,18 @@ class Compiler:
             return self.templates[filename]
         path = self.templates_dir / filename
         if not path.is_file():
-            self.error(loc.src, (*loc.path, key), f"{key}: no template {_display(path)}", value=True)
+            self.error(loc.src, (*loc.path, key), f"{key}: no template {display(path)}", value=True)
             return None
         text = path.read_text(encoding="utf-8")
         try:
-            compiled = compile_object_template(text, _display(path))
+            compiled = compile_object_template(text, display(path))
         except ExprSyntaxError as err:
             line = err.line or 1
-            self.errors.append(RuleError(Position(_display(path), line, 1), err.message))
+            self.errors.append(RuleError(Position(display(path), line, 1), err.message))
             return None
         for pattern, what in zip(_TEMPLATE_KEYS, ("apiVersion", "kind", "metadata.name"), strict=True):
             if not pattern.search(text):
-                self.errors.append(RuleError(Position(_display(path), 1, 1),
+                self.errors.append(RuleError(Position(display(path), 1, 1),
                                              f"the template does not render an object with {what}"))
         self.templates[filename] = compiled
         return compiled
@@ -457,151 +363,7 @@ class Compiler:
                 self.error(loc.src, loc.path, "a watch needs `name` (a reference) or `index` (a fan-out)")
         return tuple(watches)
 
-    # -- names, conditions and reasons --------------------------------------------------------
-
-    def check(self, kind: model.CompiledKind, merged: Merged) -> None:
-        """Every name read is defined; every condition type and reason written is declared."""
-        defined = set(CONTEXT_NAMES) | set(kind.inputs) | set(kind.values)
-        declared_types = set(kind.conditions.types)
-        reasons = kind.conditions.reasons
-
-        def names_of(expr: Query | Text | ObjectTemplate | None) -> Iterable[str]:
-            return () if expr is None else (n for n in expr.names if n != "@")
-
-        def need(expr: Query | Text | ObjectTemplate | None, origin: Position, available: set[str], what: str) -> None:
-            for name in sorted(set(names_of(expr)) - available):
-                self.errors.append(RuleError(origin, f"{what}: unknown name {name!r}"))
-
-        def need_reason(reason: str | None, origin: Position) -> None:
-            if reason is not None and reason not in reasons:
-                self.errors.append(RuleError(origin, f"reason {reason!r} is not declared in conditions.reasons"))
-
-        def need_type(condition: str, origin: Position) -> None:
-            if condition not in declared_types:
-                self.errors.append(RuleError(origin, f"condition {condition!r} is not declared in conditions.types"))
-
-        need(kind.children.prefix, kind.origin, defined, "children.prefix")
-        need(kind.children.namespace, kind.origin, defined, "children.namespace")
-        for item in kind.inputs.values():
-            for text in (item.api_version, item.kind, item.namespace, item.object_name, *sum(item.labels, ())):
-                need(text, item.origin, defined, f"input {item.name}")
-            need(item.where, item.origin, defined | {"item"}, f"input {item.name}.where")
-            need(item.sort_by, item.origin, defined | {"item"}, f"input {item.name}.sortBy")
-            need(item.error, item.origin, defined | {"error"}, f"input {item.name}.error")
-        for value in kind.values.values():
-            for expr in (value.query, *(r.when for r in value.rows), *(r.value for r in value.rows)):
-                need(expr, value.origin, defined, f"value {value.name}")
-        for gate in kind.gates:
-            need(gate.when, gate.origin, defined, f"{gate.name}.when")
-            if gate.outcome:
-                need(gate.outcome.message, gate.origin, defined, f"{gate.name}.message")
-                need(gate.requeue.query, gate.origin, defined, f"{gate.name}.requeue")
-                need_reason(gate.outcome.reason, gate.origin)
-            if gate.error is not None:
-                need(gate.error.message, gate.origin, defined | {"error"}, f"{gate.name}.error")
-                need_reason(gate.error.reason, gate.origin)
-            for condition in gate.conditions:
-                need_type(condition, gate.origin)
-        bound_by_step: dict[str, set[str]] = {}
-        step_names = [s.name for s in kind.steps]
-        for step in kind.steps:
-            need_type(step.condition, step.origin)
-            for req in step.requires:
-                if req not in step_names[: step_names.index(step.name)]:
-                    self.errors.append(RuleError(step.origin, f"step {step.name} requires {req!r}, "
-                                                              "which is not an earlier step"))
-            available = set(defined)
-            for req in step.requires:
-                available |= bound_by_step.get(req, set())
-            for outcome in (step.skipped,):
-                if outcome:
-                    need(outcome.message, outcome.origin, defined, f"step {step.name}.skipped")
-                    need_reason(outcome.reason, outcome.origin)
-            need(step.error.message, step.origin, available | {"error"}, f"step {step.name}.error")
-            need_reason(step.error.reason, step.origin)
-            for action in step.actions:
-                self.check_action(action, available, need, need_reason)
-                if action.bind:
-                    available.add(action.bind)
-                for binding in action.bindings:
-                    available.add(binding.name)
-            need(step.done.message, step.done.origin, available, f"step {step.name}.done")
-            need(step.done.requeue.query, step.done.origin, available, f"step {step.name}.done.requeue")
-            need_reason(step.done.reason, step.done.origin)
-            bound_by_step[step.name] = available - defined
-        for outcome in kind.refresh:
-            need(outcome.when, outcome.origin, defined, "result.refresh")
-            need(outcome.requeue.query, outcome.origin, defined, "result.refresh")
-        for hold in kind.teardown.holds:
-            need(hold.when, hold.origin, defined, "teardown hold")
-            need(hold.message, hold.origin, defined, "teardown hold")
-            need_type(hold.condition, hold.origin)
-            need_reason(hold.reason, hold.origin)
-        need(kind.teardown.patient_while, kind.origin, defined, "teardown.patientWhile")
-        for sweep in kind.teardown.sweeps:
-            for q in (*sweep.sort_by, sweep.before, sweep.before_when):
-                need(q, sweep.origin, defined | {"item"}, "teardown sweep")
-        for delivered in kind.teardown.delivered:
-            need(delivered.name, delivered.origin, defined, "teardown delivered")
-        if kind.index_query is not None:
-            need(kind.index_query, kind.origin, {"order"}, "indexKey")
-
-    def check_action(self, action: model.Action, available: set[str], need: Any, need_reason: Any) -> None:
-        what = f"{action.op} action"
-        need(action.when, action.origin, available, what)
-        need(action.query, action.origin, available, what)
-        need(action.template, action.origin, available, f"{what} template")
-        if action.error:
-            need(action.error.message, action.origin, available | {"error"}, what)
-            need(action.error.wrap, action.origin, available | {"error"}, what)
-            need_reason(action.error.reason, action.origin)
-        if action.op == "patch" and action.target not in available:
-            self.errors.append(RuleError(action.origin, f"{what}: unknown name {action.target!r}"))
-        for outcome in (action.outcome, *action.otherwise, action.foreign):
-            if outcome is None:
-                continue
-            if action.op == "log":
-                need(outcome.message, outcome.origin, available, what)
-                continue
-            need(outcome.message, outcome.origin, available, what)
-            need(outcome.when, outcome.origin, available, what)
-            need(outcome.requeue.query, outcome.origin, available, what)
-            need_reason(outcome.reason, outcome.origin)
-        for _, query in action.fields:
-            need(query, action.origin, available, what)
-        scope = set(available)
-        for binding in action.bindings:
-            for expr in (binding.query, *(r.when for r in binding.rows), *(r.value for r in binding.rows)):
-                need(expr, binding.origin, scope, what)
-            scope.add(binding.name)
-
-
 _NULL = compile_query("`null`")
-
-
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def _data_path(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
-    """The pydantic error location with union tags and wrapper names dropped: a real path into the data."""
-    node = data
-    out: list[str | int] = []
-    for step in loc:
-        in_map = isinstance(node, Mapping) and step in node
-        in_list = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
-        if in_map or in_list:
-            out.append(step)
-            node = node[step]
-        elif isinstance(node, Mapping) and isinstance(step, str) and step.endswith("_") and step[:-1] in node:
-            out.append(step[:-1])
-            node = node[step[:-1]]
-    if loc and isinstance(loc[-1], str) and (not out or out[-1] != loc[-1]) and isinstance(node, Mapping):
-        out.append(loc[-1])
-    return tuple(out)
 
 
 def compile_kind(path: Path, *, rules_dir: Path | None = None,
@@ -611,6 +373,6 @@ def compile_kind(path: Path, *, rules_dir: Path | None = None,
     compiler = Compiler(rules_dir, templates_root or rules_dir.parent / "templates")
     compiled = compiler.compile(path)
     if compiler.errors or compiled is None:
-        fallback = RuleError(Position(_display(path), 1, 1), "the rule file did not compile")
+        fallback = RuleError(Position(display(path), 1, 1), "the rule file did not compile")
         raise RuleErrors(compiler.errors or [fallback])
     return compiled
