@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -256,6 +257,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     demo = Demo(stream)
     try:
         demo.story()
+    except BrokenPipeError:  # `engine demo | head`: the reader has gone, so stop quietly
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        return 0
     except StoryFailed as exc:
         stream.write(f"\ndemo FAILED at {demo.timeline.stamp()}: expected that {exc}\n")
         return 1

@@ -89,3 +89,15 @@ def test_a_story_that_stalls_fails_instead_of_hanging() -> None:
     with pytest.raises(story.StoryFailed, match="still waiting after 0:05:00"):
         demo.story()
     assert "UserReady=False/ProbingForCollision" in out.getvalue()
+
+
+def test_demo_into_a_closed_pipe_ends_quietly() -> None:
+    """`engine demo | head -1` exits 0 without a traceback when the reader goes away."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(f"{sys.executable} -m engine.cli demo | head -1", shell=True, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr
+    assert done.stdout.startswith("engine demo")
