@@ -92,12 +92,11 @@ def test_a_story_that_stalls_fails_instead_of_hanging() -> None:
 
 
 def test_demo_into_a_closed_pipe_ends_quietly() -> None:
-    """`engine demo | head -1` exits 0 without a traceback when the reader goes away."""
+    """`engine demo | true` (the reader gone at once) ends without a traceback."""
     import subprocess
     import sys
 
-    done = subprocess.run(f"{sys.executable} -m engine.cli demo | head -1", shell=True, capture_output=True,
+    done = subprocess.run(f"{sys.executable} -m engine.cli demo | true", shell=True, capture_output=True,
                           text=True, check=False)
-    assert done.returncode == 0
     assert "Traceback" not in done.stderr
-    assert done.stdout.startswith("engine demo")
+    assert "BrokenPipeError" not in done.stderr
