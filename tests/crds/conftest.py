@@ -34,6 +34,20 @@ def load_crd(filename: str) -> Obj:
     return crd
 
 
+def condition(**fields: Any) -> Obj:
+    """A valid Ready condition, with fields replaced (None drops one)."""
+    cond: Obj = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "AllReady",
+        "message": "All sub-conditions are ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+    cond.update(fields)
+    return {k: v for k, v in cond.items() if v is not None}
+
+
 class CrdClient(Protocol):
     """Writes objects of one CRD's storage version as a user (create, update) or the operator (status) would."""
 

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.crds.conftest import condition
+
 if TYPE_CHECKING:
     from conftest import CrdClient
 
@@ -29,18 +31,6 @@ def order(name: str = "workflow", **spec: Any) -> Obj:
     }
 
 
-def condition(**fields: Any) -> Obj:
-    """A valid Ready condition, with fields replaced (None drops one)."""
-    cond: Obj = {
-        "type": "Ready",
-        "status": "True",
-        "reason": "AllReady",
-        "message": "All sub-conditions are ready",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": 1,
-    }
-    cond.update(fields)
-    return {k: v for k, v in cond.items() if v is not None}
 
 
 # ---------------------------------------------------------------------------

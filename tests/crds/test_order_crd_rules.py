@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.crds.conftest import load_crd
+from tests.crds.conftest import condition, load_crd
 
 if TYPE_CHECKING:
     from conftest import CrdClient
@@ -69,18 +69,6 @@ def orders(kind: OrderKind, backend: Callable[[Obj], CrdClient]) -> CrdClient:
     return backend(load_crd(kind.crd_file))
 
 
-def condition(**fields: Any) -> Obj:
-    """A valid Ready condition, with fields replaced (None drops one)."""
-    cond: Obj = {
-        "type": "Ready",
-        "status": "True",
-        "reason": "AllReady",
-        "message": "All sub-conditions are ready",
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": 1,
-    }
-    cond.update(fields)
-    return {k: v for k, v in cond.items() if v is not None}
 
 
 def test_controlplane_namespace_has_no_stored_default(kind: OrderKind, orders: CrdClient) -> None:
