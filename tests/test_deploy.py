@@ -51,10 +51,24 @@ def test_deployment_arguments_are_engine_run_flags() -> None:
     assert parsed.leader_elect is True
 
 
-def test_rbac_covers_every_kind_the_rules_read_and_write() -> None:
-    """Reads (get/list/watch) for every kind read or watched; writes for every kind swept or delivered."""
+TEMPLATED_KINDS: dict[str, tuple[str, ...]] = {
+    "{{ storeKind }}": ("SecretStore", "ClusterSecretStore"),
+}
+"""The kinds a templated `kind:` of an input can render to (rules/common/order.yaml's storeKind, whose other
+values the rules refuse before reading), so the RBAC check covers them too."""
+
+
+def kinds_of(kind: Any) -> tuple[str, ...]:
+    """The kinds an input's `kind:` names: itself when constant, else its entry in TEMPLATED_KINDS."""
+    if kind.is_constant:
+        return (kind.source,)
+    assert kind.source in TEMPLATED_KINDS, f"templated kind {kind.source!r}: list the kinds it renders to"
+    return TEMPLATED_KINDS[kind.source]
+
+
+def uncovered(verbs: dict[tuple[str, str], set[str]]) -> list[str]:
+    """What the rules read or write that the granted verbs do not cover."""
     names = plurals()
-    verbs = granted()
     missing: list[str] = []
 
     def need(api_version: str, kind: str, wanted: set[str]) -> None:
@@ -72,13 +86,28 @@ def test_rbac_covers_every_kind_the_rules_read_and_write() -> None:
         for watch in kind.watches:
             need(watch.api_version, watch.kind, {"get", "list", "watch"})
         for item in kind.inputs.values():
-            if item.verb != "served" and item.api_version.is_constant and item.kind.is_constant:
-                need(item.api_version.source, item.kind.source, {"get", "list", "watch"})
+            if item.verb == "served":
+                continue
+            assert item.api_version.is_constant, f"templated apiVersion {item.api_version.source!r}"
+            for input_kind in kinds_of(item.kind):
+                need(item.api_version.source, input_kind, {"get", "list", "watch"})
         for sweep in kind.teardown.sweeps:
             need(sweep.api_version, sweep.kind, {"get", "list", "watch", "create", "patch", "delete"})
         for delivered in kind.teardown.delivered:
             need(delivered.api_version, delivered.kind, {"get", "list", "watch", "create", "patch", "delete"})
-    assert missing == []
+    return missing
+
+
+def test_rbac_covers_every_kind_the_rules_read_and_write() -> None:
+    """Reads (get/list/watch) for every kind read or watched; writes for every kind swept or delivered."""
+    assert uncovered(granted()) == []
+
+
+@pytest.mark.parametrize("plural", ["secretstores", "clustersecretstores"])
+def test_rbac_check_sees_the_kinds_a_templated_input_reads(plural: str) -> None:
+    """Without the rights to read a store kind that `kind: "{{ storeKind }}"` can name, the check fails."""
+    verbs = {key: set(v) for key, v in granted().items() if key != ("external-secrets.io", plural)}
+    assert uncovered(verbs) == [f"{plural}.external-secrets.io: ['get', 'list', 'watch']"] * 2
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Role"])

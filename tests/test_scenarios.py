@@ -44,20 +44,23 @@ def setup_for(rules: Path, crds: Path) -> Setup:
     return load_setup(rules, crds)
 
 
-def rule_files_missing(path: Path, rules: Path) -> list[str]:
-    """Rule names the scenario asks for that have no rule file yet (work in progress, not a failure)."""
-    match = re.search(r"^rules:\s*\[([^\]]*)\]", path.read_text(encoding="utf-8"), re.MULTILINE)
-    names = [n.strip() for n in match.group(1).split(",") if n.strip()] if match else []
-    return [n for n in names if not (rules / f"{n}.yaml").is_file()]
+def check_scenario(path: Path, rules: Path, crds: Path, display: str) -> None:
+    """The scenario passes; one that names a rule file that does not exist is invalid, so it fails too."""
+    outcome = Runner(setup_for(rules, crds)).run_file(path, display)
+    assert outcome is not None, f"{display} has no top-level `scenario:` key"
+    assert outcome.status == "PASS", "\n".join(outcome.report())
 
 
 @pytest.mark.parametrize("path", scenario_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_scenario(path: Path) -> None:
     """The scenario passes."""
     rules, crds = folders_for(path)
-    missing = rule_files_missing(path, rules)
-    if missing:
-        pytest.skip(f"no rule file yet for {', '.join(missing)} in {rules.relative_to(ROOT)}")
-    outcome = Runner(setup_for(rules, crds)).run_file(path, str(path.relative_to(ROOT)))
-    assert outcome is not None
-    assert outcome.status == "PASS", "\n".join(outcome.report())
+    check_scenario(path, rules, crds, str(path.relative_to(ROOT)))
+
+
+def test_a_scenario_whose_rule_file_is_gone_fails(tmp_path: Path) -> None:
+    """Renaming a rule file fails its scenarios (never skips them), with the position of the name."""
+    scenario = tmp_path / "renamed.yaml"
+    scenario.write_text("scenario: a rule file was renamed\nrules: [keystoneuser, widget]\nsteps: []\n")
+    with pytest.raises(AssertionError, match=r"renamed.yaml:2:23: no rule file named 'widget'"):
+        check_scenario(scenario, ROOT / "rules", ROOT / "deploy" / "crds", "renamed.yaml")

@@ -19,9 +19,7 @@ from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.kube.informer import Informer
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.selectors import EVERYTHING, FieldSelector
-
-emulator_module = pytest.importorskip("engine.testing.emulator", reason="the HTTP emulator is not there yet")
-Emulator = emulator_module.Emulator
+from engine.testing.emulator import Emulator
 
 WIDGET_CRD: Obj = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -30,9 +30,7 @@ from engine.cluster.api import (
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig, kube_cluster_from_kubeconfig
 from engine.cluster.kube.errors import from_api_exception, from_transport, translated
 from engine.cluster.memory import MemoryCluster
-
-emulator_module = pytest.importorskip("engine.testing.emulator", reason="the HTTP emulator is not there yet")
-Emulator = emulator_module.Emulator
+from engine.testing.emulator import Emulator, kubeconfig
 
 
 def status(code: int, reason: str, message: str, **details: Any) -> ApiException:
@@ -200,7 +198,7 @@ class TestKubeconfig:
     def test_from_a_file_with_a_chosen_context(self, two: tuple[Any, Any], tmp_path: Path) -> None:
         """A kubeconfig file with two contexts reaches the one asked for, else the current one."""
         first, second = two
-        doc = emulator_module.kubeconfig.merged({"one": first, "two": second}, current="one")
+        doc = kubeconfig.merged({"one": first, "two": second}, current="one")
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump(doc))
         chosen = kube_cluster_from_kubeconfig("edge", path, context="two", discovery_cache_dir=tmp_path / "a")

@@ -21,6 +21,16 @@ def j(source: str, **context: Any) -> str:
     return compile_text(source).render(context)
 
 
+def arity_errors() -> list[tuple[str, int]]:
+    """(function, argument count) pairs that are wrong: one too few for each, one too many for a fixed arity."""
+    cases = [(name, fn.arity[0] - 1) for name, fn in sorted(FUNCTIONS.items()) if fn.arity[0] > 0]
+    cases += [(name, fn.arity[1] + 1) for name, fn in sorted(FUNCTIONS.items()) if fn.arity[1] is not None]
+    return cases
+
+
+ARITY_ERRORS = arity_errors()
+
+
 class TestRegistry:
     def test_every_entry_is_documented_and_consistent(self) -> None:
         """Each function has its own name, a doc, and one type entry per required argument."""
@@ -56,18 +66,29 @@ class TestRegistry:
         }  # fmt: skip
         assert expected <= set(FUNCTIONS)
 
-    @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-    def test_jinja_and_jmespath_agree_on_arity_errors(self, name: str) -> None:
-        """Calling with one argument too many is a compile error in JMESPath and a render error in Jinja."""
-        fn = FUNCTIONS[name]
-        if fn.arity[1] is None:
-            return
-        args = ", ".join(["`1`"] * (fn.arity[0] + 1))
+    @pytest.mark.parametrize(("name", "count"), ARITY_ERRORS)
+    def test_jinja_and_jmespath_agree_on_arity_errors(self, name: str, count: int) -> None:
+        """A call with one argument too few or too many is a compile error in JMESPath and a render error in Jinja."""
+        args = ", ".join(["`1`"] * count)
         with pytest.raises(ValueError, match="argument"):
             compile_query(f"{name}({args})")
-        jargs = ", ".join(["1"] * (fn.arity[0] + 1))
+        jargs = ", ".join(["1"] * count)
         with pytest.raises(ExprError, match="argument"):
             j(f"{{{{ {name}({jargs}) }}}}")
+
+    def test_every_function_has_an_arity_error_case(self) -> None:
+        """Each function can be called wrongly (fixed ones with too many, variadic ones with too few arguments)."""
+        assert {name for name, _ in ARITY_ERRORS} == set(FUNCTIONS)
+
+    @pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.arity[1] is None))
+    def test_variadic_functions_take_any_number_past_their_minimum(self, name: str) -> None:
+        """A variadic function takes three more arguments than its minimum, in JMESPath and in Jinja alike."""
+        count = FUNCTIONS[name].arity[0] + 3
+        stamps = {f"t{i}": f"2026-01-0{i + 1}T00:00:00Z" for i in range(count)}
+        queried = q(f"{name}({', '.join(stamps)})", **stamps)
+        rendered = j(f"{{{{ {name}({', '.join(stamps)}) }}}}", **stamps)
+        assert queried == rendered
+        assert queried in stamps.values()
 
 
 class TestHashing:

@@ -22,10 +22,6 @@ SCENARIOS = ROOT / "tests" / "scenarios"
 SCENARIO_KEY = re.compile(r"^scenario:", re.MULTILINE)
 STATUS_REASON = re.compile(r"^(?:True|False|Unknown)/(?P<reason>\w+)$")
 
-# Kinds whose scenario folder is still being written: their gaps are reported, not failed on.
-IN_PROGRESS: dict[str, str] = {}
-
-
 def _load(path: Path) -> Any:
     """One YAML document, as plain data."""
     return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
@@ -70,13 +66,7 @@ def checked_kinds() -> list[str]:
     return [p.stem for p in sorted(RULES.glob("*.yaml")) if (SCENARIOS / p.stem).is_dir()]
 
 
-def _param(kind: str) -> Any:
-    reason = IN_PROGRESS.get(kind)
-    marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
-    return pytest.param(kind, marks=marks, id=kind)
-
-
-@pytest.mark.parametrize("kind", [_param(k) for k in checked_kinds()])
+@pytest.mark.parametrize("kind", checked_kinds())
 def test_every_declared_reason_is_asserted_by_a_scenario(kind: str) -> None:
     """Each reason in rules/<kind>.yaml appears in some scenario's conditions assertion."""
     declared = declared_reasons(RULES / f"{kind}.yaml")

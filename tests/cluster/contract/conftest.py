@@ -15,13 +15,9 @@ import pytest
 from contract_kit import GADGET_CRD, WIDGET_CRD, Clock
 
 from engine.cluster.api import Cluster
+from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
-
-try:
-    from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
-    from engine.testing.emulator import Emulator
-except ImportError:  # the emulator is being written; the kube implementations wait for it
-    Emulator = None  # type: ignore[assignment,misc]
+from engine.testing.emulator import Emulator
 
 MakeCluster = Callable[[str], Cluster]
 
@@ -63,8 +59,6 @@ def make_cluster(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -
     def make(name: str) -> Cluster:
         if request.param == "memory":
             return MemoryCluster(name, clock=clock)
-        if Emulator is None:
-            pytest.skip("the HTTP emulator (engine.testing.emulator) is not there yet")
         emulator = Emulator(MemoryCluster(name, clock=clock), clock=clock)
         emulator.start()
         context = name or "management"
