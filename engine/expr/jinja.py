@@ -1,8 +1,9 @@
 """Compiled Jinja templates: rule strings with ``{{ }}`` and child-object templates.
 
 One sandboxed environment serves every template: ``ImmutableSandboxedEnvironment`` (no mutation
-of the context, no dunder access), ``StrictUndefined`` (a missing key is an error, not an empty
-string), autoescape off, ``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
+of the context, no dunder access), null-safe like the expressions (a missing key of an object, a
+key of null and an index past a list's end read as ``None``), ``StrictUndefined`` for what is left
+(an undefined top-level name is an error, and ``engine lint`` reports it), autoescape off, ``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
 global (``{{ sha256(x) }}``) and, when it takes an argument and Jinja has no filter of that name,
 also a filter (``{{ x | sha256 }}``). ``None`` renders as the empty string and booleans as
 ``true``/``false``, as Go and JSON write them.
@@ -86,10 +87,37 @@ def _jinja_callable(fn: Function) -> Callable[..., Any]:
     return call
 
 
+class _NullSafeEnvironment(ImmutableSandboxedEnvironment):
+    """Lookups read like JMESPath paths: a missing key, a key of null or a missing index is ``None``.
+
+    Only a name the context does not define stays undefined (and fails): that is a typo, which
+    ``engine lint`` reports; a missing field is data, which the author tests with ``or``.
+    """
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        if obj is None:
+            return None
+        found = super().getitem(obj, argument)
+        return None if _absent(obj, found, argument) else found
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if obj is None:
+            return None
+        found = super().getattr(obj, attribute)
+        return None if _absent(obj, found, attribute) else found
+
+
+def _absent(obj: Any, found: Any, key: Any) -> bool:
+    """A lookup on data that found nothing; an unsafe attribute (``__class__``) still fails in the sandbox."""
+    if not isinstance(found, Undefined) or not isinstance(obj, (Mapping, list, tuple)):
+        return False
+    return not (isinstance(key, str) and hasattr(obj, key))
+
+
 @cache
 def environment() -> ImmutableSandboxedEnvironment:
     """The one sandboxed environment, built on first use and never changed afterwards."""
-    env = ImmutableSandboxedEnvironment(
+    env = _NullSafeEnvironment(
         undefined=StrictUndefined,
         autoescape=False,
         trim_blocks=True,

@@ -61,22 +61,24 @@ class TestText:
         """None renders empty; booleans render true and false."""
         assert render("[{{ a }}] {{ b }} {{ c }}", a=None, b=True, c=False) == "[] true false"
 
-    def test_strict_undefined(self) -> None:
-        """A missing name or key is an error naming it, with the template line."""
+    def test_undefined_top_level_name_is_an_error(self) -> None:
+        """A name the context does not define is an error naming it, with the template line."""
         with pytest.raises(ExprError) as info:
-            render("ok\n{{ order.missing }}", order={})
+            render("ok\n{{ nothere.x }}", order={})
         assert info.value.line == 2
-        assert "missing" in info.value.reason
+        assert "'nothere' is undefined" in info.value.reason
         with pytest.raises(ExprError, match="'nothere' is undefined"):
             render("{{ nothere }}")
 
-    def test_defined_checks_and_default_still_work(self) -> None:
-        """Authors can test for absence explicitly."""
-        assert render("{{ 'y' if o.x is defined else 'n' }}{{ o.x | default('d') }}", o={}) == "nd"
+    def test_missing_keys_read_null_like_expressions(self) -> None:
+        """A missing key, a key of null and an index past the end read as null, so `or` supplies a default."""
+        assert render("[{{ o.missing }}][{{ o.missing.deeper }}][{{ o['k'] }}][{{ l[5] }}]", o={}, l=[1]) == "[][][][]"
+        assert render("{{ c.message or 'FailedCreateOrUpdate' }}", c={"status": "False"}) == "FailedCreateOrUpdate"
+        assert render("{{ c.message or 'x' }}", c={"message": "boom"}) == "boom"
 
-    def test_undefined_passed_to_a_function_fails(self) -> None:
-        """Passing a missing value to a function is an undefined error, not a type error."""
-        with pytest.raises(ExprError, match="UndefinedError"):
+    def test_a_missing_key_passed_to_a_function_is_null(self) -> None:
+        """Passing a missing key to a function passes null (a type error names the function, not a value)."""
+        with pytest.raises(ExprError, match=r"sha256\(\) argument 1 must be string, got null"):
             render("{{ sha256(o.missing) }}", o={})
 
     def test_function_type_error(self) -> None:
@@ -219,11 +221,11 @@ class TestObjectTemplate:
         assert info.value.line == 2
 
     def test_secret_in_a_failing_key_is_not_reported(self) -> None:
-        """A generated password used as a missing key never appears in the error."""
+        """A generated password used as a key a value cannot have never appears in the error."""
         with use_sink(SecretSink()) as sink:
             pw = render("{{ password() }}")
-        template = compile_object_template("v: {{ d[pw] | tojson }}\n", "t.yaml.j2")
+        template = compile_object_template("v: {{ s[pw] | tojson }}\n", "t.yaml.j2")
         with pytest.raises(ExprError) as info:
-            template.render({"d": {}, "pw": pw})
+            template.render({"s": "text", "pw": pw})
         assert sink.values() == (pw,)
         assert pw not in str(info.value)
