@@ -3,7 +3,8 @@
 One sandboxed environment serves every template: ``ImmutableSandboxedEnvironment`` (no mutation
 of the context, no dunder access), null-safe like the expressions (a missing key of an object, a
 key of null and an index past a list's end read as ``None``), ``StrictUndefined`` for what is left
-(an undefined top-level name is an error, and ``engine lint`` reports it), autoescape off, ``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
+(an undefined top-level name is an error, and ``engine lint`` reports it), autoescape off,
+``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
 global (``{{ sha256(x) }}``) and, when it takes an argument and Jinja has no filter of that name,
 also a filter (``{{ x | sha256 }}``). ``None`` renders as the empty string and booleans as
 ``true``/``false``, as Go and JSON write them.

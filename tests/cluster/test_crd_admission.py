@@ -607,6 +607,39 @@ class TestTransitionRules:
 
 
 # ---------------------------------------------------------------------------
+# Ratcheting (the API server since 1.30)
+
+
+class TestRatcheting:
+    SCHEMA: Obj = obj_schema(
+        size={"type": "integer", "minimum": 1},
+        labels={"type": "object", "additionalProperties": {"type": "string", "maxLength": 3}},
+        rotation=obj_schema(interval=INTERVAL),
+    )
+
+    def test_an_update_leaving_an_invalid_field_unchanged_is_accepted(self) -> None:
+        """Stored before the schema changed: schema and rule errors of unchanged fields do not block a write."""
+        adm = admission(self.SCHEMA)
+        stored = widget({"size": 0, "labels": {"a.b/c": "long"}, "rotation": {"interval": "30s"}})
+        changed = widget({"size": 0, "labels": {"a.b/c": "long"}, "rotation": {"interval": "30s"}},
+                         status={"ready": True})
+        assert adm.admit(changed, stored)["status"] == {"ready": True}
+
+    def test_a_changed_field_is_validated(self) -> None:
+        """Writing another invalid value, or an invalid value into a valid field, is refused."""
+        adm = admission(self.SCHEMA)
+        stored = widget({"size": 0, "rotation": {"interval": "30s"}})
+        assert [c.field for c in rejection(adm, widget({"size": -1, "rotation": {"interval": "30s"}}), stored)
+                .causes] == ["spec.size"]
+        assert [c.field for c in rejection(adm, widget({"size": 0, "rotation": {"interval": "40s"}}), stored)
+                .causes] == ["spec.rotation.interval"]
+
+    def test_a_create_does_not_ratchet(self) -> None:
+        """Without a stored object every error counts."""
+        assert rejection(admission(self.SCHEMA), widget({"size": 0})).causes
+
+
+# ---------------------------------------------------------------------------
 # Versions and helpers
 
 

@@ -213,6 +213,19 @@ class TestCrud:
         assert status["reason"] == "Invalid"
         assert [c["field"] for c in status["details"]["causes"]] == ["spec.size"]
 
+    def test_ratcheting_serves_an_object_stored_before_a_schema_change(
+            self, widgets: Any, cluster: MemoryCluster) -> None:
+        """A status write or label patch that leaves an invalid field unchanged is a 200; changing it is a 422."""
+        cluster.seed(widget("old", size=-1))
+        status = widgets.status.patch(name="old", namespace="ns", content_type=MERGE,
+                                      body={"status": {"phase": "Ready"}})
+        assert status.status.phase == "Ready" and status.spec.size == -1
+        labelled = widgets.patch(name="old", namespace="ns", content_type=MERGE,
+                                 body={"metadata": {"labels": {"team": "a"}}})
+        assert labelled.metadata.labels.team == "a"
+        with pytest.raises(dyn_errors.UnprocessibleEntityError):
+            widgets.patch(name="old", namespace="ns", content_type=MERGE, body={"spec": {"size": -2}})
+
     def test_list_with_label_selectors(self, widgets: Any) -> None:
         """Lists are typed ``WidgetList`` with kinded items, filtered by set-based selectors."""
         widgets.create(body=widget("a", labels={"app": "a"}), namespace="ns")

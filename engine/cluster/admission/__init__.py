@@ -11,10 +11,14 @@ the API server would store, or raises ``Invalid`` worded as the API server words
    invariants, then every ``x-kubernetes-validations`` rule (``celpy``) unless a schema error
    already blocks them, as the API server's hasBlockingErr does.
 
+On an update (``old`` given) validation *ratchets*, as the API server does since 1.30: an error
+at a field whose value is unchanged from the stored object, and that the stored object already
+had, is dropped, so an object stored before a schema change can still be written (its status,
+its finalizers) as long as the write leaves the invalid field alone.
+
 Everything is compiled once per CrdAdmission and reused for every object. Not emulated:
-ObjectMeta validation (the cluster's job), validation ratcheting of unchanged fields on
-update, rules inside ``allOf`` branches, ``optionalOldSelf``, CEL type checking at CRD
-creation (a rule naming a missing field fails when evaluated, not when the CRD is created)
+ObjectMeta validation (the cluster's job), rules inside ``allOf`` branches, ``optionalOldSelf``,
+CEL type checking at CRD creation (a rule naming a missing field fails when evaluated, not when the CRD is created)
 and CEL cost budgets.
 """
 
@@ -75,7 +79,7 @@ class CrdAdmission:
         of the node as the API server shows it for rule failures,
         and for several causes `...is invalid: [cause1, cause2]`."""
         result = self._decode(obj)
-        errors = self.errors(result, None if old is None else self._decode(old))
+        errors = self.errors(result, None if old is None else self._decode(old), ratchet=True)
         if errors:
             name = str((result.get("metadata") or {}).get("name") or "")
             raise fielderrors.invalid_object(self.group, self.kind, name, errors)
@@ -88,16 +92,85 @@ class CrdAdmission:
         structural.default(result, self.schema)
         return result
 
-    def errors(self, obj: Obj, old: Obj | None = None) -> list[FieldError]:
-        """Every validation error of an already pruned and defaulted object, in the API server's order."""
+    def errors(self, obj: Obj, old: Obj | None = None, *, ratchet: bool = False) -> list[FieldError]:
+        """Every validation error of an already pruned and defaulted object, in the API server's order;
+        with ``ratchet``, minus the errors of unchanged fields ``old`` already had."""
+        kept = _Ratchet(obj, old) if ratchet and old is not None else None
         errors = self._validator.errors(obj)
         errors += structural.list_type_errors(obj, self.schema)
+        if kept is not None:
+            stored = self._validator.errors(old) + structural.list_type_errors(old, self.schema)
+            errors = kept.new_errors(errors, stored)
         if self._rules is not None:
             if any(error.type in BLOCKING for error in errors):
                 errors.append(fielderrors.invalid(fielderrors.ROOT, None, fielderrors.NOT_CHECKED))
             else:
-                errors += self._rules.validate(obj, old, None)
+                rule_errors = self._rules.validate(obj, old, None)
+                if kept is not None:
+                    rule_errors = kept.new_errors(rule_errors, self._rules.validate(old, None, None))
+                errors += rule_errors
         return errors
+
+
+class _Ratchet:
+    """Validation ratcheting: an error the stored object had, at a field the update leaves unchanged, is dropped."""
+
+    def __init__(self, new: Obj, old: Obj | None) -> None:
+        self.new = new
+        self.old = old
+
+    def new_errors(self, errors: list[FieldError], old_errors: list[FieldError]) -> list[FieldError]:
+        before = {str(error) for error in old_errors}
+        return [error for error in errors if not (str(error) in before and self._unchanged(error.field))]
+
+    def _unchanged(self, field: str) -> bool:
+        if field == fielderrors.ROOT:
+            return self.new == self.old
+        new, new_found = _value_at(self.new, field)
+        old, old_found = _value_at(self.old, field)
+        return new_found == old_found and new == old
+
+
+_MISSING = object()
+
+
+def _value_at(obj: Any, field: str) -> tuple[Any, bool]:
+    """The value at a field path (``spec.items[0].name``), and whether it could be resolved.
+
+    Map keys are joined with dots like properties, so a key containing dots is found by trying
+    the longest run of parts first."""
+    parts: list[str | int] = []
+    for segment in field.split("."):
+        head, *indexes = segment.split("[")
+        if head:
+            parts.append(head)
+        for index in indexes:
+            text = index.rstrip("]")
+            parts.append(int(text) if text.isdigit() else text)
+    found = _walk(obj, parts)
+    return (None, False) if found is _MISSING else (found, True)
+
+
+def _walk(node: Any, parts: list[str | int]) -> Any:
+    if not parts:
+        return node
+    head = parts[0]
+    if isinstance(head, int):
+        if isinstance(node, list) and head < len(node):
+            return _walk(node[head], parts[1:])
+        return _MISSING
+    if not isinstance(node, dict):
+        return _MISSING
+    for end in range(len(parts), 0, -1):
+        run = parts[:end]
+        if not all(isinstance(p, str) for p in run):
+            continue
+        key = ".".join(str(p) for p in run)
+        if key in node:
+            found = _walk(node[key], parts[end:])
+            if found is not _MISSING:
+                return found
+    return _MISSING
 
 
 def admissions_for(crd: Obj) -> dict[str, CrdAdmission]:
