@@ -29,7 +29,7 @@ import contextvars
 import datetime as dt
 import logging
 import threading
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from engine.clock import Clock
@@ -167,12 +167,17 @@ class Manager(Generic[K]):
         clock.set(end)
         return passes + self.settle(max_passes)
 
-    def reconcile(self, request: Request) -> Result:
+    def reconcile(self, request: Request, *, pass_done: Callable[[], object] | None = None) -> Result:
         """Run one pass of ``request`` now, whatever the queue holds; its result goes through the
-        outcome switch like any pass's. The request's queued entry, if any, stays."""
+        outcome switch like any pass's. The request's queued entry, if any, stays.
+
+        pass_done: called between the pass and the pump of the watches that follows it, so a
+        caller counting calls can tell the pass's own from the watches the runtime re-opens."""
         self._require_started()
         result = self.controller.run_pass(request)
         self.last_result = result
+        if pass_done is not None:
+            pass_done()
         self.sources.pump()
         return result
 

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from engine.cluster.api import ApiError, Obj
+from engine.cluster.api import ApiError, Call, Obj
 from engine.outcome import Request
 from engine.runtime.manager import SettleLoop
 from engine.testing.scenario import model as m
@@ -133,10 +133,12 @@ def _reconcile(world: World, step: m.Step) -> None:
     assert isinstance(step, m.Reconcile) and step.ref is not None
     request = Request(world.resolved.kind_key(step.ref), step.cluster, step.ref.namespace or "", step.ref.name)
     world.take_calls()
+    own: list[Call] = []
     try:
-        result = world.manager.reconcile(request)
+        result = world.manager.reconcile(request, pass_done=lambda: own.extend(world.take_calls()))
     finally:
-        world.last_calls = world.take_calls()
+        world.take_calls()  # the watches the runtime pumps after the pass are not the pass's calls
+        world.last_calls = own
     world.last_result = result
     if result.error is not None:
         world.leaks.add_text(f"the error of the pass in step {step.index}", str(result.error))
