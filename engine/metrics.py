@@ -13,14 +13,18 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_workqueue_queue_duration_seconds``: histogram, time from queued to picked up.
 - ``<p>_active_workers``: gauge, passes running now.
 - ``<p>_leader_status``: gauge, 1 while this replica leads, else 0.
+- ``<p>_api_requests_total{cluster,verb,code}``: HTTP requests to the API servers.
+- ``<p>_api_request_duration_seconds{cluster,verb,code}``: histogram, time until each request's answer.
+- ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file
+  descriptors, start time, from prometheus_client's ProcessCollector on this registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from engine.outcome import StepOutcome
 
@@ -29,6 +33,7 @@ DEFAULT_PREFIX = "c5c3_operator"
 
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 QUEUE_BUCKETS = (0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1000.0)
+REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
 
 class PassResult(StrEnum):
@@ -43,7 +48,8 @@ class PassResult(StrEnum):
 class Metrics:
     """Every metric family of one operator, registered in one injected registry."""
 
-    def __init__(self, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX, *, process: bool = False) -> None:
+        """process=True adds the process's own metrics (the operator's registry; not the tests' many)."""
         self.registry = registry
         self.prefix = prefix
         self.reconcile_duration = Histogram(
@@ -86,6 +92,21 @@ class Metrics:
             "1 while this replica holds the leader lease, else 0.",
             registry=registry,
         )
+        self.api_requests = Counter(
+            f"{prefix}_api_requests_total",
+            "HTTP requests to the API servers, by cluster (\"\" is the management cluster), verb and status code.",
+            ["cluster", "verb", "code"],
+            registry=registry,
+        )
+        self.api_request_duration = Histogram(
+            f"{prefix}_api_request_duration_seconds",
+            "Time from sending a request to an API server until its answer (headers; a watch's opening).",
+            ["cluster", "verb", "code"],
+            buckets=REQUEST_BUCKETS,
+            registry=registry,
+        )
+        if process:
+            ProcessCollector(registry=registry)
 
     def record_outcomes(self, outcomes: Iterable[StepOutcome]) -> None:
         """One duration observation per step outcome; one error count per errored one."""
@@ -102,6 +123,15 @@ class Metrics:
 
     def observe_queue_latency(self, seconds: float) -> None:
         self.queue_latency.observe(max(seconds, 0.0))
+
+    def api_request_observer(self, cluster: str) -> Callable[[str, str, float], None]:
+        """What a cluster client calls after each request: counts it and observes its latency."""
+
+        def observe(verb: str, code: str, seconds: float) -> None:
+            self.api_requests.labels(cluster=cluster, verb=verb, code=code).inc()
+            self.api_request_duration.labels(cluster=cluster, verb=verb, code=code).observe(max(seconds, 0.0))
+
+        return observe
 
     def set_leader(self, leading: bool) -> None:
         self.leader_status.set(1 if leading else 0)

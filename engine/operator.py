@@ -1,7 +1,8 @@
 """``engine run``: the operator process, wired from its options.
 
 In order: the rule files must lint clean (else exit 1 with the lint lines); JSON
-logs with a process-wide secret sink; the management cluster (a kubeconfig, or the
+logs with a process-wide secret sink; the metrics and probe addresses are bound (an
+address in use is exit 1 with one line naming the flag and the port); the management cluster (a kubeconfig, or the
 pod's service account); the manager over the compiled catalog; the registration
 watch that engages target clusters; the metrics and probe endpoints; leader
 election when asked; then the manager runs until SIGTERM or SIGINT.
@@ -16,6 +17,7 @@ its caches stay warm and it leads again if it wins the Lease back.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
@@ -35,7 +37,7 @@ from engine.cluster.api import Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
 from engine.metrics import Metrics
-from engine.ops import Endpoint, metrics_routes, probe_routes, serve
+from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
@@ -101,23 +103,42 @@ def lint_clean(options: Options, out: TextIO) -> bool:
     return not errors
 
 
-def management_cluster(options: Options) -> Cluster:
+def management_cluster(options: Options, metrics: Metrics | None = None) -> Cluster:
     """The management cluster: the kubeconfig's context when given, else the pod's service account."""
     from engine.cluster.kube import kube_cluster_from_kubeconfig, kube_cluster_in_pod
 
+    observer = metrics.api_request_observer("") if metrics is not None else None
     if options.kubeconfig is not None:
-        return kube_cluster_from_kubeconfig("", options.kubeconfig, context=options.context)
-    return kube_cluster_in_pod("")
+        return kube_cluster_from_kubeconfig("", options.kubeconfig, context=options.context, on_request=observer)
+    return kube_cluster_in_pod("", on_request=observer)
 
 
-def target_cluster(registration: Registration) -> Cluster:
+def target_cluster(registration: Registration, metrics: Metrics | None = None) -> Cluster:
     """A registered cluster's client, from the kubeconfig its Secret holds."""
     from engine.cluster.kube import kube_cluster_from_kubeconfig
 
     document = yaml.safe_load(registration.kubeconfig)
     if not isinstance(document, dict):
         raise ValueError("the kubeconfig is not a YAML mapping")
-    return kube_cluster_from_kubeconfig(registration.name, document, namespaces=registration.namespaces)
+    observer = metrics.api_request_observer(registration.name) if metrics is not None else None
+    return kube_cluster_from_kubeconfig(registration.name, document, namespaces=registration.namespaces,
+                                        on_request=observer)
+
+
+def bind_endpoints(options: Options) -> list[Endpoint]:
+    """Claim the metrics and probe addresses, not serving yet; BindError (none left bound) when one is taken."""
+    bound: list[Endpoint] = []
+    try:
+        for text, name, flag in ((options.metrics_bind_address, "metrics", "--metrics-bind-address"),
+                                 (options.health_probe_bind_address, "probes", "--health-probe-bind-address")):
+            endpoint = bind(text, name=name, flag=flag)
+            if endpoint is not None:
+                bound.append(endpoint)
+    except BindError:
+        for endpoint in bound:
+            endpoint.stop()
+        raise
+    return bound
 
 
 @contextmanager
@@ -148,13 +169,14 @@ class Operator:
         management: Cluster,
         *,
         target_factory: Callable[[Registration], Cluster] = target_cluster,
+        metrics: Metrics | None = None,
     ) -> None:
         from engine.rules.catalog import load_catalog
 
         self.options = options
         self.management = management
-        self.registry = CollectorRegistry()
-        self.metrics = Metrics(self.registry)
+        self.metrics = metrics if metrics is not None else Metrics(CollectorRegistry(), process=True)
+        self.registry = self.metrics.registry
         self.clock = PreciseClock()
         catalog = load_catalog(options.rules, templates_dir=options.templates)
         self.manager: Manager[Any] = Manager(
@@ -191,30 +213,18 @@ class Operator:
         has_synced = getattr(self.management, "has_synced", None)
         return self.manager.ready() and (has_synced is None or bool(has_synced()))
 
-    def endpoints(self) -> list[Endpoint]:
-        """Start the metrics and probe servers; OSError (an address in use) with none left running."""
-        wanted = [
-            (self.options.metrics_bind_address, metrics_routes(self.registry), "metrics"),
-            (self.options.health_probe_bind_address, probe_routes({
-                "/healthz": {"ping": lambda: True},
-                "/readyz": {"caches-synced": self.ready},
-            }), "probes"),
-        ]
-        started: list[Endpoint] = []
-        try:
-            for bind, routes, name in wanted:
-                endpoint = serve(bind, routes, name=name)
-                if endpoint is not None:
-                    started.append(endpoint)
-        except OSError:
-            for endpoint in started:
-                endpoint.stop()
-            raise
-        return started
+    def serve(self, endpoints: list[Endpoint]) -> list[Endpoint]:
+        """Serve /metrics and the probes on the bound endpoints."""
+        routes = {
+            "metrics": metrics_routes(self.registry),
+            "probes": probe_routes({"/healthz": {"ping": lambda: True}, "/readyz": {"caches-synced": self.ready}}),
+        }
+        return [endpoint.start(routes[endpoint.name]) for endpoint in endpoints]
 
-    def run(self, stop: threading.Event) -> None:
-        """Run until ``stop`` is set, then shut down gracefully."""
-        endpoints = self.endpoints()  # first: an address in use fails before anything else starts
+    def run(self, stop: threading.Event, endpoints: list[Endpoint] | None = None) -> None:
+        """Run until ``stop`` is set, then shut down gracefully. ``endpoints``: already bound (else bound
+        here first, so an address in use fails before anything else starts)."""
+        endpoints = self.serve(endpoints if endpoints is not None else bind_endpoints(self.options))
         threads: list[threading.Thread] = []
         if self.registrations is not None:
             threads.append(threading.Thread(target=self.registrations.run, args=(stop,),
@@ -252,30 +262,43 @@ def run(
     management: Cluster | None = None,
     stop: threading.Event | None = None,
     out: TextIO | None = None,
-    target_factory: Callable[[Registration], Cluster] = target_cluster,
+    target_factory: Callable[[Registration], Cluster] | None = None,
+    endpoints: list[Endpoint] | None = None,
 ) -> int:
-    """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean or the cluster is unusable."""
+    """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean, an address is taken or
+    the cluster is unusable. ``endpoints``: the metrics and probe addresses, bound by the caller already."""
     out = out if out is not None else sys.stdout
     if not lint_clean(options, out):
-        return 1
+        return _unbind(endpoints or [])
     sink = SecretSink()
     current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
     logs.configure(options.log_level, sink=sink)
     stop = stop if stop is not None else threading.Event()
+    if endpoints is None:
+        try:
+            endpoints = bind_endpoints(options)
+        except BindError as exc:
+            LOG.error("cannot start: %s", exc)
+            return 1
+    metrics = Metrics(CollectorRegistry(), process=True)
     try:
-        cluster = management if management is not None else management_cluster(options)
+        cluster = management if management is not None else management_cluster(options, metrics)
     except Exception as exc:
         LOG.error("cannot reach the management cluster: %s", exc)
-        return 1
+        return _unbind(endpoints)
     try:
-        operator = Operator(options, cluster, target_factory=target_factory)
+        operator = Operator(options, cluster, metrics=metrics,
+                            target_factory=target_factory or functools.partial(target_cluster, metrics=metrics))
     except ValueError as exc:  # leader election durations out of order
         LOG.error("cannot start: %s", exc)
-        return 1
+        return _unbind(endpoints)
     with stop_on_signals(stop):
-        try:
-            operator.run(stop)
-        except OSError as exc:  # a bind address in use: nothing was started
-            LOG.error("cannot serve the metrics or probe endpoints: %s", exc)
-            return 1
+        operator.run(stop, endpoints)
     return 0
+
+
+def _unbind(endpoints: list[Endpoint]) -> int:
+    """Release addresses bound for a start that did not happen; the exit status of a failed start."""
+    for endpoint in endpoints:
+        endpoint.stop()
+    return 1

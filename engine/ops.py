@@ -5,10 +5,15 @@ address (default ``:8080``) serves the injected registry, never the global one;
 ``/healthz`` and ``/readyz`` on the probe address (default ``:8081``) answer 200
 ``ok`` or 500 with the failing check's name. ``0`` as an address turns its server
 off. Each server runs on a daemon thread and stops with ``stop()``.
+
+An endpoint binds its address when it is made and serves once started, so ``engine run``
+claims both addresses before it prints or starts anything: an address in use is one line
+naming the flag and the port, not a traceback after the banner.
 """
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -21,6 +26,10 @@ Route = Callable[[], tuple[int, str, bytes]]
 """Answers a GET: (status, content type, body)."""
 
 TEXT = "text/plain; charset=utf-8"
+
+
+class BindError(OSError):
+    """An address that cannot be listened on; the message names the flag, the address and the port."""
 
 
 def parse_bind_address(text: str) -> tuple[str, int] | None:
@@ -68,9 +77,10 @@ class _Server6(ThreadingHTTPServer):
 class Endpoint:
     """One HTTP server answering GET on a few fixed paths."""
 
-    def __init__(self, address: tuple[str, int], routes: Mapping[str, Route], *, name: str) -> None:
+    def __init__(self, address: tuple[str, int], routes: Mapping[str, Route] | None = None, *, name: str) -> None:
+        """Binds now (OSError when the address is taken); serves from ``start``."""
         self.name = name
-        table = dict(routes)
+        table = self._routes = dict(routes or {})
 
         class Handler(BaseHTTPRequestHandler):
             disable_nagle_algorithm = True
@@ -96,7 +106,9 @@ class Endpoint:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def start(self) -> Endpoint:
+    def start(self, routes: Mapping[str, Route] | None = None) -> Endpoint:
+        """Serve (on ``routes`` too, when given) on a daemon thread."""
+        self._routes.update(routes or {})
         self._thread = threading.Thread(target=self._server.serve_forever, name=f"{self.name} http", daemon=True)
         self._thread.start()
         return self
@@ -112,3 +124,19 @@ def serve(bind: str, routes: Mapping[str, Route], *, name: str) -> Endpoint | No
     """Start an endpoint on ``bind`` (see parse_bind_address); None when it is turned off."""
     address = parse_bind_address(bind)
     return None if address is None else Endpoint(address, routes, name=name).start()
+
+
+def bind(text: str, *, name: str, flag: str) -> Endpoint | None:
+    """An endpoint bound to ``text`` and not yet serving; None when turned off; BindError naming
+    ``flag`` and the port when the address cannot be listened on."""
+    address = parse_bind_address(text)
+    if address is None:
+        return None
+    try:
+        return Endpoint(address, name=name)
+    except OSError as exc:
+        host, port = address
+        where = f"port {port}" + (f" on {host}" if host else "")
+        in_use = exc.errno == errno.EADDRINUSE
+        reason = "is already in use" if in_use else f"cannot be listened on: {exc.strerror or exc}"
+        raise BindError(f"{flag} {text}: {where} {reason}") from None

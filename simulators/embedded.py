@@ -35,7 +35,8 @@ import yaml
 from engine.clock import SystemClock
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.memory import MemoryCluster
-from engine.operator import Options, run
+from engine.operator import Options, bind_endpoints, run
+from engine.ops import BindError
 from engine.runtime.clusters import KUBECONFIG_KEY, REGISTRATION_LABEL
 from engine.testing.emulator import Emulator, write_kubeconfig
 from simulators import eso, korc, topology
@@ -211,11 +212,17 @@ def banner(embedded: Embedded, out: TextIO) -> None:
 
 def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, out: TextIO | None = None,
          stop: threading.Event | None = None) -> int:
-    """Start the embedded clusters, print how to use them, run the operator against them."""
+    """Claim the operator's addresses, start the embedded clusters, print how to use them, run the operator
+    against them. An address in use ends it before the banner, with one line naming the flag and the port."""
     import sys
 
     stream = out if out is not None else sys.stdout
     stop = stop if stop is not None else threading.Event()
+    try:
+        endpoints = bind_endpoints(options)
+    except BindError as exc:
+        print(f"engine run: {exc}", file=sys.stderr)
+        return 1
     with embedded_clusters(crds, kubeconfig_out) as embedded:
         banner(embedded, stream)
         halt = threading.Event()
@@ -224,7 +231,7 @@ def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, ou
         controllers.start()
         try:
             return run(replace(options, kubeconfig=embedded.kubeconfig, context=MANAGEMENT_CONTEXT), stop=stop,
-                       out=stream)
+                       out=stream, endpoints=endpoints)
         finally:
             halt.set()
             controllers.join(5)

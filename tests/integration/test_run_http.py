@@ -102,6 +102,20 @@ def test_metrics_count_the_passes(operator: OperatorProcess) -> None:
     assert operator.metric("c5c3_operator_active_workers") is not None
 
 
+def test_metrics_report_the_process_and_the_api_requests(world: World, edge1: Target,
+                                                         operator: OperatorProcess) -> None:
+    """/metrics has the process's CPU, memory and open files, and the API requests by cluster, verb and code."""
+    wait_for(lambda: (operator.metric("c5c3_operator_workqueue_depth") == 0.0), message="an idle queue")
+    for process_metric in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds"):
+        assert (operator.metric(process_metric) or 0) > 0, process_metric
+    lists = 'c5c3_operator_api_requests_total{cluster="",code="200",verb="LIST"}'
+    watches = 'c5c3_operator_api_requests_total{cluster="",code="200",verb="WATCH"}'
+    assert (operator.metric(lists) or 0) > 0 and (operator.metric(watches) or 0) > 0
+    assert (operator.metric('c5c3_operator_api_requests_total{cluster="edge-1",code="200",verb="LIST"}') or 0) > 0
+    latency = 'c5c3_operator_api_request_duration_seconds_count{cluster="",code="200",verb="LIST"}'
+    assert (operator.metric(latency) or 0) > 0
+
+
 def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, operator: OperatorProcess) -> None:
     """Tampering with the delivered Secret on a target cluster, or deleting it on the management one, is undone."""
     wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "billing"), message="the order Ready")

@@ -19,6 +19,8 @@ from engine.cluster.memory import MemoryCluster
 from engine.operator import Operator, Options, run, seconds
 from engine.runtime.clusters import Registration
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def options(rules: Path, **changes: object) -> Options:
     base = Options(rules=rules, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0",
@@ -149,6 +151,42 @@ def test_a_bind_address_in_use_refuses_to_start(rules_dir: Callable[..., Path], 
         with pytest.raises(OSError):
             operator.run(threading.Event())
     assert operator_endpoints(operator) == []
+
+
+def test_an_address_in_use_is_named_before_the_banner(rules_dir: Callable[..., Path],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A second embedded engine run: one line naming the flag and the port, no banner, no cluster started."""
+    import socket
+
+    from simulators.embedded import main as embedded
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = io.StringIO()
+        status = embedded(options(rules_dir(), metrics_bind_address=f"127.0.0.1:{port}"),
+                          crds=ROOT / "deploy" / "crds", out=out)
+    assert status == 1
+    assert out.getvalue() == ""
+    assert capsys.readouterr().err.strip() == (
+        f"engine run: --metrics-bind-address 127.0.0.1:{port}: port {port} on 127.0.0.1 is already in use")
+
+
+def test_run_names_a_probe_address_in_use(rules_dir: Callable[..., Path], cluster: MemoryCluster,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """engine run --kubeconfig with the probe port taken: exit 1, the log names the flag and the port."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        opts = options(rules_dir(), metrics_bind_address="127.0.0.1:0", health_probe_bind_address=f"127.0.0.1:{port}")
+        status = run(opts, management=cluster, out=io.StringIO())
+    assert status == 1
+    named = f"--health-probe-bind-address 127.0.0.1:{port}: port {port} on 127.0.0.1 is already in use"
+    assert named in capsys.readouterr().err
 
 
 def test_seconds_reads_go_durations_and_plain_numbers() -> None:

@@ -41,6 +41,7 @@ from engine.cluster.api import (
 )
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import Informer
+from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.store import Expectation, key_of, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, parse_fields, parse_labels
@@ -75,11 +76,13 @@ class KubeCluster:
         settle_timeout: float = SETTLE_TIMEOUT,
         request_timeout: float = REQUEST_TIMEOUT,
         log: logging.Logger | None = None,
+        on_request: RequestObserver | None = None,
     ) -> None:
         """namespaces: the only namespaces the cache covers (reads elsewhere, and of cluster-scoped
         kinds, go live); None covers the whole cluster. discovery_cache_dir: where the
         DynamicClient keeps its discovery file; None uses a private temporary directory.
-        request_timeout: seconds a request (not a watch) may take before it fails as Timeout."""
+        request_timeout: seconds a request (not a watch) may take before it fails as Timeout.
+        on_request: told of every HTTP request (verb, code, seconds), for the API request metrics."""
         self.name = name
         self.api_client = api_client
         self._cache = cache
@@ -88,6 +91,8 @@ class KubeCluster:
         self._settle_timeout = settle_timeout
         self._log = log or logging.getLogger(f"engine.cluster.kube.{name or 'management'}")
         _widen_pool(api_client)
+        if on_request is not None:
+            observe_requests(api_client, on_request)
         self._tmpdir: str | None = None
         if discovery_cache_dir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="engine-discovery-")

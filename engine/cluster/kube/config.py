@@ -14,6 +14,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from engine.cluster.api import BadRequest
 from engine.cluster.kube.cluster import POOL_SIZE, KubeCluster
+from engine.cluster.kube.requests import RequestObserver
 
 
 def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, context: str | None = None) -> ApiClient:
@@ -39,10 +40,11 @@ def kube_cluster_from_kubeconfig(
     cache: bool = True,
     discovery_cache_dir: Path | None = None,
     namespaces: Sequence[str] | None = None,
+    on_request: RequestObserver | None = None,
 ) -> KubeCluster:
     """A KubeCluster named ``name`` for one context (default: the current one) of a kubeconfig."""
     return KubeCluster(name, api_client_from_kubeconfig(kubeconfig, context=context), cache=cache,
-                       discovery_cache_dir=discovery_cache_dir, namespaces=namespaces)
+                       discovery_cache_dir=discovery_cache_dir, namespaces=namespaces, on_request=on_request)
 
 
 def kube_cluster_in_pod(
@@ -51,6 +53,7 @@ def kube_cluster_in_pod(
     cache: bool = True,
     discovery_cache_dir: Path | None = None,
     namespaces: Sequence[str] | None = None,
+    on_request: RequestObserver | None = None,
 ) -> KubeCluster:
     """A KubeCluster on the cluster this pod runs in, through its service account."""
     configuration = _fresh()
@@ -59,7 +62,7 @@ def kube_cluster_in_pod(
     except ConfigException as exc:
         raise BadRequest(f"not running in a pod with a service account: {exc}") from None
     return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
-                       namespaces=namespaces)
+                       namespaces=namespaces, on_request=on_request)
 
 
 def _fresh() -> Configuration:
