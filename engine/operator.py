@@ -31,8 +31,7 @@ from typing import Any, TextIO
 import yaml
 from prometheus_client import CollectorRegistry
 
-from engine import logs
-from engine.cluster.admission.durations import parse_duration
+from engine import durations, logs
 from engine.cluster.api import Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
@@ -88,7 +87,7 @@ def seconds(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        return parse_duration(text).total_seconds()
+        return durations.parse_seconds(text)
 
 
 def lint_clean(options: Options, out: TextIO) -> bool:

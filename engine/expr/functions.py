@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from engine import durations
 from engine.expr import golang
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError
 
@@ -443,8 +444,8 @@ def _seconds(us: int) -> int | float:
 
 def _duration_ns(text: str, fn: str) -> int:
     try:
-        return golang.parse_duration_ns(text)
-    except FunctionError as exc:
+        return durations.parse_ns(text)
+    except durations.DurationError as exc:
         raise FunctionError(f"{fn}(): {exc}") from None
 
 
@@ -466,7 +467,7 @@ def _to_ns(seconds: float, fn: str) -> int:
 @_register("format_duration", _NUM, returns="string")
 def format_duration(seconds: float) -> str:
     """Seconds as Go's Duration.String writes them: ``1h0m0s``, ``1m30s``, ``1.5s``, ``10ms``, ``0s``."""
-    return golang.format_duration_ns(_to_ns(seconds, "format_duration"))
+    return durations.format_ns(_to_ns(seconds, "format_duration"))
 
 
 @_register("time_add", _STR, ("string", "number"), returns="string")

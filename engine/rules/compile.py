@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from engine import durations
 from engine.expr.errors import ExprSyntaxError
 from engine.expr.jinja import ObjectTemplate, Text, compile_object_template, compile_text
 from engine.expr.jmes import Query, compile_query
@@ -22,22 +23,8 @@ from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.load import Loader, Located, Merged, Path_, display
 from engine.rules.source import SourceFile
 
-_DURATION = re.compile(r"^-?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TEMPLATE_KEYS = (re.compile(r"^apiVersion:", re.M), re.compile(r"^kind:", re.M),
                   re.compile(r"^metadata:\s*(\{.*\bname\b.*|\n(?:[ \t].*\n)*?[ \t]+name:)", re.M))
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration string (``1h30m``, ``10s``, ``0``)."""
-    if text in ("0", "-0"):
-        return 0.0
-    sign = -1.0 if text.startswith("-") else 1.0
-    parts = re.findall(r"([0-9]+(\.[0-9]*)?)(ns|us|µs|ms|s|m|h)", text)
-    total = sum(float(num) * _UNITS[unit] for num, _, unit in parts)
-    return sign * total
-
-
 
 
 class Compiler:
@@ -78,8 +65,12 @@ class Compiler:
     def requeue(self, loc: Located, key: str, value: str | None) -> model.Requeue:
         if value is None:
             return model.NO_REQUEUE
-        if _DURATION.match(value):
-            return model.Requeue(seconds=parse_duration(value))
+        if durations.looks_like_duration(value):
+            try:
+                return model.Requeue(seconds=durations.parse_seconds(value))
+            except durations.DurationError as err:
+                self.error(loc.src, (*loc.path, key), f"{key}: {err}", value=True)
+                return model.NO_REQUEUE
         query = self.query(loc, key, value)
         return model.Requeue(query=query) if query else model.NO_REQUEUE
 

@@ -15,9 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from engine import durations
+
 Query = Annotated[str, Field(description="A JMESPath expression over the pass context.")]
 Text = Annotated[str, Field(description="A string; `{{ }}` parts are Jinja, rendered on the pass context.")]
-Duration = Annotated[str, Field(pattern=r"^-?([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$|^0$",
+Duration = Annotated[str, Field(pattern=durations.PATTERN,
                                 description="A Go duration such as 10s, 1m or 720h.")]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="A name usable in expressions.")]
 

@@ -712,3 +712,35 @@ class TestGoRendering:
     def test_numbers_print_like_go(self, number: float, text: str) -> None:
         """Numbers in messages print as Go's %v prints int64 and float64."""
         assert go_number(number) == text
+
+
+class TestExactDurations:
+    """CEL durations keep Go's nanoseconds through comparison and arithmetic (celpy's hold microseconds)."""
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "duration('1ns') > duration('0s')",
+            "duration('1ns') + duration('1ns') == duration('2ns')",
+            "duration('1m') - duration('1ns') < duration('1m')",
+            "-duration('1ns') < duration('0s')",
+            "duration('1500ms').getSeconds() == 1",
+            "duration('-1500ms').getSeconds() == -1",
+            "duration('1h30m').getMinutes() == 90",
+            "duration(self) == duration('1.5ns') || duration(self) == duration('1ns')",
+        ],
+    )
+    def test_rule_holds(self, text: str) -> None:
+        """Each rule is true of `1ns`; a duration truncated to microseconds would make it false."""
+        adm = admission(obj_schema(grace={"type": "string", "x-kubernetes-validations": [rule(text, "broken")]}))
+        assert adm.admit(widget({"grace": "1ns"}))["spec"]["grace"] == "1ns"
+
+    def test_a_format_duration_field_is_exact_too(self) -> None:
+        """A string field of `format: duration` reaches CEL as an exact duration."""
+        schema = {"type": "string", "format": "duration",
+                  "x-kubernetes-validations": [rule("self > duration('0s')", "must be positive")]}
+        adm = admission(obj_schema(grace=schema))
+        assert adm.admit(widget({"grace": "1ns"}))["spec"]["grace"] == "1ns"
+        assert [c.message for c in rejection(adm, widget({"grace": "0s"})).causes] == [
+            'Invalid value: "string": must be positive'
+        ]

@@ -23,6 +23,7 @@ Rejects = Callable[..., AbstractContextManager[None]]
 NAME_TOO_LONG = "metadata.name must be at most 63 bytes; it is carried as a label value on the order's children"
 ONLY_INCREASE = "passwordGeneration may only increase"
 INTERVAL_TOO_LONG = "rotation.interval is at most 87600h"
+INTERVAL_TOO_SHORT = "rotation.interval is 0s or at least 1m"
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,24 @@ def test_dropping_a_raised_generation_is_rejected(kind: OrderKind, orders: CrdCl
 @pytest.mark.parametrize("interval", ["87601h", "87600h1s", "100000h"])
 def test_interval_above_ten_years_rejected(kind: OrderKind, orders: CrdClient, rejects: Rejects, interval: str) -> None:
     """An interval above 87600h is rejected."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_LONG):
+        orders.create(kind.order(rotation={"interval": interval}))
+
+
+@pytest.mark.parametrize("interval", ["1ns", "999ns", "1us", "59.999999999s", "59999999999ns", "0.016666666h"])
+def test_interval_nanoseconds_under_a_minute_rejected(
+    kind: OrderKind, orders: CrdClient, rejects: Rejects, interval: str
+) -> None:
+    """CEL's duration() keeps Go's nanoseconds: 1ns is not 0s, and 59.999999999s is not 1m."""
+    with rejects("spec.rotation.interval", INTERVAL_TOO_SHORT):
+        orders.create(kind.order(rotation={"interval": interval}))
+
+
+@pytest.mark.parametrize("interval", ["87600h0m0.000000001s", "87599h59m60.0000001s"])
+def test_interval_nanoseconds_over_ten_years_rejected(
+    kind: OrderKind, orders: CrdClient, rejects: Rejects, interval: str
+) -> None:
+    """One nanosecond over 87600h is over."""
     with rejects("spec.rotation.interval", INTERVAL_TOO_LONG):
         orders.create(kind.order(rotation={"interval": interval}))
 

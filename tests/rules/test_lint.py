@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.rules.catalog import load_catalog
 from engine.rules.lint import lint_paths
 from tests.conftest import PART, WIDGET
 
@@ -46,6 +47,8 @@ CASES = [
      "wait: `!a.b` reads as `(!a).b`, which is always null; write `!(a.b)`"),
     ("bad duration", WIDGET.replace("requeue: 10s", "requeue: 10 seconds"),
      "widget.yaml:28:18: requeue: invalid JMESPath expression"),
+    ("duration overflow", WIDGET.replace("requeue: 10s", "requeue: 3000000h"),
+     "widget.yaml:28:18: requeue: invalid duration: overflow"),
 ]
 
 
@@ -90,3 +93,12 @@ def test_lint_command_exit_status_and_output(rules_dir: Callable[..., Path]) -> 
 def test_project_rules_lint_clean() -> None:
     """The shipped rule files lint clean."""
     assert lint_paths([Path(__file__).resolve().parents[2] / "rules"]) == []
+
+
+@pytest.mark.parametrize(("written", "seconds"), [(".5s", 0.5), ("1.5m", 90.0), ("1\u03bcs", 1e-6), ("+2h", 7200.0)])
+def test_requeue_reads_go_durations_as_go_does(rules_dir: Callable[..., Path], written: str, seconds: float) -> None:
+    """`requeue:` takes every Go duration (a leading-dot fraction, a sign, the Greek mu) as the one parser does."""
+    kind = next(iter(load_catalog(rules_dir(WIDGET.replace("requeue: 10s", f"requeue: {written}"))).values()))
+    wait = kind.steps[0].actions[1]
+    assert wait.outcome is not None
+    assert wait.outcome.requeue.seconds == seconds

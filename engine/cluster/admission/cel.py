@@ -20,9 +20,8 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from engine.cluster.admission import fielderrors
+from engine.cluster.admission import celduration, fielderrors
 from engine.cluster.admission.celfuncs import FUNCTIONS
-from engine.cluster.admission.durations import parse_duration
 from engine.cluster.admission.fielderrors import ErrorType, FieldError
 
 Schema = dict[str, Any]
@@ -198,7 +197,7 @@ def _string(value: str, schema: Schema) -> Any:
         if fmt in ("date-time", "datetime"):
             return celtypes.TimestampType(value)
         if fmt == "duration":
-            return celtypes.DurationType(parse_duration(value))
+            return celduration.parse(value)
     except ValueError:
         pass
     return celtypes.StringType(value)

@@ -8,6 +8,7 @@ becomes a CEL evaluation error ("no such overload" for TypeError), as celpy maps
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import re
 from collections.abc import Callable
@@ -16,15 +17,17 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from engine.cluster.admission.durations import parse_duration
+from engine.cluster.admission import celduration
 
 
 def duration(value: Any) -> celtypes.DurationType:
-    if isinstance(value, celtypes.DurationType):
+    if isinstance(value, celduration.ExactDuration):
         return value
+    if isinstance(value, celtypes.DurationType):
+        return celduration.ExactDuration(value // dt.timedelta(microseconds=1) * 1000)
     if not isinstance(value, str):
         raise TypeError("no such overload")
-    return celtypes.DurationType(parse_duration(str(value)))
+    return celduration.parse(str(value))
 
 
 def lower_ascii(text: Any) -> celtypes.StringType:

@@ -20,8 +20,8 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft4Validator, FormatChecker
 
+from engine import durations
 from engine.cluster.admission import fielderrors
-from engine.cluster.admission.durations import parse_duration
 from engine.cluster.admission.fielderrors import ErrorType, FieldError
 
 Schema = dict[str, Any]
@@ -220,8 +220,8 @@ def _is_date_time(value: object) -> bool:
 @_FORMATS.checks("duration")
 def _is_duration(value: object) -> bool:
     try:
-        return not isinstance(value, str) or parse_duration(value) is not None
-    except ValueError:
+        return not isinstance(value, str) or isinstance(durations.parse_ns(value), int)
+    except durations.DurationError:
         return False
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from engine import durations
 from engine.cluster.api import NotFound, Obj
-from engine.expr.golang import format_duration_ns
 from engine.testing.scenario import model as m
 from engine.testing.scenario.match import match
 from engine.testing.scenario.report import diff, is_secret, mask_secret, mismatch_line, short
@@ -56,7 +57,7 @@ def _missing(world: World, ref: m.Ref, cluster: str) -> Lines:
 
 
 def _duration(delta: Any) -> str:
-    return "null" if delta is None else format_duration_ns(int(delta.total_seconds() * 1_000_000_000))
+    return "null" if delta is None else durations.format_ns(delta // dt.timedelta(microseconds=1) * durations.US)
 
 
 # ---------------------------------------------------------------------------

@@ -13,10 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engine import durations
 from engine.clock import parse_time
 from engine.cluster.api import ERRORS_BY_NAME, MANAGEMENT_CLUSTER, VERBS
-from engine.expr.errors import FunctionError
-from engine.expr.golang import parse_duration_ns
 from engine.testing.scenario import model as m
 from engine.testing.scenario.model import Pos, ScenarioError, ScenarioErrors
 from engine.testing.scenario.yamlnode import Node, load_documents
@@ -69,12 +68,12 @@ def parse_duration(node: Node) -> dt.timedelta:
             raise node.error(f"a duration needs a unit: write {value}s, {value}m or {value}h")
         return dt.timedelta(0)
     try:
-        ns = parse_duration_ns(value.strip())
-    except FunctionError as exc:
+        ns = durations.parse_ns(value.strip())
+    except durations.DurationError as exc:
         raise node.error(f"{exc} ({value!r}); write a Go duration such as 90s, 10m or 1h30m") from None
     if ns < 0:
         raise node.error(f"a duration cannot be negative ({value})")
-    return dt.timedelta(microseconds=ns // 1000)
+    return durations.to_timedelta(ns)
 
 
 def _show(value: Any) -> str:
