@@ -47,14 +47,17 @@ class ExprSyntaxError(ValueError):
 class ExprError(Exception):
     """Evaluating a compiled expression or template failed.
 
-    Carries the expression source (or template path) and a short reason; never the data values.
+    Carries the expression source (or template path), where the rule wrote it (``origin``,
+    file:line:col) and a short reason naming the types met; never the data values.
     """
 
-    def __init__(self, source: str, reason: str, *, path: str | None = None, line: int | None = None) -> None:
+    def __init__(self, source: str, reason: str, *, path: str | None = None, line: int | None = None,
+                 origin: str | None = None) -> None:
         self.source = source
         self.reason = reason
         self.path = path
         self.line = line
+        self.origin = origin
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -62,7 +65,8 @@ class ExprError(Exception):
             where = f"{self.path}:{self.line}" if self.line is not None else self.path
             return f"{where}: {self.reason}"
         suffix = f" (line {self.line})" if self.line is not None else ""
-        return f"cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
+        where = f"{self.origin}: " if self.origin else ""
+        return f"{where}cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
 
 
 class PassThrough(Exception):

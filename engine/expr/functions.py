@@ -30,7 +30,7 @@ import yaml
 
 from engine import durations
 from engine.expr import golang
-from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError
+from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough
 
 __all__ = [
     "FUNCTIONS",
@@ -40,6 +40,7 @@ __all__ = [
     "FunctionError",
     "SecretSink",
     "address_only",
+    "call_described",
     "check_arguments",
     "current_sink",
     "use_sink",
@@ -128,6 +129,18 @@ def _accepts(value: Any, allowed: tuple[str, ...]) -> bool:
         if not sub or all(_jmes_type(item) == sub for item in value):
             return True
     return False
+
+
+def call_described(fn: Function, args: tuple[Any, ...]) -> Any:
+    """Call ``fn``; a failure names the argument types it met (never their values)."""
+    try:
+        return fn.impl(*args)
+    except PassThrough:
+        raise
+    except Exception as exc:
+        reason = str(exc) if isinstance(exc, FunctionError) else f"{fn.name}(): {type(exc).__name__}"
+        met = ", ".join(_jmes_type(arg) for arg in args) or "no arguments"
+        raise FunctionError(f"{reason} (arguments: {met})") from None
 
 
 def check_arguments(fn: Function, args: tuple[Any, ...]) -> None:

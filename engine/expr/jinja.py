@@ -32,7 +32,7 @@ from jinja2.environment import Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
-from engine.expr.functions import FUNCTIONS, Function, check_arguments
+from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
 
 __all__ = [
     "ObjectTemplate",
@@ -75,13 +75,11 @@ def _finalize(value: Any) -> Any:
 
 
 def _jinja_callable(fn: Function) -> Callable[..., Any]:
-    impl = fn.impl
-
     def call(*args: Any) -> Any:
         for arg in args:
             _fail_if_undefined(arg)
         check_arguments(fn, args)
-        return impl(*args)
+        return call_described(fn, args)
 
     call.__name__ = fn.name
     call.__doc__ = fn.doc
@@ -186,12 +184,13 @@ def _template_line(tb: TracebackType | None) -> int | None:
     return line
 
 
-def _render(template: Template, context: Mapping[str, Any], source: str, path: str | None) -> str:
+def _render(template: Template, context: Mapping[str, Any], source: str, path: str | None,
+            origin: str | None = None) -> str:
     try:
         return template.render(context)
     except Exception as exc:
         line = _template_line(exc.__traceback__)
-        raise ExprError(source, safe_reason(exc, source), path=path, line=line) from None
+        raise ExprError(source, safe_reason(exc, source), path=path, line=line, origin=origin) from None
 
 
 # --- rule strings --------------------------------------------------------------------------------
@@ -200,10 +199,12 @@ def _render(template: Template, context: Mapping[str, Any], source: str, path: s
 class Text:
     """A rule string: a compiled template when it holds ``{{``, ``{%`` or ``{#``, else a constant."""
 
-    __slots__ = ("_template", "functions", "names", "source")
+    __slots__ = ("_template", "functions", "names", "origin", "source")
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, origin: str | None = None) -> None:
         self.source = source
+        self.origin = origin
+        """Where the rule wrote the string (``rules/x.yaml:12:9``), named by every render error."""
         self._template: Template | None = None
         self.names: frozenset[str] = frozenset()
         self.functions: frozenset[str] = frozenset()
@@ -221,12 +222,12 @@ class Text:
         """The string for ``context``; ExprError (naming no value) on an undefined name or a failed call."""
         if self._template is None:
             return self.source
-        return _render(self._template, context, self.source, None)
+        return _render(self._template, context, self.source, None, self.origin)
 
 
-def compile_text(source: str) -> Text:
+def compile_text(source: str, origin: str | None = None) -> Text:
     """Compile a rule string; ExprSyntaxError with the line on bad syntax or an unknown function."""
-    return Text(source)
+    return Text(source, origin)
 
 
 # --- child-object templates ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from jmespath import exceptions as jexc
 from jmespath import functions as jfunctions
 
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
-from engine.expr.functions import FUNCTIONS, Function, check_arguments
+from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
 
 __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
 
@@ -30,17 +30,15 @@ if _CLASHES:  # pragma: no cover - a registry mistake, caught on import
 
 def _method(fn: Function) -> Callable[..., Any]:
     """A ``_func_<name>`` method for the jmespath Functions class, carrying its signature."""
-    impl = fn.impl
-
     if fn.variadic:
         # JMESPath does not type-check the repeated tail of a variadic signature; do it here.
         def call(_self: object, *args: Any) -> Any:
             check_arguments(fn, args)
-            return impl(*args)
+            return call_described(fn, args)
     else:
 
         def call(_self: object, *args: Any) -> Any:
-            return impl(*args)
+            return call_described(fn, args)
 
     spec: list[dict[str, Any]] = [{"types": list(types)} for types in fn.jmes_types]
     if fn.variadic and spec:
@@ -138,10 +136,13 @@ def _parse_error(exc: jexc.ParseError, source: str) -> ExprSyntaxError:
 class Query:
     """A compiled JMESPath expression, with the context names and functions it uses."""
 
-    __slots__ = ("_parsed", "functions", "names", "source")
+    __slots__ = ("_parsed", "functions", "names", "origin", "source")
 
-    def __init__(self, source: str, parsed: Any, names: frozenset[str], functions: frozenset[str]) -> None:
+    def __init__(self, source: str, parsed: Any, names: frozenset[str], functions: frozenset[str],
+                 origin: str | None = None) -> None:
         self.source = source
+        self.origin = origin
+        """Where the expression was written (``rules/x.yaml:12:9``), named by every evaluation error."""
         self.names = names
         """Top-level context names read (``@`` when the whole context is read)."""
         self.functions = functions
@@ -157,16 +158,16 @@ class Query:
         except jexc.JMESPathTypeError as exc:
             actual = jfunctions.TYPES_MAP.get(exc.actual_type, exc.actual_type)
             reason = f"{exc.function_name}() expected {'|'.join(exc.expected_types)}, got {actual}"
-            raise ExprError(self.source, reason) from None
+            raise ExprError(self.source, reason, origin=self.origin) from None
         except jexc.ArityError as exc:
             reason = f"{exc.function_name}() got {exc.actual_arity} argument(s)"
-            raise ExprError(self.source, reason) from None
+            raise ExprError(self.source, reason, origin=self.origin) from None
         except FunctionError as exc:
-            raise ExprError(self.source, str(exc)) from None
+            raise ExprError(self.source, str(exc), origin=self.origin) from None
         except PassThrough:
             raise
         except Exception as exc:
-            raise ExprError(self.source, safe_reason(exc, self.source)) from None
+            raise ExprError(self.source, safe_reason(exc, self.source), origin=self.origin) from None
 
 
 def _negation_trap(node: Mapping[str, Any]) -> bool:
@@ -177,8 +178,10 @@ def _negation_trap(node: Mapping[str, Any]) -> bool:
     return any(_negation_trap(child) for child in children)
 
 
-def compile_query(source: str) -> Query:
-    """Parse and check ``source``; ExprSyntaxError(message, offset) on bad syntax or an unknown function."""
+def compile_query(source: str, origin: str | None = None) -> Query:
+    """Parse and check ``source``; ExprSyntaxError(message, offset) on bad syntax or an unknown function.
+
+    ``origin`` (file:line:col) is named by every error evaluating it."""
     try:
         parsed = jmespath.compile(source)
     except jexc.ParseError as exc:
@@ -190,4 +193,4 @@ def compile_query(source: str) -> Query:
                               source.find("!"), source=source)
     walk = _Walk(source)
     walk.visit(parsed.parsed, True)
-    return Query(source, parsed, frozenset(walk.names), frozenset(walk.functions))
+    return Query(source, parsed, frozenset(walk.names), frozenset(walk.functions), origin)

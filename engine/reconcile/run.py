@@ -49,7 +49,10 @@ def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, cloc
         if order.get("metadata", {}).get("deletionTimestamp"):
             return run_teardown(ctx, persist_status)
         result = run_gates_and_steps(ctx)
-    except (ReadError, RuleRuntimeError, ExprError) as err:
+    except (RuleRuntimeError, ExprError) as err:
+        log_rule_failure(ctx, err)
+        result = Result(error=PassError(str(err)))
+    except ReadError as err:
         result = Result(error=PassError(str(err)))
     except ApiError as err:
         result = Result(error=PassError(str(err)))
@@ -138,6 +141,14 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         ctx.steps_done[step.name] = False
         seconds = time.perf_counter() - started
         return Result(error=PassError(wrap), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)])
+    except (ExprError, RuleRuntimeError) as err:
+        # A rule that fails on the data it met: the step's condition says so (never a stale verdict
+        # beside a True one), and the pass fails with the rule's place, expression and types.
+        log_rule_failure(ctx, err)
+        ctx.conditions.set(step.condition, False, step.error.reason or "Error", f"the rules failed: {err}")
+        ctx.steps_done[step.name] = False
+        seconds = time.perf_counter() - started
+        return Result(error=PassError(str(err)), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)])
     seconds = time.perf_counter() - started
     outcome = StepOutcome(step.metric, step.condition, seconds, False)
     if verdict is not None:
@@ -153,6 +164,15 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         return Result(requeue_after=done_requeue, outcomes=[outcome]).merge(Result(as_delta(recorded.requeue)))
     ctx.conditions.set(step.condition, True, step.done.reason, ctx.render(step.done.message))
     return Result(requeue_after=done_requeue, outcomes=[outcome])
+
+
+def log_rule_failure(ctx: PassContext, err: ExprError | RuleRuntimeError) -> None:
+    """One error line a platform team can act on: where the rule is, the expression, what it met."""
+    fields: dict[str, Any] = {"error": str(err)}
+    if isinstance(err, ExprError):
+        fields.update(rule=err.origin or err.path or "", expression=" ".join(err.source.split())[:200],
+                      reason=err.reason)
+    ctx.log.error("a rule failed at run time", extra=ctx.log_fields(**fields))
 
 
 def persist_status(ctx: PassContext, result: Result) -> Result:

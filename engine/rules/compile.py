@@ -48,7 +48,7 @@ class Compiler:
         if source is None:
             return None
         try:
-            return compile_query(source)
+            return compile_query(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
             self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
             return None
@@ -57,7 +57,7 @@ class Compiler:
         if source is None:
             return None
         try:
-            return compile_text(source)
+            return compile_text(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
             self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
             return None

@@ -36,3 +36,18 @@ def test_syntax_error_text() -> None:
     assert str(ExprSyntaxError("bad", line=2)) == "bad (line 2)"
     assert str(ExprSyntaxError("bad")) == "bad"
     assert isinstance(ExprSyntaxError("bad"), ValueError)
+
+
+def test_a_failing_function_names_the_types_it_met() -> None:
+    """A function that fails on its arguments says which types it was given, never their values."""
+    import pytest
+
+    from engine.expr.jmes import compile_query
+
+    query = compile_query("time_add(t, `5`)", "rules/x.yaml:3:9")
+    with pytest.raises(ExprError) as caught:
+        query.evaluate({"t": "hunter2-not-a-time"})
+    text = str(caught.value)
+    assert text.startswith("rules/x.yaml:3:9: cannot evaluate 'time_add(t, `5`)': time_add(): ")
+    assert text.endswith("(arguments: string, number)")
+    assert "hunter2" not in text

@@ -269,3 +269,26 @@ values:
     w.faulty.inject(verb="get", kind="ConfigMap", name="settings", error="ServerError")
     result = w.run()
     assert str(result.error).startswith("reading settings for 1 parts: ")
+
+
+def test_a_rule_failing_at_run_time_names_its_place_expression_and_types(
+        world: Callable[[str], World], caplog: pytest.LogCaptureFixture) -> None:
+    """An expression that fails on the data it met: one error line with the rule file, line, the
+    expression and the types; the step's condition says the same; the pass fails (retried)."""
+    w = world(GATED.replace('size: "order.spec.size || `1`"', 'size: "add(order.spec.size, `1`)"')
+              .replace('when: "size > `3`"', 'when: "`false`"'))
+    w.order(size="big")
+    w.run()  # the finalizer
+    with caplog.at_level("INFO", logger="engine"):
+        result = w.run()
+    assert result.error is not None
+    assert "widget.yaml:17:9: cannot evaluate 'add(order.spec.size, `1`)': add() expected number, got string" \
+        in str(result.error)
+    record = next(r for r in caplog.records if r.levelname == "ERROR")
+    assert record.__dict__["rule"].endswith("widget.yaml:17:9")
+    assert record.__dict__["expression"] == "add(order.spec.size, `1`)"
+    assert "got string" in record.__dict__["reason"]
+    assert record.__dict__["order"] == "ns/w"
+    assert w.conditions()["BuiltReady"] == ("False", "Error")
+    message = next(c["message"] for c in w.live()["status"]["conditions"] if c["type"] == "BuiltReady")
+    assert "widget.yaml:17:9" in message and "got string" in message
