@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from engine import __version__
+
+LAB_ENTRY_POINTS = "c5c3_order_engine.lab"
+"""The entry-point group of the lab: `embedded` (the clusters of `engine run` without one) and `demo`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -137,9 +140,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.kubeconfig is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return run(options)
-    from simulators.embedded import main as embedded  # outside the engine: it names the kinds it seeds
-
-    return embedded(options, crds=args.crds, kubeconfig_out=args.kubeconfig_out)
+    embedded = _lab("embedded", "engine run without --kubeconfig (the embedded clusters)")
+    if embedded is None:
+        return 2
+    return int(embedded(options, crds=args.crds, kubeconfig_out=args.kubeconfig_out))
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -162,9 +166,23 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from simulators.demo import main as demo  # outside the engine: it names the kinds the engine must not
+    demo = _lab("demo", "engine demo")
+    if demo is None:
+        return 2
+    return int(demo())
 
-    return demo()
+
+def _lab(name: str, needed_by: str) -> Callable[..., Any] | None:
+    """The lab's entry point ``name`` (simulators: it names the kinds the engine must not), or None, said."""
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=LAB_ENTRY_POINTS, name=name)
+    if not found:
+        print(f"{needed_by} needs the lab (package simulators) and it is not installed: no {name!r} entry point "
+              f"in group {LAB_ENTRY_POINTS}", file=sys.stderr)
+        return None
+    loaded: Callable[..., Any] = next(iter(found)).load()
+    return loaded
 
 
 def _test(args: argparse.Namespace) -> int:

@@ -2,5 +2,6 @@
 
 They live outside ``engine/`` because they name the external kinds the engine must not know.
 Each simulator looks at one cluster and proposes reactions; whoever drives the world (the
-demo, and later an embedded default) decides when they run, so time stays deterministic.
+demo, the embedded clusters) decides when they run. The engine never imports this package: the CLI
+finds the demo and the embedded clusters through the ``c5c3_order_engine.lab`` entry points.
 """

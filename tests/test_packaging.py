@@ -1,0 +1,87 @@
+"""The package as installed: every imported distribution is declared, and the lab is found by entry point.
+
+The operator (``engine``) never imports its lab (``simulators``: the embedded clusters and the demo);
+``engine run`` without a cluster and ``engine demo`` find them through the ``c5c3_order_engine.lab``
+entry points, so an image without the lab still runs the operator. import-linter checks the arrows.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import entry_points, packages_distributions
+from pathlib import Path
+
+import pytest
+
+from engine import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+OWN = {"engine", "simulators"}
+
+
+def imported_top_levels(package: str) -> set[str]:
+    """Top-level module names imported anywhere in a package (lazy imports in functions included)."""
+    names: set[str] = set()
+    for path in (ROOT / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def declared() -> set[str]:
+    """Normalised distribution names of `[project] dependencies`."""
+    return {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0]) for spec in PYPROJECT["project"]["dependencies"]}
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_imported_distribution_is_declared() -> None:
+    """What engine/ and simulators/ import is the standard library, ourselves, or a declared dependency."""
+    by_module = packages_distributions()
+    third_party = {n for p in OWN for n in imported_top_levels(p)} - set(sys.stdlib_module_names) - OWN
+    undeclared = sorted(f"{name} ({', '.join(by_module.get(name, ['no distribution']))})" for name in third_party
+                        if not {_normal(d) for d in by_module.get(name, [])} & declared())
+    assert undeclared == []
+
+
+def test_the_lab_is_found_by_entry_point() -> None:
+    """The embedded clusters and the demo are the lab's entry points, not imports of the engine."""
+    found = {ep.name: ep.value for ep in entry_points(group=cli.LAB_ENTRY_POINTS)}
+    assert found == {"embedded": "simulators.embedded:main", "demo": "simulators.demo:main"}
+    assert PYPROJECT["project"]["entry-points"][cli.LAB_ENTRY_POINTS] == found
+
+
+def test_without_the_lab_engine_demo_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An install without the lab refuses `engine demo` with a sentence and exit status 2, no traceback."""
+    monkeypatch.setattr(cli, "LAB_ENTRY_POINTS", "c5c3_order_engine.no-such-lab")
+    assert cli.main(["demo"]) == 2
+    assert "engine demo needs the lab (package simulators) and it is not installed" in capsys.readouterr().err
+
+
+def contract_modules() -> set[str]:
+    """Every module an import-linter contract of pyproject.toml names."""
+    named: set[str] = set()
+    for contract in PYPROJECT["tool"]["importlinter"]["contracts"]:
+        for key in ("layers", "modules", "source_modules", "forbidden_modules"):
+            for entry in contract.get(key, []):
+                named.update(part.strip() for part in entry.split("|"))
+    return named
+
+
+@pytest.mark.parametrize("package", sorted(OWN))
+def test_every_module_of_the_root_packages_is_fenced(package: str) -> None:
+    """Each top-level module and subpackage of engine/ and simulators/ sits in some import-linter contract."""
+    modules = {f"{package}.{p.stem}" for p in (ROOT / package).glob("*.py") if p.stem != "__init__"}
+    modules |= {f"{package}.{p.parent.name}" for p in (ROOT / package).glob("*/__init__.py")}
+    assert sorted(modules - contract_modules()) == []
