@@ -96,21 +96,55 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
 
 
 def _ensure(ctx: PassContext, action: Action) -> Stop | None:
-    """Create once: a live object is kept as it is (a generated secret is never rewritten)."""
+    """Create once; a live object keeps every value it has (a generated secret is never rewritten).
+
+    A live object is *claimed*: the rendered labels are merged into its own (others kept) and a
+    field it lacks or holds empty is filled from the template, in one merge patch; nothing else
+    of it is written, and no owner reference is set."""
     assert action.template is not None
     cluster = ctx.cluster_for(action.cluster)
-    with address_only():  # learn the name first: a generated secret is made only when it is created
-        live = _live(ctx, action.cluster, ctx.render_object(action.template))
+    with address_only():  # learn the name first: a generated secret is made only when it is needed
+        addressed = ctx.render_object(action.template)
+    live = _live(ctx, action.cluster, addressed)
     if live is None:
         rendered = ctx.render_object(action.template)
         try:
             live = cluster.create(rendered)
         except AlreadyExists:
             live = cluster.get(*_address(rendered))
-    elif action.cluster == "management":
-        _refuse_foreign(ctx, live)
+    elif claim(live, addressed):
+        body = claim(live, ctx.render_object(action.template))
+        if body:
+            live = cluster.patch(*_address(live), body)
     if action.bind:
         ctx.scope[action.bind] = live
+    return None
+
+
+def claim(live: Obj, rendered: Obj) -> Obj:
+    """The merge patch that claims ``live``: the rendered labels merged in, empty or missing fields filled."""
+    body: Obj = {}
+    labels = (rendered.get("metadata") or {}).get("labels") or {}
+    own = (live.get("metadata") or {}).get("labels") or {}
+    changed = {key: value for key, value in labels.items() if own.get(key) != value}
+    if changed:
+        body["metadata"] = {"labels": changed}
+    for key, value in rendered.items():
+        if key in ("apiVersion", "kind", "metadata"):
+            continue
+        fill = _fill(live.get(key), value)
+        if fill is not None:
+            body[key] = fill
+    return body
+
+
+def _fill(live: Any, want: Any) -> Any:
+    """What of ``want`` fills ``live`` where it is missing or empty (None: nothing to fill)."""
+    if live in (None, "", {}, []):
+        return None if want in (None, "", {}, []) else want
+    if isinstance(live, dict) and isinstance(want, dict):
+        filled = {k: f for k, v in want.items() if (f := _fill(live.get(k), v)) is not None}
+        return filled or None
     return None
 
 
