@@ -40,8 +40,8 @@ WIDGET = textwrap.dedent("""\
         done: {reason: Built, message: "built {{ size }} parts"}
     teardown:
       patientWhile: "`true`"
-      sweep:
-        - {apiVersion: v1, kind: ConfigMap}
+      do:
+        - delete: {apiVersion: v1, kind: ConfigMap}
     """)
 
 PART = textwrap.dedent("""\

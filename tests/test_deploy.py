@@ -91,10 +91,9 @@ def uncovered(verbs: dict[tuple[str, str], set[str]]) -> list[str]:
             assert item.api_version.is_constant, f"templated apiVersion {item.api_version.source!r}"
             for input_kind in kinds_of(item.kind):
                 need(item.api_version.source, input_kind, {"get", "list", "watch"})
-        for sweep in kind.teardown.sweeps:
-            need(sweep.api_version, sweep.kind, {"get", "list", "watch", "create", "patch", "delete"})
-        for delivered in kind.teardown.delivered:
-            need(delivered.api_version, delivered.kind, {"get", "list", "watch", "create", "patch", "delete"})
+        for action in kind.teardown.actions:
+            if action.op in ("patch", "delete"):
+                need(action.api_version, action.kind, {"get", "list", "watch", "create", "patch", "delete"})
     return missing
 
 

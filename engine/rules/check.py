@@ -90,19 +90,47 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError]) -> None:
     for outcome in kind.refresh:
         need(outcome.when, outcome.origin, defined, "result.refresh")
         need(outcome.requeue.query, outcome.origin, defined, "result.refresh")
-    for hold in kind.teardown.holds:
-        need(hold.when, hold.origin, defined, "teardown hold")
-        need(hold.message, hold.origin, defined, "teardown hold")
-        need_type(hold.condition, hold.origin)
-        need_reason(hold.reason, hold.origin)
-    need(kind.teardown.patient_while, kind.origin, defined, "teardown.patientWhile")
-    for sweep in kind.teardown.sweeps:
-        for q in (*sweep.sort_by, sweep.before, sweep.before_when):
-            need(q, sweep.origin, defined | {"item"}, "teardown sweep")
-    for delivered in kind.teardown.delivered:
-        need(delivered.name, delivered.origin, defined, "teardown delivered")
+    _check_teardown(kind, errors, defined, need, need_reason, need_type)
     if kind.index_query is not None:
         need(kind.index_query, kind.origin, {"order"}, "indexKey")
+
+def _check_teardown(kind: model.CompiledKind, errors: list[RuleError], defined: set[str], need: Any,
+                    need_reason: Any, need_type: Any) -> None:
+    """Teardown actions: names read are defined, reads name inputs or values, holds write declared conditions and
+    reasons, action names are unique, and a patch guards only named actions that come after it."""
+    teardown = kind.teardown
+    need(teardown.patient_while, kind.origin, defined, "teardown.patientWhile")
+    named: dict[str, int] = {}
+    for index, action in enumerate(teardown.actions):
+        what = f"teardown {action.op} action"
+        if action.name is not None:
+            if action.name in named:
+                errors.append(RuleError(action.origin, f"{what}: the name {action.name!r} is used twice"))
+            named[action.name] = index
+        need(action.when, action.origin, defined, what)
+        for name in action.reads:
+            if name not in kind.inputs and name not in kind.values:
+                errors.append(RuleError(action.origin, f"{what}: {name!r} is not an input or a value"))
+        if action.op == "hold":
+            assert action.hold is not None
+            need(action.body, action.origin, defined, what)
+            need(action.hold.message, action.origin, defined, what)
+            need_type(action.condition, action.origin)
+            need_reason(action.hold.reason, action.origin)
+        for text in (action.object_name, action.namespace, action.message):
+            need(text, action.origin, defined, what)
+        for query in (action.where, *action.sort_by):
+            need(query, action.origin, defined | {"item"}, what)
+        if action.op == "patch":
+            need(action.body, action.origin, defined | {"item"}, what)
+        need(action.read_error, action.origin, defined | {"error"}, what)
+        need(action.error, action.origin, defined | ({"error"} if action.op == "read" else {"error", "item"}), what)
+    for index, action in enumerate(teardown.actions):
+        for guarded in action.guards:
+            if named.get(guarded, -1) <= index:
+                errors.append(RuleError(action.origin, f"teardown {action.op} action guards {guarded!r}, "
+                                                       "which is not the name of a later action"))
+
 
 def _check_action(errors: list[RuleError], action: model.Action, available: set[str], need: Any,
                   need_reason: Any) -> None:

@@ -295,27 +295,44 @@ class Compiler:
 
     def compile_teardown(self, loc: Located) -> model.Teardown:
         spec: schema.TeardownSpec = loc.item
-        holds = []
-        for i, hold in enumerate(spec.holds):
-            sub = Located(hold, loc.src, (*loc.path, "holds", i))
-            holds.append(model.Hold(self.query(sub, "when", hold.when) or _NULL, hold.condition, hold.reason,
-                                    self.text(sub, "message", hold.message) or compile_text(""),
-                                    self.requeue(sub, "requeue", hold.requeue), self.position(sub)))
-        sweeps = []
-        for i, sweep in enumerate(spec.sweep):
-            sub = Located(sweep, loc.src, (*loc.path, "sweep", i))
-            sort_by = tuple(q for j, s in enumerate(sweep.sortBy)
-                            if (q := self.query(Located(sweep.sortBy, sub.src, (*sub.path, "sortBy")), j, s)))
-            sweeps.append(model.Sweep(sweep.apiVersion, sweep.kind, sort_by, self.query(sub, "before", sweep.before),
-                                      self.query(sub, "beforeWhen", sweep.beforeWhen), self.position(sub)))
-        delivered = []
-        for i, item in enumerate(spec.delivered):
-            sub = Located(item, loc.src, (*loc.path, "delivered", i))
-            delivered.append(model.Delivered(item.apiVersion, item.kind,
-                                             self.text(sub, "name", item.name) or compile_text(""), self.position(sub)))
-        return model.Teardown(tuple(holds), self.query(loc, "patientWhile", spec.patientWhile) or _NULL,
-                              self.requeue(loc, "patientRequeue", spec.patientRequeue), tuple(sweeps),
-                              tuple(delivered))
+        actions = tuple(self.compile_teardown_action(Located(a, loc.src, (*loc.path, "do", i)))
+                        for i, a in enumerate(spec.do))
+        return model.Teardown(self.query(loc, "patientWhile", spec.patientWhile) or _NULL,
+                              self.requeue(loc, "patientRequeue", spec.patientRequeue), actions)
+
+    def compile_teardown_action(self, loc: Located) -> model.TeardownAction:
+        spec = loc.item
+        if isinstance(spec, schema.PhaseSpec):
+            return model.TeardownAction("phase", self.position(loc))
+        common: dict[str, Any] = {"origin": self.position(loc), "name": spec.name,
+                                  "when": self.query(loc, "when", spec.when)}
+        if isinstance(spec, schema.ReadSpec):
+            reads = (spec.read,) if isinstance(spec.read, str) else tuple(spec.read)
+            return model.TeardownAction("read", reads=reads, error=self.text(loc, "error", spec.error), **common)
+        if isinstance(spec, schema.HoldSpec):
+            hold = model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
+                                 self.requeue(loc, "requeue", spec.requeue), self.position(loc))
+            return model.TeardownAction("hold", hold=hold, condition=spec.condition,
+                                        body=self.query(loc, "hold", spec.hold), **common)
+        if isinstance(spec, schema.TeardownLogSpec):
+            return model.TeardownAction("log", message=self.text(loc, "log", spec.log), level=spec.level, **common)
+        assert isinstance(spec, (schema.TeardownDeleteSpec, schema.TeardownPatchSpec))
+        op: model.TeardownOp = "delete" if isinstance(spec, schema.TeardownDeleteSpec) else "patch"
+        target: schema.TeardownTarget = spec.delete if isinstance(spec, schema.TeardownDeleteSpec) else spec.patch
+        target_loc = Located(target, loc.src, (*loc.path, op))
+        sort_loc = Located(spec.sortBy, loc.src, (*loc.path, "sortBy"))
+        sort_by = tuple(q for j, text in enumerate(spec.sortBy) if (q := self.query(sort_loc, j, text)))
+        patch_only: dict[str, Any] = {}
+        if isinstance(spec, schema.TeardownPatchSpec):
+            patch_only = {"body": self.query(loc, "body", spec.body), "guards": tuple(spec.guards)}
+        return model.TeardownAction(
+            op, api_version=target.apiVersion, kind=target.kind,
+            object_name=self.text(target_loc, "name", target.name),
+            namespace=self.text(loc, "namespace", spec.namespace), cluster=spec.cluster, children=spec.children,
+            where=self.query(loc, "where", spec.where), sort_by=sort_by,
+            keep_going=spec.onError == "continue" or bool(patch_only.get("guards")),
+            read_error=self.text(loc, "readError", spec.readError), error=self.text(loc, "error", spec.error),
+            **patch_only, **common)
 
     def derive_watches(self, key: str, order: schema.OrderSpec, merged: Merged, children: model.Children | None,
                        teardown: model.Teardown) -> tuple[model.CompiledWatch, ...]:
@@ -324,19 +341,21 @@ class Compiler:
         watches = [model.CompiledWatch(order.apiVersion, key.rpartition("/")[2], "all", key, "order", origin,
                                        changed=tuple(compile_query(q) for q in model.ORDER_CHANGES))]
         seen: set[tuple[str, ...]] = set()
-        for item in teardown.delivered:
-            if (item.api_version, item.kind) not in seen:
-                seen.add((item.api_version, item.kind))
-                watches.append(model.CompiledWatch(item.api_version, item.kind, "all", key, "owner", item.origin,
-                                                   owner_api_version=order.apiVersion,
+        labels = (children.name_label, children.namespace_label, children.cluster_label) if children else None
+        for action in teardown.actions:
+            if action.op not in ("patch", "delete"):
+                continue
+            if action.cluster == "order" and (action.api_version, action.kind, "owner") not in seen:
+                # Objects beside the order, on its cluster: the order controls them.
+                seen.add((action.api_version, action.kind, "owner"))
+                watches.append(model.CompiledWatch(action.api_version, action.kind, "all", key, "owner",
+                                                   action.origin, owner_api_version=order.apiVersion,
                                                    owner_kind=key.rpartition("/")[2]))
-        if children is not None:
-            labels = (children.name_label, children.namespace_label, children.cluster_label)
-            for sweep in teardown.sweeps:
-                if (sweep.api_version, sweep.kind, "labels") not in seen:
-                    seen.add((sweep.api_version, sweep.kind, "labels"))
-                    watches.append(model.CompiledWatch(sweep.api_version, sweep.kind, "management", key, "labels",
-                                                       sweep.origin, labels=labels))
+            elif action.cluster == "management" and action.children and labels is not None \
+                    and (action.api_version, action.kind, "labels") not in seen:
+                seen.add((action.api_version, action.kind, "labels"))
+                watches.append(model.CompiledWatch(action.api_version, action.kind, "management", key, "labels",
+                                                   action.origin, labels=labels))
         for loc in merged.lists.get("watches", []):
             spec: schema.WatchSpec = loc.item
             changed = tuple(q for i, c in enumerate(spec.changed)

@@ -138,41 +138,46 @@ class Step:
     origin: Position
 
 
-@dataclass(frozen=True)
-class Hold:
-    when: Query
-    condition: str
-    reason: str
-    message: Text
-    requeue: Requeue
-    origin: Position
+TeardownOp = Literal["read", "hold", "patch", "delete", "phase", "log"]
 
 
 @dataclass(frozen=True)
-class Sweep:
-    api_version: str
-    kind: str
-    sort_by: tuple[Query, ...]
-    before: Query | None
-    before_when: Query | None
-    origin: Position
+class TeardownAction:
+    """One teardown action; ``op`` names it and the fields that op uses are set."""
 
-
-@dataclass(frozen=True)
-class Delivered:
-    api_version: str
-    kind: str
-    name: Text
+    op: TeardownOp
     origin: Position
+    name: str | None = None
+    when: Query | None = None
+    reads: tuple[str, ...] = ()
+    hold: Outcome | None = None
+    condition: str = ""
+    api_version: str = ""
+    kind: str = ""
+    object_name: Text | None = None
+    namespace: Text | None = None
+    cluster: ClusterScope = "management"
+    children: bool = True
+    where: Query | None = None
+    sort_by: tuple[Query, ...] = ()
+    body: Query | None = None
+    guards: tuple[str, ...] = ()
+    keep_going: bool = False
+    read_error: Text | None = None
+    error: Text | None = None
+    message: Text | None = None
+    level: str = "info"
+
+    @property
+    def writes(self) -> bool:
+        return self.op in ("patch", "delete", "phase")
 
 
 @dataclass(frozen=True)
 class Teardown:
-    holds: tuple[Hold, ...]
     patient_while: Query
     patient_requeue: Requeue
-    sweeps: tuple[Sweep, ...]
-    delivered: tuple[Delivered, ...]
+    actions: tuple[TeardownAction, ...]
 
 
 @dataclass(frozen=True)

@@ -332,40 +332,111 @@ class ResultSpec(Spec):
 # Teardown
 
 
-class HoldSpec(Spec):
-    """A deleting order waits while `when` holds (objects still reference it)."""
+class TeardownActionBase(Spec):
+    name: Name | None = Field(None, description="A name other actions refer to (a patch `guards` it).")
+    when: Query | None = Field(None, description="Run the action only when this query is true.")
 
-    when: Query
+
+class ReadSpec(TeardownActionBase):
+    """Read inputs (or values) now, before any delete: a failed read ends the pass with this error, writing
+    nothing (no status, no delete), and the finalizer stays."""
+
+    read: Name | list[Name] = Field(description="The inputs or values to read, in order.")
+    error: Text | None = Field(None, description="The pass error; `{{ error }}` is the failed call's message. "
+                                                 "Default: the input's own error text.")
+
+
+class HoldSpec(TeardownActionBase):
+    """While `hold` is true, write this condition, keep the finalizer and come back: nothing is deleted."""
+
+    hold: Query
     condition: str
     reason: str
     message: Text
     requeue: Duration = "1m"
 
 
-class SweepSpec(Spec):
-    """One list of the order's children (labels and prefix) deleted in teardown, in order."""
+class TeardownTarget(Spec):
+    """What an action deletes or patches: the order's children of a kind (listed), or one object by name."""
 
     apiVersion: str
     kind: str
-    sortBy: list[Query] = Field(default_factory=list)
-    before: Query | None = Field(None, description="A merge patch (query on the item as `@`) sent before the delete.")
-    beforeWhen: Query | None = None
+    name: Text | None = Field(None, description="One object of this name (a get); omitted: a list.")
 
 
-class DeliveredSpec(Spec):
-    """The object beside the order, deleted last when the order controls it."""
+class TargetActionBase(TeardownActionBase):
+    namespace: Text = Field("{{ childNamespace }}", description="Where the objects live.")
+    cluster: Literal["management", "order"] = Field("management", description="On which cluster.")
+    children: bool = Field(True, description="Only the order's children (the ownership labels select the list, "
+                                             "then labels and prefix are checked on each item).")
+    where: Query | None = Field(None, description="Keep only the items (`item`) for which this is true.")
+    sortBy: list[Query] = Field(default_factory=list, description="Order of the items (then by name).")
+    readError: Text | None = Field(None, description="The error when the list or get fails (`{{ error }}`).")
+    error: Text | None = Field(None, description="The error when a write fails (`{{ item }}`, `{{ error }}`).")
+    onError: Literal["stop", "continue"] = Field(
+        "stop", description="stop: a patient teardown ends here with the errors so far; continue: go on.")
 
-    apiVersion: str
-    kind: str
-    name: Text
+
+class TeardownDeleteSpec(TargetActionBase):
+    """Delete every selected item (NotFound ignored); each delete issued counts."""
+
+    delete: TeardownTarget
+
+
+class TeardownPatchSpec(TargetActionBase):
+    """A JSON merge patch of each selected item before it is deleted (skipped when it changes nothing)."""
+
+    patch: TeardownTarget
+    body: Query = Field(description="The merge patch, a query on the item as `item`.")
+    guards: list[str] = Field(default_factory=list,
+                              description="Actions skipped when this one fails; the rest go on, errors joined.")
+
+
+class PhaseSpec(Spec):
+    """A boundary: while patient, the actions after it run only on a pass where those before it deleted nothing."""
+
+    phase: str = Field(description="What the next phase does (for the reader).")
+
+
+class TeardownLogSpec(TeardownActionBase):
+    """Write a log line (never put a secret in it)."""
+
+    log: Text
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+TEARDOWN_KEYS = ("read", "hold", "patch", "delete", "phase", "log")
+"""The key that names a teardown action."""
+
+
+def teardown_key(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for key in TEARDOWN_KEYS:
+            if key in value:
+                return key
+    return None
+
+
+TeardownActionSpec = Annotated[
+    Annotated[ReadSpec, Tag("read")]
+    | Annotated[HoldSpec, Tag("hold")]
+    | Annotated[TeardownPatchSpec, Tag("patch")]
+    | Annotated[TeardownDeleteSpec, Tag("delete")]
+    | Annotated[PhaseSpec, Tag("phase")]
+    | Annotated[TeardownLogSpec, Tag("log")],
+    Discriminator(teardown_key, custom_error_type="unknown_action",
+                  custom_error_message="a teardown action needs one of: " + ", ".join(TEARDOWN_KEYS)),
+]
 
 
 class TeardownSpec(Spec):
-    holds: list[HoldSpec] = Field(default_factory=list)
-    patientWhile: Query = Field(description="While true, the finalizer stays until nothing is left to delete.")
+    """A deleting order's actions, in order; then the finalizer is released (or kept while patient)."""
+
+    patientWhile: Query = Field(description="While true, the finalizer stays until a pass deletes nothing, and "
+                                            "an error stops the actions; once false, every action runs and the "
+                                            "finalizer is released whatever failed (fail-open).")
     patientRequeue: Duration = "10s"
-    sweep: list[SweepSpec]
-    delivered: list[DeliveredSpec] = Field(default_factory=list)
+    do: list[TeardownActionSpec] = Field(min_length=1)
 
 
 # ---------------------------------------------------------------------------

@@ -126,6 +126,50 @@ def test_teardown_deletes_children_and_releases_the_finalizer(world: Callable[[s
     assert [o["metadata"]["name"] for o in w.cluster.list("v1", "ConfigMap", "ns").items] == ["w-foreign"]
 
 
+TWO_KINDS = GATED.replace("""teardown:
+  patientWhile: "`true`"
+  do:
+    - delete: {apiVersion: v1, kind: ConfigMap}
+""", """teardown:
+  patientWhile: "order.spec.patient"
+  do:
+    - delete: {apiVersion: v1, kind: ConfigMap}
+      error: "deleting part {{ go_quote(item.metadata.name) }}: {{ error }}"
+    - delete: {apiVersion: v1, kind: Secret}
+      error: "deleting secret {{ go_quote(item.metadata.name) }}: {{ error }}"
+""")
+
+
+def _two_children(w: World) -> None:
+    w.run()
+    w.run()
+    w.cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "w-key", "namespace": "ns",
+        "labels": {"example.io/name": "w", "example.io/namespace": "ns", "example.io/cluster": ""}}})
+    w.cluster.delete("example.io/v1", "Widget", "ns", "w")
+
+
+@pytest.mark.parametrize("patient", [True, False])
+def test_teardown_error_patient_stops_fail_open_runs_every_action(
+        world: Callable[[str], World], patient: bool) -> None:
+    """Patient: the first failed delete ends the pass with its error and keeps the finalizer. Fail-open: every
+    action runs, the errors are joined and logged, and the finalizer is released; no status is written."""
+    w = world(TWO_KINDS)
+    w.order(size=1, patient=patient)
+    _two_children(w)
+    w.faulty.inject(verb="delete", kind="ConfigMap", error="ServerError")
+    result = w.run()
+    secrets = [o["metadata"]["name"] for o in w.cluster.list("v1", "Secret", "ns").items]
+    if patient:
+        assert result.error is not None and str(result.error).startswith('deleting part "w-part": ')
+        assert secrets == ["w-key"] and w.live()["metadata"]["finalizers"] == ["example.io/teardown"]
+    else:
+        assert result.error is None and secrets == []
+        with pytest.raises(Exception, match="not found"):
+            w.live()
+    assert "update" not in w.writes()
+
+
 SERVED = GATED.replace("values:\n", """inputs:
   gadgetsServed:
     served: {apiVersion: example.io/v1, kind: Gadget}

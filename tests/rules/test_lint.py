@@ -102,3 +102,56 @@ def test_requeue_reads_go_durations_as_go_does(rules_dir: Callable[..., Path], w
     wait = kind.steps[0].actions[1]
     assert wait.outcome is not None
     assert wait.outcome.requeue.seconds == seconds
+
+
+TEARDOWN = WIDGET.replace("""teardown:
+  patientWhile: "`true`"
+  do:
+    - delete: {apiVersion: v1, kind: ConfigMap}
+""", """teardown:
+  patientWhile: "`true`"
+  do:
+    - read: size
+    - hold: "size > `3`"
+      condition: BuiltReady
+      reason: Waiting
+      message: "held while {{ size }} parts exist"
+    - patch: {apiVersion: v1, kind: ConfigMap}
+      body: "{metadata: {labels: {gone: 'yes'}}}"
+      guards: [parts]
+      error: "patching {{ go_quote(item.metadata.name) }}: {{ error }}"
+    - delete: {apiVersion: v1, kind: ConfigMap}
+      name: parts
+""")
+assert TEARDOWN != WIDGET
+
+TEARDOWN_CASES = [
+    ("read of an unknown name", TEARDOWN.replace("- read: size", "- read: sise"),
+     "widget.yaml:33:7: teardown read action: 'sise' is not an input or a value"),
+    ("hold with an undeclared condition", TEARDOWN.replace("condition: BuiltReady\n      reason: Waiting",
+                                                           "condition: BuildReady\n      reason: Waiting"),
+     "widget.yaml:34:7: condition 'BuildReady' is not declared in conditions.types"),
+    ("hold with an undeclared reason", TEARDOWN.replace("reason: Waiting\n      message: \"held",
+                                                        "reason: Wating\n      message: \"held"),
+     "widget.yaml:34:7: reason 'Wating' is not declared in conditions.reasons"),
+    ("guard of no later action", TEARDOWN.replace("guards: [parts]", "guards: [partz]"),
+     "widget.yaml:38:7: teardown patch action guards 'partz', which is not the name of a later action"),
+    ("unknown name in an error text", TEARDOWN.replace("go_quote(item.metadata.name)", "go_quote(itme.metadata.name)"),
+     "widget.yaml:38:7: teardown patch action: unknown name 'itme'"),
+    ("unknown teardown action", TEARDOWN.replace("- read: size", "- reed: size"),
+     "widget.yaml:33:7: teardown.do.0: a teardown action needs one of"),
+]
+
+
+def test_teardown_lints_clean(rules_dir: Callable[..., Path]) -> None:
+    """Reads, holds, a guarding patch and a named delete compile without an error."""
+    assert lines(rules_dir(TEARDOWN)) == []
+
+
+@pytest.mark.parametrize(("rule", "expected"), [(r, e) for _, r, e in TEARDOWN_CASES],
+                         ids=[c[0] for c in TEARDOWN_CASES])
+def test_broken_teardown_names_file_line_column_and_problem(
+        rules_dir: Callable[..., Path], rule: str, expected: str) -> None:
+    """Teardown names, conditions, reasons and guards are checked, each error with file:line:col."""
+    found = lines(rules_dir(rule))
+    assert any(line.endswith(expected) or expected in line for line in found), found

@@ -57,9 +57,9 @@ GADGET_RULES = textwrap.dedent("""\
         done: {reason: Built, message: "built", requeue: 1h}
     teardown:
       patientWhile: "`false`"
-      sweep:
-        - {apiVersion: example.io/v1, kind: Part}
-        - {apiVersion: v1, kind: Secret}
+      do:
+        - delete: {apiVersion: example.io/v1, kind: Part}
+        - delete: {apiVersion: v1, kind: Secret}
     """)
 
 PART_TEMPLATE = textwrap.dedent("""\
