@@ -17,6 +17,8 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_api_request_duration_seconds{cluster,verb,code}``: histogram, time until each request's answer.
 - ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file
   descriptors, start time, from prometheus_client's ProcessCollector on this registry.
+- ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
+  auth-provider, token-file, file-path, unknown-key, malformed).
 """
 
 from __future__ import annotations
@@ -105,6 +107,12 @@ class Metrics:
             buckets=REQUEST_BUCKETS,
             registry=registry,
         )
+        self.registrations_refused = Counter(
+            f"{prefix}_cluster_registrations_refused_total",
+            "Registration Secrets whose kubeconfig was refused, by why.",
+            ["reason"],
+            registry=registry,
+        )
         if process:
             ProcessCollector(registry=registry)
 
@@ -135,3 +143,6 @@ class Metrics:
 
     def set_leader(self, leading: bool) -> None:
         self.leader_status.set(1 if leading else 0)
+
+    def record_refused_registration(self, reason: str) -> None:
+        self.registrations_refused.labels(reason=reason).inc()

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 from prometheus_client import CollectorRegistry
 
 from engine import durations, logs
@@ -113,15 +112,12 @@ def management_cluster(options: Options, metrics: Metrics | None = None) -> Clus
 
 
 def target_cluster(registration: Registration, metrics: Metrics | None = None) -> Cluster:
-    """A registered cluster's client, from the kubeconfig its Secret holds."""
-    from engine.cluster.kube import kube_cluster_from_kubeconfig
+    """A registered cluster's client, from the kubeconfig its Secret holds (untrusted: inline material only)."""
+    from engine.cluster.kube import kube_cluster_from_registration
 
-    document = yaml.safe_load(registration.kubeconfig)
-    if not isinstance(document, dict):
-        raise ValueError("the kubeconfig is not a YAML mapping")
     observer = metrics.api_request_observer(registration.name) if metrics is not None else None
-    return kube_cluster_from_kubeconfig(registration.name, document, namespaces=registration.namespaces,
-                                        on_request=observer)
+    return kube_cluster_from_registration(registration.name, registration.kubeconfig,
+                                          namespaces=registration.namespaces, on_request=observer)
 
 
 def bind_endpoints(options: Options) -> list[Endpoint]:
@@ -184,7 +180,7 @@ class Operator:
             watch_timeout=options.watch_timeout,
         )
         self.registrations = (
-            Registrations(management, options.clusters_namespace, self.manager, target_factory)
+            Registrations(management, options.clusters_namespace, self.manager, target_factory, metrics=self.metrics)
             if options.clusters_namespace else None
         )
         self.leading: threading.Event | None = None

@@ -13,8 +13,11 @@ operator lists and watches there. The cluster's name is the Secret's name.
   requests still queued for it are dropped by their pass.
 - Other edits (labels, annotations) change nothing.
 
-The kubeconfig is never logged; values from it that could show up in an error
-message are blanked first.
+The kubeconfig is untrusted input: the production factory reads only its inline
+material (``engine.cluster.kubeconfig``) and refuses exec plugins, auth providers,
+token files and file paths. A refusal is one error line naming the Secret and the key,
+and a count in ``cluster_registrations_refused_total{reason}``. The kubeconfig is never
+logged; values from it that could show up in an error message are blanked first.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
+from engine.cluster.kubeconfig import KubeconfigRefused
+from engine.metrics import Metrics
 from engine.runtime.kinds import Log
 
 REGISTRATION_LABEL = "sigs.k8s.io/multicluster-runtime-kubeconfig"
@@ -126,8 +131,10 @@ class Registrations:
         factory: ClusterFactory,
         *,
         log: Log | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._management = management
+        self._metrics = metrics
         self.namespace = namespace
         self._engager = engager
         self._factory = factory
@@ -243,6 +250,13 @@ class Registrations:
         name = registration.name
         try:
             cluster = self._factory(registration)
+        except KubeconfigRefused as refused:
+            self._disengage(name, "its kubeconfig is refused", quiet=True)
+            self._log.error("cluster %r: refused the kubeconfig of Secret %s/%s: %s", name, self.namespace, name,
+                            refused, extra={"cluster": name})
+            if self._metrics is not None:
+                self._metrics.record_refused_registration(refused.reason)
+            return
         except Exception as exc:
             self._disengage(name, "its kubeconfig cannot be used", quiet=True)
             self._log.error("cluster %r: cannot use the kubeconfig of Secret %s/%s: %s: %s", name, self.namespace,

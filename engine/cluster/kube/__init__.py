@@ -4,6 +4,12 @@ This package is the only importer of ``kubernetes``; nothing it raises is a kube
 """
 
 from engine.cluster.kube.cluster import KubeCluster
-from engine.cluster.kube.config import api_client_from_kubeconfig, kube_cluster_from_kubeconfig, kube_cluster_in_pod
+from engine.cluster.kube.config import (
+    api_client_from_kubeconfig,
+    kube_cluster_from_kubeconfig,
+    kube_cluster_from_registration,
+    kube_cluster_in_pod,
+)
 
-__all__ = ["KubeCluster", "api_client_from_kubeconfig", "kube_cluster_from_kubeconfig", "kube_cluster_in_pod"]
+__all__ = ["KubeCluster", "api_client_from_kubeconfig", "kube_cluster_from_kubeconfig",
+           "kube_cluster_from_registration", "kube_cluster_in_pod"]

@@ -77,12 +77,14 @@ class KubeCluster:
         request_timeout: float = REQUEST_TIMEOUT,
         log: logging.Logger | None = None,
         on_request: RequestObserver | None = None,
+        private_dir: str | None = None,
     ) -> None:
         """namespaces: the only namespaces the cache covers (reads elsewhere, and of cluster-scoped
         kinds, go live); None covers the whole cluster. discovery_cache_dir: where the
         DynamicClient keeps its discovery file; None uses a private temporary directory.
         request_timeout: seconds a request (not a watch) may take before it fails as Timeout.
-        on_request: told of every HTTP request (verb, code, seconds), for the API request metrics."""
+        on_request: told of every HTTP request (verb, code, seconds), for the API request metrics.
+        private_dir: a directory of the client's own files (certificates), removed by ``stop``."""
         self.name = name
         self.api_client = api_client
         self._cache = cache
@@ -93,6 +95,7 @@ class KubeCluster:
         _widen_pool(api_client)
         if on_request is not None:
             observe_requests(api_client, on_request)
+        self._private_dir = private_dir
         self._tmpdir: str | None = None
         if discovery_cache_dir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="engine-discovery-")
@@ -129,9 +132,10 @@ class KubeCluster:
         for informer in informers:
             informer.stop()
         self.api_client.rest_client.close()  # idle pooled connections; a later call opens new ones
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
+        for directory in (self._tmpdir, self._private_dir):
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+        self._tmpdir = self._private_dir = None
 
     def informers(self) -> builtins.list[Informer]:
         """The informers running now (for probes and tests)."""

@@ -1,9 +1,18 @@
-"""Build a KubeCluster from a kubeconfig (a file, or a dict as registration Secrets carry it) or
-from a pod's service account, each with its own Configuration: the library's global default
-is never read or written."""
+"""Build a KubeCluster from a kubeconfig or from a pod's service account, each with its own
+Configuration: the library's global default is never read or written.
+
+Two kinds of kubeconfig: the management cluster's (``--kubeconfig``, given by the admin) goes
+through the library's loader, which honours exec plugins and file paths; a registration's
+(written by whoever may create Secrets in the clusters namespace) never does: it is read by
+``engine.cluster.kubeconfig`` (inline material only) and the Configuration is built here."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,10 +24,11 @@ from kubernetes.config.config_exception import ConfigException
 from engine.cluster.api import BadRequest
 from engine.cluster.kube.cluster import POOL_SIZE, KubeCluster
 from engine.cluster.kube.requests import RequestObserver
+from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
 
 
 def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, context: str | None = None) -> ApiClient:
-    """An ApiClient for one context of a kubeconfig; BadRequest when the kubeconfig is unusable."""
+    """An ApiClient for one context of a trusted kubeconfig; BadRequest when the kubeconfig is unusable."""
     configuration = _fresh()
     try:
         if isinstance(kubeconfig, Mapping):
@@ -42,9 +52,63 @@ def kube_cluster_from_kubeconfig(
     namespaces: Sequence[str] | None = None,
     on_request: RequestObserver | None = None,
 ) -> KubeCluster:
-    """A KubeCluster named ``name`` for one context (default: the current one) of a kubeconfig."""
+    """A KubeCluster named ``name`` for one context (default: the current one) of a trusted kubeconfig."""
     return KubeCluster(name, api_client_from_kubeconfig(kubeconfig, context=context), cache=cache,
                        discovery_cache_dir=discovery_cache_dir, namespaces=namespaces, on_request=on_request)
+
+
+def kube_cluster_from_registration(
+    name: str,
+    kubeconfig: str,
+    *,
+    cache: bool = True,
+    discovery_cache_dir: Path | None = None,
+    namespaces: Sequence[str] | None = None,
+    on_request: RequestObserver | None = None,
+) -> KubeCluster:
+    """A KubeCluster from an untrusted kubeconfig's text (a registration Secret's); KubeconfigRefused
+    (a ValueError) names the key it will not use. Client certificates go to 0600 files in a private
+    directory the cluster removes when it stops."""
+    settings = read_kubeconfig(kubeconfig)
+    private_dir = tempfile.mkdtemp(prefix="engine-kubeconfig-")
+    try:
+        configuration = configuration_for(settings, Path(private_dir))
+        return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
+                           namespaces=namespaces, on_request=on_request, private_dir=private_dir)
+    except BaseException:
+        shutil.rmtree(private_dir, ignore_errors=True)
+        raise
+
+
+def configuration_for(settings: ClientSettings, private_dir: Path) -> Configuration:
+    """A Configuration with exactly the settings' material; the client certificate and key, which the
+    TLS library reads from files only, are written to ``private_dir`` (mode 0600)."""
+    configuration = _fresh()
+    configuration.host = settings.server
+    configuration.verify_ssl = not settings.insecure
+    if settings.ca_data is not None:
+        configuration.ca_cert_data = settings.ca_data
+    if settings.tls_server_name is not None:
+        configuration.tls_server_name = settings.tls_server_name
+    if settings.proxy_url is not None:
+        configuration.proxy = settings.proxy_url
+    if settings.token is not None:
+        configuration.api_key = {"authorization": f"Bearer {settings.token}"}
+    elif settings.username is not None and settings.password is not None:
+        pair = f"{settings.username}:{settings.password}".encode()
+        configuration.api_key = {"authorization": f"Basic {base64.b64encode(pair).decode('ascii')}"}
+    if settings.client_cert_data is not None and settings.client_key_data is not None:
+        configuration.cert_file = str(_private_file(private_dir / "client.crt", settings.client_cert_data))
+        configuration.key_file = str(_private_file(private_dir / "client.key", settings.client_key_data))
+    return configuration
+
+
+def _private_file(path: Path, content: bytes) -> Path:
+    """Write ``content`` to a new file only its owner can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with contextlib.closing(os.fdopen(fd, "wb")) as out:
+        out.write(content)
+    return path
 
 
 def kube_cluster_in_pod(
