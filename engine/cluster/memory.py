@@ -44,6 +44,7 @@ from engine.cluster.api import (
     ResourceInfo,
     WatchEvent,
 )
+from engine.cluster.limits import check_depth, int64_or_float
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
@@ -207,6 +208,7 @@ class MemoryCluster:
     # Writes.
 
     def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        check_depth(obj)
         with self._lock:
             k, namespace, _ = self._identify(obj, need_name=False)
             new = _copy(obj)
@@ -217,6 +219,7 @@ class MemoryCluster:
             return self._commit(k, None, new)
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        check_depth(obj)
         with self._lock:
             k, namespace, name = self._identify(obj)
             old = self._existing(k, namespace, name)
@@ -228,6 +231,7 @@ class MemoryCluster:
             return self._update(k, old, new, field_manager, subresource=None)
 
     def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
+        check_depth(obj)
         with self._lock:
             k, namespace, name = self._identify(obj)
             if not k.info.status_subresource:
@@ -250,6 +254,7 @@ class MemoryCluster:
         status: bool = False,
         field_manager: str | None = None,
     ) -> Obj:
+        check_depth(patch, "the patch")
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
             if status and not k.info.status_subresource:
@@ -282,6 +287,7 @@ class MemoryCluster:
             return self._update(k, old, new, field_manager, subresource="status" if status else None)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
+        check_depth(obj)
         with self._lock:
             k, namespace, name = self._identify(obj)
             if status and not k.info.status_subresource:
@@ -568,7 +574,7 @@ class MemoryCluster:
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return self._admit_crd(new, old)
         if k.admission is not None:
-            return k.admission.admit(new, old)
+            return k.admission.admit(int64_or_float(new), old)
         return new
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "contract"))
 from contract_kit import WIDGET, WIDGET_CRD, Clock, rv, widget
 
-from engine.cluster.api import Gone, Invalid, NotFound
+from engine.cluster.api import BadRequest, Gone, Invalid, NotFound
 from engine.cluster.memory import MemoryCluster
 
 EXTERNAL = "ext.example.net/v1beta1"
@@ -266,3 +266,33 @@ def test_secret_created_without_a_type_reads_opaque() -> None:
     cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
     stored = cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"}})
     assert stored["type"] == "Opaque"
+
+
+class TestInputLimits:
+    """Bodies the in-memory admission must answer, not crash on."""
+
+    def test_an_integer_beyond_int64_is_invalid(self, memory: MemoryCluster) -> None:
+        with pytest.raises(Invalid) as refused:
+            memory.create(widget("big", spec={"size": 10**30}))
+        assert "spec.size in body must be of type integer" in str(refused.value)
+
+    @staticmethod
+    def deep(levels: int) -> object:
+        nested: object = 1
+        for _ in range(levels):
+            nested = {"a": nested}
+        return nested
+
+    def test_a_body_nested_5000_deep_is_a_bad_request(self, memory: MemoryCluster) -> None:
+        body = widget("deep", spec={"size": 1, "x": self.deep(5000)})
+        with pytest.raises(BadRequest, match="nests objects and lists deeper than"):
+            memory.create(body)
+        with pytest.raises(BadRequest, match="nests objects and lists deeper than"):
+            memory.apply(body, field_manager="test")
+        memory.create(widget("deep"))
+        with pytest.raises(BadRequest, match="nests objects and lists deeper than"):
+            memory.patch(WIDGET, "Widget", "default", "deep", {"spec": {"x": self.deep(5000)}})
+
+    def test_a_body_nested_150_deep_is_stored(self, memory: MemoryCluster) -> None:
+        memory.create(widget("fine", spec={"size": 1, "x": self.deep(150)}))
+        memory.patch(WIDGET, "Widget", "default", "fine", {"spec": {"size": 2}})

@@ -653,3 +653,30 @@ class TestKubeconfig:
         """Naming a current context that is not among the emulators is a ValueError."""
         with pytest.raises(ValueError, match="current context"):
             write_kubeconfig(tmp_path / "k", {"a": emulator}, "b")
+
+
+# ---------------------------------------------------------------------------
+# Input limits: answers with a message, never a 500.
+
+
+class TestInputLimits:
+    PATH = "/apis/example.com/v1/namespaces/ns/widgets"
+
+    def test_an_integer_beyond_int64_is_invalid_not_a_server_error(self, emulator: Emulator, widgets: Any) -> None:
+        """10^30 in an integer field reads as a number, as the API server's decoder reads it: 422."""
+        body = json.dumps(widget("big", size=1)).replace('"size": 1', '"size": ' + "1" + "0" * 30).encode()
+        status, _, answer = raw(emulator, "POST", self.PATH, data=body)
+        assert status == 422, answer
+        assert answer["reason"] == "Invalid"
+        assert "spec.size in body must be of type integer" in answer["message"]
+
+    @pytest.mark.parametrize("depth", [500, 5000])
+    def test_a_deeply_nested_body_is_a_bad_request(self, emulator: Emulator, widgets: Any, depth: int) -> None:
+        """A body nested thousands of levels deep is refused with 400 and a message."""
+        nested = '{"a":' * depth + "1" + "}" * depth
+        body = json.dumps(widget("deep")).replace('"spec": {}', '"spec": {"x": ' + nested + "}").encode()
+        status, _, answer = raw(emulator, "POST", self.PATH, data=body)
+        assert status == 400, answer
+        assert answer["reason"] == "BadRequest"
+        assert "nests objects and lists" in answer["message"]
+        assert raw(emulator, "GET", self.PATH + "/deep")[0] == 404

@@ -343,6 +343,8 @@ def _parse_body(request: Request) -> Any:
         return json.loads(text)
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
         raise BadRequest(f"the request body could not be decoded: {err}") from None
+    except RecursionError:
+        raise BadRequest("the request body could not be decoded: it nests objects and lists too deeply") from None
 
 
 def _addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
