@@ -21,7 +21,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -63,6 +63,8 @@ class Function:
     doc: str
     returns: str = "any"
     pure: bool = True
+    literal_checks: Mapping[int, Callable[[Any], str | None]] = field(default_factory=dict)
+    """Argument index to a check of a literal argument at compile time (lint): the problem, or None."""
 
     @property
     def variadic(self) -> bool:
@@ -82,17 +84,27 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _register(
-    name: str, *types: tuple[str, ...], returns: str, variadic: bool = False, pure: bool = True
+    name: str,
+    *types: tuple[str, ...],
+    returns: str,
+    variadic: bool = False,
+    pure: bool = True,
+    literal_checks: Mapping[int, Callable[[Any], str | None]] | None = None,
 ) -> Callable[[_F], _F]:
     def add(impl: _F) -> _F:
         if name in _REGISTRY:
             raise RuntimeError(f"function {name}() registered twice")
         arity = (len(types), None if variadic else len(types))
         doc = (impl.__doc__ or "").strip()
-        _REGISTRY[name] = Function(name, arity, tuple(types), impl, doc, returns, pure)
+        checks = MappingProxyType(dict(literal_checks or {}))
+        _REGISTRY[name] = Function(name, arity, tuple(types), impl, doc, returns, pure, checks)
         return impl
 
     return add
+
+
+register = _register
+"""Register a function (for the modules that extend the library, such as ``strings_and_maps``)."""
 
 
 # --- argument checking (JMESPath does its own; Jinja calls go through this) -----------------------
@@ -741,3 +753,6 @@ def join_host_port(host: str, port: str) -> str:
 
 FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
 """Every registered function by name."""
+
+# The string and map functions live in their own module and register themselves on import.
+from engine.expr import strings_and_maps  # noqa: E402, F401

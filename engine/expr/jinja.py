@@ -47,6 +47,10 @@ _TEMPLATE_FILENAME = "<template>"
 _DELIMITERS = ("{{", "{%", "{#")
 _JSON_FILTERS = frozenset({"tojson", "to_json"})
 
+REGISTRY_FILTERS = frozenset({"replace", "lower", "upper", "trim", "items"})
+"""Jinja filters replaced by the registry function of the same name, so ``x | lower`` in a template
+and ``lower(x)`` in an expression give the same result (and the same type errors)."""
+
 
 def _fail_if_undefined(value: Any) -> None:
     if isinstance(value, Undefined):
@@ -126,7 +130,7 @@ def environment() -> ImmutableSandboxedEnvironment:
     for name, fn in FUNCTIONS.items():
         wrapped = _jinja_callable(fn)
         env.globals[name] = wrapped
-        if fn.arity[0] >= 1 and name not in env.filters:
+        if fn.arity[0] >= 1 and (name not in env.filters or name in REGISTRY_FILTERS):
             env.filters[name] = wrapped
     env.filters["tojson"] = _tojson
     return env
@@ -158,9 +162,24 @@ def _analyse(
         if name not in FUNCTIONS and name not in env.globals:
             raise ExprSyntaxError(f"unknown function {name}()", line=call.lineno, source=source)
         calls.add(name)
-    calls.update(f.name for f in ast.find_all(nodes.Filter) if f.name in FUNCTIONS)
+        _check_literals(name, list(call.args), call.lineno, source)
+    for flt in ast.find_all(nodes.Filter):
+        if flt.name in FUNCTIONS:
+            calls.add(flt.name)
+            _check_literals(flt.name, [flt.node, *flt.args], flt.lineno, source)
     names = meta.find_undeclared_variables(ast) - set(env.globals) - set(FUNCTIONS)
     return frozenset(names), frozenset(calls)
+
+
+def _check_literals(name: str, args: list[nodes.Expr | None], line: int, source: str) -> None:
+    """A constant argument a function can judge before run time (a regular expression) is judged now."""
+    fn = FUNCTIONS.get(name)
+    for index, check in (fn.literal_checks.items() if fn is not None else ()):
+        arg = args[index] if index < len(args) else None
+        if isinstance(arg, nodes.Const):
+            problem = check(arg.value)
+            if problem is not None:
+                raise ExprSyntaxError(problem, line=line, source=source)
 
 
 def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str]]:

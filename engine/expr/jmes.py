@@ -23,7 +23,10 @@ __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
 JMESPATH_BUILTINS: frozenset[str] = frozenset(jfunctions.Functions.FUNCTION_TABLE)
 """The functions JMESPath itself provides (abs, contains, join, length, merge, sort_by, ...)."""
 
-_CLASHES = JMESPATH_BUILTINS & set(FUNCTIONS)
+REDEFINED_BUILTINS: frozenset[str] = frozenset({"keys", "values"})
+"""Built-ins the registry redefines with the same result, so that templates have them too."""
+
+_CLASHES = JMESPATH_BUILTINS & set(FUNCTIONS) - REDEFINED_BUILTINS
 if _CLASHES:  # pragma: no cover - a registry mistake, caught on import
     raise RuntimeError(f"registered functions shadow JMESPath builtins: {sorted(_CLASHES)}")
 
@@ -94,6 +97,7 @@ class _Walk:
                 self.names.add("@")
         elif kind == "function_expression":
             self._check_call(node["value"], len(children))
+            self._check_literals(node["value"], children)
             for child in children:
                 self.visit(child, at_root and child["type"] != "expref")
         elif kind == "expref":
@@ -121,6 +125,15 @@ class _Walk:
                 f"{name}() takes {expected} argument(s), got {count}", self._offset(name), source=self.source
             )
         self.functions.add(name)
+
+    def _check_literals(self, name: str, args: list[Mapping[str, Any]]) -> None:
+        """A literal argument a function can judge before run time (a regular expression) is judged now."""
+        fn = FUNCTIONS.get(name)
+        for index, check in (fn.literal_checks.items() if fn is not None else ()):
+            if index < len(args) and args[index].get("type") == "literal":
+                problem = check(args[index].get("value"))
+                if problem is not None:
+                    raise ExprSyntaxError(problem, self._offset(name), source=self.source)
 
 
 def _parse_error(exc: jexc.ParseError, source: str) -> ExprSyntaxError:
