@@ -7,7 +7,9 @@ as ``extra`` a record carries (``request``, ``order``, ``kind``, ``cluster``,
 
 Redaction happens in a filter on the handler, before formatting, so no formatter
 ever sees a secret: every value the process's secret sink has collected (each
-password a rule generated), plain or base64-encoded as Secret data holds it,
+password a rule generated, and each secret value of every Secret a pass read, by the
+one rule of ``engine.expr.secret_data``, so passwords read back after a restart
+too), plain or base64-encoded as Secret data holds it,
 becomes ``[redacted]``, and so does the password of
 any URL with credentials (``amqp://user:[redacted]@host``, a transport URL). It
 applies to the message, the extra fields and the traceback.

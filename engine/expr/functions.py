@@ -31,6 +31,7 @@ import yaml
 from engine import durations
 from engine.expr import golang
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough
+from engine.expr.secret_data import is_secret_object, secret_values_of
 
 __all__ = [
     "FUNCTIONS",
@@ -173,15 +174,24 @@ def check_arguments(fn: Function, args: tuple[Any, ...]) -> None:
 
 
 class SecretSink:
-    """Collects every generated secret so tests (and log redaction) can check none leaks."""
+    """Collects every secret value the process knows (each generated password, and the secret values of
+    every Secret a pass read), so log redaction blanks them and tests can check none leaks."""
 
     def __init__(self) -> None:
-        self._values: list[str] = []
+        self._values: dict[str, None] = {}
         self._lock = threading.Lock()
 
     def add(self, value: str) -> None:
         with self._lock:
-            self._values.append(value)
+            self._values[value] = None
+
+    def learn(self, value: Any) -> None:
+        """Add the secret values (engine.expr.secret_data's rule) of every Secret in ``value``: an object,
+        or a list of objects; anything else is ignored."""
+        for obj in value if isinstance(value, list) else (value,):
+            if is_secret_object(obj):
+                for secret in secret_values_of(obj):
+                    self.add(secret)
 
     def values(self) -> tuple[str, ...]:
         with self._lock:
@@ -194,8 +204,19 @@ class SecretSink:
         return text
 
 
+_Read = TypeVar("_Read")
+
 current_sink: ContextVar[SecretSink | None] = ContextVar("current_sink", default=None)
 """The sink ``password()`` reports to; per thread (context), unset by default."""
+
+
+def remember_secrets(value: _Read) -> _Read:
+    """Make the secret values of every Secret in ``value`` (read from a cluster) known to the current sink,
+    so a restarted operator blanks passwords it read back as it blanks those it generated; returns ``value``."""
+    sink = current_sink.get()
+    if sink is not None:
+        sink.learn(value)
+    return value
 
 
 @contextlib.contextmanager

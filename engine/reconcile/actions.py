@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
 from engine.cluster.patches import merge_patch
-from engine.expr.functions import address_only
+from engine.expr.functions import address_only, remember_secrets
 from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
 from engine.rules.model import Action, Outcome
 
@@ -58,7 +58,7 @@ def _address(obj: Obj) -> tuple[str, str, str | None, str]:
 
 def _live(ctx: PassContext, cluster_scope: str, obj: Obj) -> Obj | None:
     try:
-        return ctx.cluster_for(cluster_scope).get(*_address(obj))
+        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj)))
     except NotFound:
         return None
 
@@ -88,8 +88,8 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
     if live is not None and contains(live, want):
         result = live
     else:
-        result = ctx.cluster_for(action.cluster).apply(
-            rendered, field_manager=ctx.kind.field_manager, force=True, status=action.status_subresource)
+        result = remember_secrets(ctx.cluster_for(action.cluster).apply(
+            rendered, field_manager=ctx.kind.field_manager, force=True, status=action.status_subresource))
     if action.bind:
         ctx.scope[action.bind] = result
     return None
@@ -109,13 +109,13 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
     if live is None:
         rendered = ctx.render_object(action.template)
         try:
-            live = cluster.create(rendered)
+            live = remember_secrets(cluster.create(rendered))
         except AlreadyExists:
-            live = cluster.get(*_address(rendered))
+            live = remember_secrets(cluster.get(*_address(rendered)))
     elif claim(live, addressed):
         body = claim(live, ctx.render_object(action.template))
         if body:
-            live = cluster.patch(*_address(live), body)
+            live = remember_secrets(cluster.patch(*_address(live), body))
     if action.bind:
         ctx.scope[action.bind] = live
     return None

@@ -17,6 +17,7 @@ from engine.clock import Clock, format_time
 from engine.cluster.api import ApiError, Cluster, NotFound, Obj
 from engine.cluster.registry import ClusterSet
 from engine.expr.errors import ExprError, PassThrough
+from engine.expr.functions import remember_secrets
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
@@ -197,14 +198,15 @@ class PassContext:
             if spec.verb == "get":
                 assert name is not None
                 try:
-                    return cluster.get(api_version, kind, namespace or None, name, live=spec.live)
+                    return remember_secrets(cluster.get(api_version, kind, namespace or None, name, live=spec.live))
                 except NotFound:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
             if not labels and spec.children_only:
                 labels = dict(self.scope["childLabels"])
             try:
-                items = cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items
+                items = remember_secrets(
+                    cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items)
             except NotFound:
                 if spec.unserved_absent:
                     return []

@@ -18,7 +18,7 @@ from typing import Any
 from engine.cluster.api import ApiError, NotFound, Obj
 from engine.cluster.patches import merge_patch
 from engine.expr.errors import ExprError
-from engine.expr.functions import FUNCTIONS
+from engine.expr.functions import FUNCTIONS, remember_secrets
 from engine.outcome import PassError, Result
 from engine.reconcile.context import (
     PassContext,
@@ -138,13 +138,14 @@ def select(ctx: PassContext, action: TeardownAction) -> list[Obj]:
     try:
         if name is not None:
             try:
-                found = [cluster.get(action.api_version, action.kind, namespace or None, name)]
+                found = [remember_secrets(cluster.get(action.api_version, action.kind, namespace or None, name))]
             except NotFound:
                 return []
         else:
             labels = dict(ctx.scope["childLabels"]) if action.children else None
             try:
-                found = cluster.list(action.api_version, action.kind, namespace or None, labels=labels).items
+                found = remember_secrets(
+                    cluster.list(action.api_version, action.kind, namespace or None, labels=labels).items)
             except NotFound:  # the kind is not served: none of it exists
                 return []
     except ApiError as err:

@@ -229,3 +229,12 @@ class TestKubeconfig:
         """A kubeconfig without the asked context is a BadRequest naming the problem."""
         with pytest.raises(BadRequest, match="unusable kubeconfig"):
             kube_cluster_from_kubeconfig("x", {"apiVersion": "v1", "kind": "Config", "contexts": []}, context="nope")
+
+
+def test_an_invalid_header_value_is_never_quoted() -> None:
+    """http.client quotes a header it refuses, a bearer token included: the error names the problem only."""
+    token = "t0ken-with-a-trailing-newline"
+    with pytest.raises(ServerError) as caught, translated():
+        raise ValueError(f"Invalid header value b'Bearer {token}\\n'")
+    assert token not in str(caught.value)
+    assert "line break" in str(caught.value)

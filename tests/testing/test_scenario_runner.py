@@ -8,6 +8,7 @@ import textwrap
 
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
+from engine.testing.scenario import Outcome
 from tests.testing.conftest import Workspace, report
 
 GADGET = "{apiVersion: example.io/v1, kind: Gadget, metadata: {name: g, namespace: shop}, spec: {}}"
@@ -432,6 +433,35 @@ class TestSecrets:
             """, run_pass=run_pass)
         assert outcome.status == "FAIL"
         assert "a secret value (14 chars) appears in a log record" in report(outcome)
+
+    def test_no_secret_leak_takes_only_the_password_of_a_url_key(self, gadget: Workspace) -> None:
+        """A `url` key counts only for the password it carries: the address may be logged, the password not."""
+        data = {"endpoint_url": "https://keystone.example:5000/v3",
+                "transport_url": "rabbit://app:Sup3rS3cretPass@rabbit-0:5672/vhost"}
+        encoded = ", ".join(f"{k}: {base64.b64encode(v.encode()).decode()}" for k, v in data.items())
+
+        def scenario(line: str) -> Outcome:
+            def run_pass(kind: object, request: Request, *, log: object, **_: object) -> Result:
+                log.info(line)  # type: ignore[attr-defined]
+                return Result()
+
+            return gadget.run(f"""\
+                scenario: a log line about a Secret with URLs
+                objects:
+                  - object: {{apiVersion: v1, kind: Secret, metadata: {{name: s, namespace: shop}},
+                             data: {{{encoded}}}}}
+                steps:
+                  - create: {GADGET}
+                  - settle: {{}}
+                  - expect:
+                      - noSecretLeak: {{}}
+                """, run_pass=run_pass)
+
+        address = scenario("Keystone at https://keystone.example:5000/v3, RabbitMQ at rabbit://app:[redacted]@rabbit-0")
+        assert address.status == "PASS", report(address)
+        leaked = scenario("connecting with Sup3rS3cretPass")
+        assert leaked.status == "FAIL"
+        assert "a secret value (15 chars) appears in a log record" in report(leaked)
 
 
 class TestClusters:

@@ -98,3 +98,9 @@ def translated() -> Iterator[None]:
         raise ServerError(f"request failed: {exc}") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         raise from_transport(exc) from exc
+    except ValueError as exc:
+        if "header" not in str(exc).lower():
+            raise
+        # http.client's text quotes the header, an Authorization header included: never repeat it.
+        raise ServerError("a request header holds a line break or control character (a token with a "
+                          "trailing newline?); the request was not sent") from None

@@ -1,8 +1,10 @@
 """What `noSecretLeak` compares: every secret value written, against every text a person could read.
 
-Secret values are what the engine's secret generator produced (its sink) and the decoded
-value (8 characters or longer) of every Secret data key whose name contains password,
-token, secret, url or clouds, in any version the Secret ever had. Readable texts are the
+Secret values are what the engine's sink collected (generated passwords, and what passes read
+back) and, in any version a Secret ever had, its secret values by the engine's one rule
+(``engine.expr.secret_data``, shared with the log redactor): the decoded value (8 characters
+or longer) of a data key whose name contains password, token, secret or clouds, and the
+password of a URL with credentials under a key whose name contains url. Readable texts are the
 operator's log records (message, extra fields, exception text), pass errors, and every
 string under ``status`` of every version of every object the scenario knows of.
 
@@ -12,8 +14,6 @@ condition message overwritten within one ``settle`` is still seen.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import traceback
 from collections.abc import Iterable, Iterator
@@ -21,34 +21,11 @@ from typing import Any
 
 from engine.cluster.api import ApiError, Cluster, Obj
 from engine.expr.functions import SecretSink
+from engine.expr.secret_data import secret_values_of
 
 __all__ = ["LeakWatch", "LogCapture", "secret_values_of"]
 
-SECRET_KEY_WORDS = ("password", "token", "secret", "url", "clouds")
-MIN_SECRET_LENGTH = 8
-
 _STANDARD_RECORD_FIELDS = frozenset(vars(logging.makeLogRecord({})).keys()) | {"message", "asctime"}
-
-
-def secret_values_of(secret: Obj) -> Iterator[str]:
-    """The decoded values of a Secret's secret-looking data keys (8 characters or longer)."""
-    for field in ("data", "stringData"):
-        data = secret.get(field)
-        if not isinstance(data, dict):
-            continue
-        for key, raw in data.items():
-            if not isinstance(raw, str) or not any(word in key.lower() for word in SECRET_KEY_WORDS):
-                continue
-            value = raw if field == "stringData" else _decode(raw)
-            if value is not None and len(value) >= MIN_SECRET_LENGTH:
-                yield value
-
-
-def _decode(raw: str) -> str | None:
-    try:
-        return base64.b64decode(raw, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
