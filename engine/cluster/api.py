@@ -67,6 +67,8 @@ class ResourceInfo:
     singular: str = ""
     short_names: tuple[str, ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
+    categories: tuple[str, ...] = ()
+    """Groupings ``kubectl get <category>`` lists together (a CRD's ``names.categories``)."""
 
     @property
     def group(self) -> str:

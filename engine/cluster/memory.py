@@ -827,7 +827,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
         info = ResourceInfo(
             api_version, str(kind), str(plural), spec["scope"] == "Namespaced",
             "status" in (version.get("subresources") or {}), str(names.get("singular") or str(kind).lower()),
-            tuple(names.get("shortNames") or ()), columns,
+            tuple(names.get("shortNames") or ()), columns, tuple(names.get("categories") or ()),
         )
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema)))

@@ -61,6 +61,8 @@ def test_names_scope_and_subresource(keystoneuser_crd: Obj) -> None:
         "listKind": "KeystoneUserList",
         "plural": "keystoneusers",
         "singular": "keystoneuser",
+        "shortNames": ["ksuser", "ksu"],
+        "categories": ["c5c3"],  # kubectl get c5c3
     }
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)

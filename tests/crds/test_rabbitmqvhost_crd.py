@@ -62,6 +62,8 @@ def test_names_scope_and_subresource(rabbitmqvhost_crd: Obj) -> None:
         "listKind": "RabbitMQVhostList",
         "plural": "rabbitmqvhosts",
         "singular": "rabbitmqvhost",
+        "shortNames": ["rmqvhost", "rmqv"],
+        "categories": ["c5c3"],  # kubectl get c5c3
     }
     (version,) = crd["spec"]["versions"]
     assert (version["name"], version["served"], version["storage"]) == ("v1alpha1", True, True)

@@ -172,6 +172,7 @@ class KubeCluster:
             status_subresource=any(e.get("name") == f"{plural}/status" for e in entries or []),
             singular=str(main.get("singularName") or kind.lower()),
             short_names=tuple(str(n) for n in main.get("shortNames") or ()),
+            categories=tuple(str(c) for c in main.get("categories") or ()),
         )
         if not info.group:
             return info

@@ -81,6 +81,8 @@ def api_resource_list(resources: Iterable[ResourceInfo], api_version: str) -> Ob
                       "namespaced": info.namespaced, "kind": info.kind, "verbs": list(VERBS)}
         if info.short_names:
             entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
         entries.append(entry)
         if info.status_subresource:
             entries.append({"name": f"{info.plural}/status", "singularName": "", "namespaced": info.namespaced,
