@@ -66,6 +66,22 @@ BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
     ResourceInfo("v1", "Namespace", "namespaces", False, False, "namespace", ("ns",)),
     ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
+    # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
+    ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
+    ResourceInfo("events.k8s.io/v1", "Event", "events", True, False, "event", ("ev",)),
+    # What installing the operator creates (deploy/), stored without a schema.
+    ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
+    ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
+    ResourceInfo("apps/v1", "Deployment", "deployments", True, True, "deployment", ("deploy",)),
+    ResourceInfo("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, True, "poddisruptionbudget",
+                 ("pdb",)),
+    ResourceInfo("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True, False, "networkpolicy",
+                 ("netpol",)),
+    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False, False, "clusterrole"),
+    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False, False,
+                 "clusterrolebinding"),
+    ResourceInfo("rbac.authorization.k8s.io/v1", "Role", "roles", True, False, "role"),
+    ResourceInfo("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True, False, "rolebinding"),
     ResourceInfo(CRD_API_VERSION, CRD_KIND, "customresourcedefinitions", False, True,
                  "customresourcedefinition", ("crd", "crds")),
 )
@@ -173,6 +189,33 @@ class MemoryCluster:
         """Undo ``unserve``."""
         with self._lock:
             self._unserved.discard((api_version, kind))
+
+    def schemas(self) -> dict[tuple[str, str], Obj]:
+        """The openAPIV3Schema of every served kind that has one (CRD versions), by (apiVersion, kind)."""
+        with self._lock:
+            return {key: _copy(k.admission.schema) for key, k in self._kinds.items()
+                    if k.admission is not None and key not in self._unserved}
+
+    def unknown_fields(self, obj: Obj) -> builtins.list[str]:
+        """The fields of a write's body that its kind's schema does not declare (``spec.rotaton``),
+        which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
+        with self._lock:
+            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+        return k.admission.unknown_fields(obj) if k.admission is not None else []
+
+    def scratch(self) -> MemoryCluster:
+        """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
+        resourceVersion, no watchers and no event log. Stored objects are shared: no write changes one
+        in place, each stores a new object."""
+        with self._lock:
+            copy = MemoryCluster(self.name, clock=self._clock, permissive=self._permissive,
+                                 event_log_size=self._event_log_size, uids=self._new_uid)
+            copy._rv = copy._compacted = self._rv
+            copy._kinds = dict(self._kinds)
+            copy._crds = {name: list(keys) for name, keys in self._crds.items()}
+            copy._unserved = set(self._unserved)
+            copy._stores = {key: dict(store) for key, store in self._stores.items()}
+            return copy
 
     # -----------------------------------------------------------------------
     # Reads.

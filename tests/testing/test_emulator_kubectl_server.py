@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from engine.clock import SystemClock
 from engine.cluster.memory import MemoryCluster
@@ -65,3 +66,146 @@ def test_get_by_category_and_short_names(kubectl: Any, cluster: MemoryCluster) -
     assert kubectl("get", "ksu", "-n", "ns", "-o", "name").stdout.split() == ["keystoneuser.c5c3.io/u"]
     assert kubectl("get", "rmqv", "-n", "ns", "-o", "name").stdout.split() == ["rabbitmqvhost.c5c3.io/v"]
 
+
+
+TYPO = """\
+apiVersion: c5c3.io/v1alpha1
+kind: KeystoneUser
+metadata:
+  name: typo
+  namespace: ns
+spec:
+  controlPlaneRef:
+    name: cp
+  rotaton:
+    interval: 1h
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "order.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def stored_names(cluster: MemoryCluster, kind: str = "KeystoneUser") -> list[str]:
+    return [o["metadata"]["name"] for o in cluster.list(API, kind, "ns").items]
+
+
+@pytest.mark.parametrize(("command", "said"), [
+    (["apply", "--server-side"], ".spec.rotaton: field not declared in schema"),
+    (["create"], 'unknown field "spec.rotaton"'),
+    (["apply"], 'unknown field "spec.rotaton"'),
+])
+def test_strict_field_validation_refuses_an_unknown_field_by_its_path(
+        kubectl: Any, cluster: MemoryCluster, tmp_path: Path, command: list[str], said: str) -> None:
+    """kubectl asks for fieldValidation=Strict: a misspelt field is refused, naming it, and nothing is stored."""
+    result = kubectl(*command, "-f", write(tmp_path, TYPO))
+    assert result.returncode != 0
+    assert said in result.stderr
+    assert stored_names(cluster) == []
+
+
+def test_warn_field_validation_stores_without_the_field_and_warns(kubectl: Any, cluster: MemoryCluster,
+                                                                 tmp_path: Path) -> None:
+    result = kubectl("create", "--validate=warn", "-f", write(tmp_path, TYPO))
+    assert result.returncode == 0, result.stderr
+    assert 'Warning: unknown field "spec.rotaton"' in result.stderr
+    assert "rotaton" not in cluster.get(API, "KeystoneUser", "ns", "typo")["spec"]
+
+
+def test_ignore_field_validation_drops_the_field_silently(kubectl: Any, cluster: MemoryCluster,
+                                                          tmp_path: Path) -> None:
+    result = kubectl("create", "--validate=false", "-f", write(tmp_path, TYPO))
+    assert result.returncode == 0, result.stderr
+    assert "rotaton" not in result.stderr
+    assert "rotaton" not in cluster.get(API, "KeystoneUser", "ns", "typo")["spec"]
+
+
+def test_explain_reads_the_crd_schema(kubectl: Any) -> None:
+    """``kubectl explain`` finds the kind's schema in the OpenAPI v3 document of its group version."""
+    result = kubectl("explain", "keystoneuser.spec.rotation")
+    assert result.returncode == 0, result.stderr
+    assert "KIND:       KeystoneUser" in result.stdout
+    assert "interval\t<string>" in result.stdout
+    assert "at least 1m" in result.stdout  # the field's description, from the CRD
+
+
+def test_dry_run_server_writes_nothing(kubectl: Any, cluster: MemoryCluster, tmp_path: Path) -> None:
+    """--dry-run=server on create, apply, patch and delete: the server's answer, nothing stored or changed."""
+    path = write(tmp_path, TYPO.replace("rotaton", "rotation"))
+    result = kubectl("apply", "--server-side", "--dry-run=server", "-f", path)
+    assert result.returncode == 0, result.stderr
+    assert "(server dry run)" in result.stdout
+    assert kubectl("create", "--dry-run=server", "-f", path).returncode == 0
+    assert stored_names(cluster) == []
+    cluster.create(order("KeystoneUser", "typo"))
+    before = cluster.get(API, "KeystoneUser", "ns", "typo")
+    patched = kubectl("patch", "ksu", "typo", "-n", "ns", "--type=merge", "--dry-run=server", "-o", "json",
+                      "-p", '{"spec":{"passwordGeneration":5}}')
+    assert patched.returncode == 0, patched.stderr
+    assert '"passwordGeneration": 5' in patched.stdout  # the answer is the patched object ...
+    assert kubectl("delete", "ksu", "typo", "-n", "ns", "--dry-run=server").returncode == 0
+    assert cluster.get(API, "KeystoneUser", "ns", "typo") == before  # ... and the stored one is unchanged
+
+
+def test_dry_run_server_still_refuses_what_admission_refuses(kubectl: Any, cluster: MemoryCluster,
+                                                             tmp_path: Path) -> None:
+    bad = TYPO.replace("rotaton:\n    interval: 1h", "rotation:\n    interval: 5s")
+    result = kubectl("apply", "--server-side", "--dry-run=server", "-f", write(tmp_path, bad))
+    assert result.returncode != 0
+    assert "spec.rotation.interval" in result.stderr
+
+
+def warning_event(regarding: dict[str, Any], name: str = "u.1") -> dict[str, Any]:
+    """An Event as a controller records it through events.k8s.io/v1 (a series of two)."""
+    return {
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": "ns"},
+        "regarding": regarding, "type": "Warning", "reason": "ControlPlaneNotFound",
+        "note": "ControlPlane ns/cp does not exist", "action": "Reconcile",
+        "reportingController": "c5c3.io/operator", "reportingInstance": "operator-0",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"},
+    }
+
+
+def test_events_recorded_through_events_k8s_io_show_in_get_events_and_describe(
+        kubectl: Any, cluster: MemoryCluster) -> None:
+    """One store, two versions: an events.k8s.io/v1 Event is listed by ``kubectl get events`` (core v1)
+    and shown by ``kubectl describe`` of the object it regards, found by involvedObject field selectors."""
+    user = cluster.create(order("KeystoneUser", "u"))
+    cluster.create(warning_event({"apiVersion": API, "kind": "KeystoneUser", "namespace": "ns", "name": "u",
+                                  "uid": user["metadata"]["uid"]}))
+    cluster.create(warning_event({"apiVersion": API, "kind": "KeystoneUser", "namespace": "ns", "name": "other"},
+                                 name="other.1"))
+    listed = kubectl("get", "events", "-n", "ns")
+    assert listed.returncode == 0, listed.stderr
+    assert "ControlPlaneNotFound" in listed.stdout and "keystoneuser/u" in listed.stdout
+    assert "ControlPlane ns/cp does not exist" in listed.stdout
+    described = kubectl("describe", "ksu", "u", "-n", "ns")
+    assert described.returncode == 0, described.stderr
+    events = described.stdout.split("Events:", 1)[1]
+    assert "Warning  ControlPlaneNotFound" in events and "ControlPlane ns/cp does not exist" in events
+    selected = kubectl("get", "events", "-n", "ns", "-o", "name", "--field-selector", "involvedObject.name=u")
+    assert selected.stdout.split() == ["event/u.1"]
+
+
+def test_a_core_v1_event_is_stored_as_events_k8s_io(kubectl: Any, cluster: MemoryCluster, tmp_path: Path) -> None:
+    core = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "ns"},
+            "involvedObject": {"kind": "KeystoneUser", "namespace": "ns", "name": "u"},
+            "type": "Normal", "reason": "Tested", "message": "written as core v1", "count": 1}
+    result = kubectl("create", "-f", write(tmp_path, yaml.safe_dump(core), "event.yaml"))
+    assert result.returncode == 0, result.stderr
+    stored = cluster.get("events.k8s.io/v1", "Event", "ns", "e")
+    assert (stored["note"], stored["regarding"]["name"], stored["deprecatedCount"]) == ("written as core v1", "u", 1)
+
+
+def test_the_install_applies_with_server_dry_run(kubectl: Any, cluster: MemoryCluster) -> None:
+    """``kubectl apply --dry-run=server`` of the operator's install: every kind of deploy/ is served."""
+    result = kubectl("apply", "--server-side", "--dry-run=server", "-f", str(ROOT / "deploy" / "operator"))
+    assert result.returncode == 0, result.stderr
+    assert "deployment.apps/c5c3-operator serverside-applied (server dry run)" in result.stdout
+    assert cluster.list("apps/v1", "Deployment", None).items == []
+    result = kubectl("apply", "--server-side", "-f", str(ROOT / "deploy" / "operator"))
+    assert result.returncode == 0, result.stderr
+    assert [d["metadata"]["name"] for d in cluster.list("apps/v1", "Deployment", None).items] == ["c5c3-operator"]

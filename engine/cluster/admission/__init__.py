@@ -85,6 +85,11 @@ class CrdAdmission:
             raise fielderrors.invalid_object(self.group, self.kind, name, errors)
         return result
 
+    def unknown_fields(self, obj: Obj) -> list[str]:
+        """The paths of the fields of a request body the schema does not declare (pruning drops them):
+        what ``fieldValidation=Strict`` refuses and ``Warn`` reports."""
+        return structural.unknown_fields(obj, self.schema, resource_root=True)
+
     def _decode(self, obj: Obj) -> Obj:
         """A pruned, defaulted copy: what the API server makes of a request body, or of a stored
         object when it reads it back (so ``oldSelf`` sees defaults added since it was written)."""

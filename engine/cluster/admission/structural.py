@@ -56,6 +56,46 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
     return value
 
 
+OBJECT_META = frozenset((
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+    "managedFields",
+))
+"""The fields of ObjectMeta: any other under ``metadata`` is unknown."""
+
+
+def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "") -> list[str]:
+    """The paths (``spec.rotaton``, ``spec.items[0].x``) of the fields ``prune`` would drop, in
+    document order: what strict field validation refuses and Warn reports."""
+    found: list[str] = []
+    if isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}[{index}]")
+        return found
+    if not isinstance(value, dict):
+        return found
+    properties: dict[str, Schema] = schema.get("properties") or {}
+    additional = schema.get("additionalProperties")
+    preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else str(key)
+        if resource_root and key in ROOT_META:
+            if key == "metadata" and isinstance(item, dict):
+                found += [f"{where}.{name}" for name in item if name not in OBJECT_META]
+            continue
+        child = properties.get(key)
+        if child is None and isinstance(additional, dict):
+            child = additional
+        if child is None:
+            if not (preserve or additional is True):
+                found.append(where)
+        else:
+            found += unknown_fields(item, child, resource_root=_embedded(child), path=where)
+    return found
+
+
 def default(value: Any, schema: Schema) -> None:
     """Fill absent properties from their ``default``, then default inside every value, defaults included."""
     if isinstance(value, dict):

@@ -2,8 +2,8 @@
 
 Clients resolve kinds through these: the kubernetes DynamicClient compares ``preferredVersion``
 with the entries of ``versions`` by dict equality, and kubectl falls back to this format when
-the answer's Content-Type is plain ``application/json``. The minimal OpenAPI v3 documents tell
-kubectl that the server validates fields itself, so it needs no schema of its own.
+the answer's Content-Type is plain ``application/json``. The OpenAPI v3 documents tell kubectl
+that the server validates fields itself, and carry the CRDs' schemas for ``kubectl explain``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from engine.cluster.api import Obj, ResourceInfo
 
@@ -96,23 +96,41 @@ def _gv_path(api_version: str) -> str:
     return "api/v1" if api_version == "v1" else f"apis/{api_version}"
 
 
-def openapi_root(resources: Sequence[ResourceInfo]) -> Obj:
+Schemas = Mapping[tuple[str, str], Obj]
+"""The openAPIV3Schema of each (apiVersion, kind) that has one (the served versions of CRDs)."""
+
+
+def openapi_root(resources: Sequence[ResourceInfo], schemas: Schemas | None = None) -> Obj:
     """``/openapi/v3``: one document per served group version, addressed with a content hash."""
     paths: Obj = {}
     for api_version in sorted({info.api_version for info in resources}):
-        digest = hashlib.sha256(json.dumps(openapi_group_version(resources, api_version), sort_keys=True)
+        digest = hashlib.sha256(json.dumps(openapi_group_version(resources, api_version, schemas), sort_keys=True)
                                 .encode()).hexdigest()[:32].upper()
         paths[_gv_path(api_version)] = {"serverRelativeURL": f"/openapi/v3/{_gv_path(api_version)}?hash={digest}"}
     return {"paths": paths}
 
 
-def openapi_group_version(resources: Sequence[ResourceInfo], api_version: str) -> Obj | None:
+def schema_name(info: ResourceInfo) -> str:
+    """The OpenAPI component name of a kind, as the API server names CRD schemas: ``io.c5c3.v1alpha1.KeystoneUser``."""
+    group = ".".join(reversed(info.group.split("."))) if info.group else "io.k8s.api.core"
+    return f"{group}.{info.version}.{info.kind}"
+
+
+def openapi_group_version(resources: Sequence[ResourceInfo], api_version: str,
+                          schemas: Schemas | None = None) -> Obj | None:
     """``/openapi/v3/apis/<g>/<v>``: an OpenAPI document whose PATCH operations declare the
-    ``fieldValidation`` parameter and the kind they serve, which is all kubectl looks up in it."""
+    ``fieldValidation`` parameter and the kind they serve (kubectl then leaves field validation to the
+    server), and whose components hold each kind's schema tagged with its group, version and kind
+    (what ``kubectl explain`` reads)."""
     paths: Obj = {}
+    components: Obj = {}
     for info in resources:
         if info.api_version != api_version:
             continue
+        schema = (schemas or {}).get((info.api_version, info.kind))
+        if schema is not None:
+            tag = [{"group": info.group, "version": info.version, "kind": info.kind}]
+            components[schema_name(info)] = {**schema, "x-kubernetes-group-version-kind": tag}
         gvk = {"group": info.group, "version": info.version, "kind": info.kind}
         scope = "namespaces/{namespace}/" if info.namespaced else ""
         parameters = [{"name": p, "in": "query", "schema": {"type": "string"}}
@@ -124,4 +142,4 @@ def openapi_group_version(resources: Sequence[ResourceInfo], api_version: str) -
     if not paths:
         return None
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}
+            "paths": paths, "components": {"schemas": components}}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -30,8 +30,8 @@ from engine.cluster.api import (
     UnsupportedMediaType,
 )
 from engine.cluster.memory import MemoryCluster
-from engine.cluster.selectors import parse_fields
-from engine.testing.emulator import discovery, protobuf
+from engine.cluster.selectors import FieldSelector, parse_fields
+from engine.testing.emulator import discovery, events, protobuf
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
@@ -40,6 +40,7 @@ MERGE = ("application/merge-patch+json", "application/strategic-merge-patch+json
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 TRUE = ("true", "1")
+FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,11 @@ class Request:
 
 @dataclass(frozen=True)
 class Reply:
-    """A complete answer: a JSON document, or plain text."""
+    """A complete answer: a JSON document, or plain text; warnings go out as ``Warning`` headers."""
 
     code: int
     body: Obj | str
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,9 +134,9 @@ class Rest:
         elif route.name == "resources":
             found = discovery.api_resource_list(resources, route.arg)
         elif route.name == "openapi":
-            found = discovery.openapi_root(resources)
+            found = discovery.openapi_root(resources, self.cluster.schemas())
         else:
-            found = discovery.openapi_group_version(resources, route.arg)
+            found = discovery.openapi_group_version(resources, route.arg, self.cluster.schemas())
         if found is None:
             raise not_served()
         return found
@@ -144,10 +146,58 @@ class Rest:
 
     def _resource(self, request: Request, target: Target) -> Reply | Stream:
         method, query = request.method, request.query
-        if query.get("dryRun"):
-            raise BadRequest("dryRun is not supported by the emulator: the request would have been carried out")
+        if "dryRun" in query or _delete_options_dry_run(request):
+            return self._dry_run(request, target)
         info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
+        unknown = self._unknown_fields(request, info, body)
+        answer = self._dispatch(request, info, target, body)
+        if unknown and isinstance(answer, Reply):  # fieldValidation=Warn: written, each field dropped is told
+            return replace(answer, warnings=tuple(f'unknown field "{path}"' for path in unknown))
+        return answer
+
+    def _dry_run(self, request: Request, target: Target) -> Reply | Stream:
+        """``dryRun=All``: the request carried out on a scratch copy of the cluster, so the answer is the
+        real one (admission, conflicts, defaults) and nothing is stored or watched."""
+        wanted = request.query.get("dryRun", "All")
+        if wanted != "All":
+            raise BadRequest(f'dryRun: Unsupported value: "{wanted}": supported values: "All"')
+        query = {key: value for key, value in request.query.items() if key != "dryRun"}
+        if _delete_options_dry_run(request):  # the rest of the DeleteOptions (preconditions) still holds
+            options = {key: value for key, value in _parse_body(request).items() if key != "dryRun"}
+            request = replace(request, content_type="application/json", body=json.dumps(options).encode())
+        scratch = Rest(self.cluster.scratch(), clock=self.clock)
+        return scratch._resource(replace(request, query=query), target)
+
+    def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any) -> list[str]:
+        """Fields of a write's body the kind's schema does not declare, under ``fieldValidation``: Strict
+        (kubectl's default) refuses them with their paths, Warn (the API server's default) returns them
+        to be sent as warnings, Ignore drops them silently."""
+        mode = request.query.get("fieldValidation") or "Warn"
+        if mode not in FIELD_VALIDATION:
+            raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: '
+                             + ", ".join(f'"{m}"' for m in FIELD_VALIDATION))
+        media = request.content_type.partition(";")[0].strip().lower()
+        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == JSON_PATCH:
+            return []
+        if not isinstance(body, dict):
+            return []
+        if media in MERGE:
+            body = _without_nulls(body)  # a null removes a field: it is not one the object will have
+        unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
+        if unknown and mode == "Strict":
+            if media == APPLY:
+                found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
+                raise BadRequest(f"failed to create typed patch object ({info.api_version}, Kind={info.kind}): {found}")
+            found = ", ".join(f'unknown field "{path}"' for path in unknown)
+            raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
+                             f"strict decoding error: {found}")
+        return unknown
+
+    def _dispatch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply | Stream:
+        method, query = request.method, request.query
+        if events.is_core(info):
+            return self._core_events(request, info, target, body)
         if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
                                                or target.name is None):
             raise not_served()
@@ -196,19 +246,51 @@ class Rest:
         version = wanted_table(request.accept)
         if version is None:
             return None
+        if events.is_event(info):  # the API server's own printer: last seen, type, reason, object, message
+            info, objects = replace(info, printer_columns=events.COLUMNS), [events.for_table(o) for o in objects]
         return to_table(info, objects, api_version=version, now=self.clock.now(), resource_version=rv,
                         include_object=request.query.get("includeObject", "Metadata"))
 
     def _list(self, request: Request, info: ResourceInfo, target: Target) -> Reply:
-        listed = self.cluster.list(info.api_version, info.kind, target.namespace,
-                                   labels=request.query.get("labelSelector") or None,
-                                   fields=request.query.get("fieldSelector") or None)
-        table = self._view(request, info, listed.items, listed.resource_version)
+        fields = parse_fields(request.query.get("fieldSelector") or None, events.supported_fields(info))
+        stored = self._stored(info)
+        listed = self.cluster.list(stored.api_version, stored.kind, target.namespace,
+                                   labels=request.query.get("labelSelector") or None)
+        found = [events.to_core(obj) for obj in listed.items] if stored is not info else listed.items
+        found = [obj for obj in found if fields.matches(obj)]
+        table = self._view(request, info, found, listed.resource_version)
         if table is not None:
             return Reply(200, table)
-        items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in listed.items]
+        items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in found]
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+
+    def _stored(self, info: ResourceInfo) -> ResourceInfo:
+        """Where a kind's objects are kept: core v1 Events in the events.k8s.io/v1 store, others in their own."""
+        return self.cluster.resource_info(*events.STORED) if events.is_core(info) else info
+
+    def _core_events(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply | Stream:
+        """Core v1 Events, a view of the events.k8s.io/v1 store: each object converted on its way in and out."""
+        method, stored = request.method, self._stored(info)
+        if method == "GET" and target.name is None:
+            return self._watch(request, info, target) if request.query.get("watch") in TRUE else self._list(
+                request, info, target)
+        if method == "GET":
+            assert target.name is not None
+            obj = events.to_core(self.cluster.get(stored.api_version, stored.kind, target.namespace, target.name))
+            return Reply(200, self._view(request, info, [obj], None) or obj)
+        manager = request.query.get("fieldManager") or None
+        if method == "POST" and target.name is None:
+            created = self.cluster.create(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            return Reply(201, events.to_core(created))
+        if method == "PUT" and target.subresource is None:
+            updated = self.cluster.update(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            return Reply(200, events.to_core(updated))
+        if method == "DELETE" and target.subresource is None:
+            return self._delete(stored, target, body) if target.name else self._delete_collection(
+                request, stored, target)
+        raise MethodNotAllowed("the emulator writes core v1 Events by create and update only; patch them as "
+                               "events.k8s.io/v1 Events")
 
     def _watch(self, request: Request, info: ResourceInfo, target: Target) -> Stream:
         query = request.query
@@ -218,14 +300,18 @@ class Rest:
                 timeout = float(int(query["timeoutSeconds"]))
             except ValueError:
                 raise BadRequest(f"invalid timeoutSeconds {query['timeoutSeconds']!r}") from None
+        fields = parse_fields(query.get("fieldSelector") or None, events.supported_fields(info))
+        stored = self._stored(info)
         spec = WatchSpec(
-            info=info, namespace=target.namespace, resource_version=query.get("resourceVersion") or None,
-            labels=query.get("labelSelector") or None, fields=parse_fields(query.get("fieldSelector") or None),
+            info=stored, namespace=target.namespace, resource_version=query.get("resourceVersion") or None,
+            labels=query.get("labelSelector") or None, fields=fields if stored is info else FieldSelector(),
             timeout=timeout if timeout and timeout > 0 else None,
             bookmarks=query.get("allowWatchBookmarks") in TRUE,
             send_initial_events=query.get("sendInitialEvents") in TRUE,
         )
         source = open_watch(self.cluster, spec)
+        if stored is not info:
+            source = _core_event_stream(source, fields)
         if wanted_table(request.accept) is None:
             return Stream(source)
 
@@ -345,6 +431,43 @@ def _parse_body(request: Request) -> Any:
         raise BadRequest(f"the request body could not be decoded: {err}") from None
     except RecursionError:
         raise BadRequest("the request body could not be decoded: it nests objects and lists too deeply") from None
+
+
+def _core_event_stream(source: EventSource, fields: FieldSelector) -> EventSource:
+    """A watch of stored events.k8s.io/v1 Events as core v1 ones, filtered by a core field selector."""
+
+    def converted(alive: Alive) -> Iterator[Obj]:
+        for event in source(alive):
+            obj = event.get("object")
+            if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
+                obj = events.to_core(obj)
+                if not fields.matches(obj):
+                    continue
+                event = {**event, "object": obj}
+            yield event
+
+    return converted
+
+
+def _delete_options_dry_run(request: Request) -> bool:
+    """Whether a DELETE's DeleteOptions body asks for a dry run (kubectl delete --dry-run=server puts it there)."""
+    if request.method != "DELETE" or b"dryRun" not in request.body:
+        return False
+    try:
+        options = _parse_body(request)
+    except ApiError:
+        return False
+    wanted = options.get("dryRun") if isinstance(options, dict) else None
+    if isinstance(wanted, list) and wanted and wanted != ["All"]:
+        raise BadRequest(f'dryRun: Unsupported value: "{wanted[0]}": supported values: "All"')
+    return bool(wanted)
+
+
+def _without_nulls(value: Any) -> Any:
+    """A merge patch without the fields it removes (set to null)."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    return value
 
 
 def _addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:

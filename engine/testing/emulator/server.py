@@ -203,9 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.rfile.readline(64)
 
     def _reply(self, reply: Reply) -> None:
-        self._send(reply.code, reply.body)
+        self._send(reply.code, reply.body, reply.warnings)
 
-    def _send(self, code: int, body: Obj | str) -> None:
+    def _send(self, code: int, body: Obj | str, warnings: tuple[str, ...] = ()) -> None:
         if isinstance(body, str):
             data, content_type = body.encode(), "text/plain; charset=utf-8"
         else:
@@ -214,6 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
+        for warning in warnings:  # RFC 7234 5.5, as the API server sends them: code 299, agent "-"
+            self.send_header("Warning", '299 - "{}"'.format(warning.replace("\\", "\\\\").replace('"', '\\"')))
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
