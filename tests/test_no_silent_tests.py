@@ -20,6 +20,8 @@ REVIEWED: dict[tuple[str, str, str], str] = {
         "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
     ("testing/test_emulator_kubectl.py", "<module>", "skipif"):
         "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
+    ("testing/test_emulator_kubectl_server.py", "<module>", "skipif"):
+        "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
     ("cluster/contract/conftest.py", "<module>", "xfail"):
         "strict xfails of the cached KubeCluster, which strips managedFields on purpose (an XPASS fails)",
     ("cluster/contract/conftest.py", "<module>", "skip"):

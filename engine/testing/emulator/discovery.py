@@ -111,7 +111,7 @@ def openapi_root(resources: Sequence[ResourceInfo], schemas: Schemas | None = No
 
 
 def schema_name(info: ResourceInfo) -> str:
-    """The OpenAPI component name of a kind, as the API server names CRD schemas: ``io.c5c3.v1alpha1.KeystoneUser``."""
+    """The OpenAPI component name of a kind, as the API server names CRD schemas: ``io.example.v1.Widget``."""
     group = ".".join(reversed(info.group.split("."))) if info.group else "io.k8s.api.core"
     return f"{group}.{info.version}.{info.kind}"
 
