@@ -19,6 +19,7 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
   descriptors, start time, from prometheus_client's ProcessCollector on this registry.
 - ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
   auth-provider, token-file, file-path, unknown-key, malformed).
+- ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
 """
 
 from __future__ import annotations
@@ -113,6 +114,12 @@ class Metrics:
             ["reason"],
             registry=registry,
         )
+        self.watch_event_errors = Counter(
+            f"{prefix}_watch_event_errors_total",
+            "Watch events skipped because an index or mapping expression failed on the object, by its kind.",
+            ["kind"],
+            registry=registry,
+        )
         if process:
             ProcessCollector(registry=registry)
 
@@ -140,6 +147,9 @@ class Metrics:
             self.api_request_duration.labels(cluster=cluster, verb=verb, code=code).observe(max(seconds, 0.0))
 
         return observe
+
+    def record_watch_event_error(self, kind: str) -> None:
+        self.watch_event_errors.labels(kind=kind).inc()
 
     def set_leader(self, leading: bool) -> None:
         self.leader_status.set(1 if leading else 0)

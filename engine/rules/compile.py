@@ -125,7 +125,7 @@ class Compiler:
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
             children=children, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
-            origin=src.locate(()),
+            origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else src.locate(()),
         )
         check_kind(compiled, self.errors)
         return None if self.errors else compiled

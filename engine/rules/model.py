@@ -305,6 +305,8 @@ class CompiledKind:
     index_query: Query | None
     templates: Mapping[str, ObjectTemplate] = field(default_factory=dict)
     origin: Position = field(default_factory=lambda: Position("", 1, 1))
+    index_origin: Position = field(default_factory=lambda: Position("", 1, 1))
+    """Where ``indexKey`` is written (an include, often), for the runtime's error log."""
 
     @property
     def key(self) -> str:

@@ -46,6 +46,11 @@ class Watch(Protocol):
     @property
     def uses_index(self) -> bool: ...
 
+    @property
+    def origin(self) -> object:
+        """Where the watch is written (``file:line:col``), for the error log of an event it cannot map."""
+        ...
+
     def passes(self, old: Obj | None, new: Obj | None) -> bool: ...
 
     def requests(self, obj: Obj, cluster: str, index: Index) -> list[Request]: ...
@@ -65,6 +70,11 @@ class OrderKind(Protocol):
 
     @property
     def watches(self) -> Sequence[Watch]: ...
+
+    @property
+    def index_origin(self) -> object:
+        """Where the index expression is written (``file:line:col``)."""
+        ...
 
     def index_key(self, order: Obj) -> str | None: ...
 

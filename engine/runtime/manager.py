@@ -116,7 +116,7 @@ class Manager(Generic[K]):
         self._recheck = recheck_interval
         self.queue = WorkQueue(clock, metrics=metrics)
         self.controller = Controller(self.queue, self._pass, metrics=metrics, log=self.log)
-        self.sources = Sources(catalog, self.queue, log=self.log)
+        self.sources = Sources(catalog, self.queue, log=self.log, metrics=metrics)
         self.last_result: Result | None = None
         """The Result of the last pass run by ``reconcile``."""
         self._started = False

@@ -7,6 +7,12 @@ through the compiled watch's own mapper, never by event type; the queue
 de-duplicates them. The informer of an order kind on the management cluster also
 maintains the fan-out index (index key -> orders) that index-mapped watches read.
 
+An object an expression cannot be evaluated on (a poison object: stored without admission, its
+fields of the wrong type) never stalls a watch: the failing index or mapping is logged at error
+(object, cluster, the expression and where it is written), counted, and skipped; the cache keeps
+the object, the resourceVersion advances, and every other watch still maps the event (an order's
+own watch queues it by its key, so its pass can say what is wrong).
+
 A kind the cluster does not serve is skipped and checked again later (every pump
 in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
 appears is watched without a restart. A Gone (410) re-lists; the re-list is
@@ -26,6 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
+from engine.expr.errors import ExprError
+from engine.metrics import Metrics
 from engine.runtime.kinds import Catalog, Log, OrderKind, Watch
 from engine.runtime.queue import WorkQueue
 
@@ -253,20 +261,31 @@ class Informer:
             old = self._cache.get(key)
             self._cache[key] = new = obj
         for order_kind in self._indexes:
-            self._sources.index.put(order_kind.key, key, None if new is None else order_kind.index_key(new))
+            self._sources.index.put(order_kind.key, key, None if new is None else self._index_key(order_kind, new))
         for watch in self.watches:
             self._sources.map_event(watch, self.cluster_name, old, new, obj)
         return 1
+
+    def _index_key(self, order_kind: OrderKind, order: Obj) -> str | None:
+        """The order's index key; None (out of the index) when the expression fails on its data."""
+        try:
+            return order_kind.index_key(order)
+        except ExprError as err:
+            self._sources.event_error(self.kind, self.cluster_name, order, "index", order_kind.index_origin, err)
+            return None
 
 
 class Sources:
     """Every informer of every engaged cluster, the order index, and the queue they feed."""
 
-    def __init__(self, catalog: Catalog, queue: WorkQueue, *, log: Log, recover: bool = False) -> None:
-        """recover=True: a watch mapper that raises is logged and skipped (threaded mode); False: it propagates."""
+    def __init__(self, catalog: Catalog, queue: WorkQueue, *, log: Log, recover: bool = False,
+                 metrics: Metrics | None = None) -> None:
+        """recover=True: a watch mapper that raises for any other reason than an expression failing on
+        the object's data is logged and skipped (threaded mode); False: it propagates (a bug)."""
         self._catalog = catalog
         self._queue = queue
         self.log = log
+        self._metrics = metrics
         self.recover = recover
         self.lock = threading.RLock()
         self.index = OrderIndex()
@@ -348,6 +367,9 @@ class Sources:
             if not watch.passes(old, new):
                 return
             requests = watch.requests(obj, cluster, lambda key: self.index.lookup(watch.order_kind, key))
+        except ExprError as err:
+            self.event_error(watch.kind, cluster, obj, f"watch for {watch.order_kind}", watch.origin, err)
+            return
         except Exception:
             if not self.recover:
                 raise
@@ -355,6 +377,19 @@ class Sources:
             return
         for request in requests:
             self._queue.add(request)
+
+    def event_error(self, kind: str, cluster: str, obj: Obj, what: str, origin: object, err: ExprError) -> None:
+        """An expression failed on an object's data: one error line and a count; the caller skips it."""
+        namespace, name = _key(obj)
+        where = f"cluster {cluster!r}" if cluster else "the management cluster"
+        self.log.error(
+            "skipping an event on %s %s on %s: the %s expression at %s failed: %s",
+            kind, f"{namespace}/{name}" if namespace else name, where, what, origin, err,
+            extra={"object": f"{namespace}/{name}" if namespace else name, "kind": kind, "cluster": cluster,
+                   "expression": err.source, "rule": str(origin)},
+        )
+        if self._metrics is not None:
+            self._metrics.record_watch_event_error(kind)
 
     def _start(self, informer: Informer) -> None:
         thread = threading.Thread(

@@ -744,3 +744,21 @@ class TestExactDurations:
         assert [c.message for c in rejection(adm, widget({"grace": "0s"})).causes] == [
             'Invalid value: "string": must be positive'
         ]
+
+
+def test_a_transition_rule_that_cannot_evaluate_on_an_unchanged_bad_value_is_ratcheted() -> None:
+    """An order stored before its schema with a string where an object with an immutable name belongs: a status
+    write leaves it alone and is admitted; changing the bad value is still refused."""
+    adm = admission({
+        "type": "object",
+        "properties": {
+            "ref": {
+                "type": "object", "properties": {"name": {"type": "string"}},
+                "x-kubernetes-validations": [{"rule": "self.name == oldSelf.name", "message": "name is immutable"}],
+            },
+        },
+    })
+    stored = widget({"ref": "cp"})
+    adm.admit({**stored, "status": {"conditions": []}}, stored)
+    with pytest.raises(Invalid, match=r"spec\.ref"):
+        adm.admit(widget({"ref": "other"}), stored)

@@ -12,6 +12,7 @@ from engine.clock import Clock
 from engine.cluster.api import ApiError, Obj, WatchEvent
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
+from engine.expr.errors import ExprError
 from engine.outcome import Request, Result
 from engine.runtime.kinds import Index, Log
 from engine.testing.clock import SimulatedClock
@@ -59,6 +60,10 @@ class FakeWatch:
     def uses_index(self) -> bool:
         return self.mapping == "index"
 
+    @property
+    def origin(self) -> str:
+        return f"rules/widget.yaml:9:3 ({self.kind} watch)"
+
     def passes(self, old: Obj | None, new: Obj | None) -> bool:
         self.seen.append((old, new))
         if old is None or new is None or self.changed is None:
@@ -90,8 +95,15 @@ class FakeKind:
     def key(self) -> str:
         return f"{self.api_version}/{self.kind}"
 
+    @property
+    def index_origin(self) -> str:
+        return "rules/widget.yaml:7:11"
+
     def index_key(self, order: Obj) -> str | None:
+        """spec.hub; a hub that is a list fails as a compiled expression fails on data of the wrong type."""
         hub = (order.get("spec") or {}).get("hub")
+        if isinstance(hub, list):
+            raise ExprError("spec.hub", "expected a string, got array")
         return hub if isinstance(hub, str) and hub else None
 
 

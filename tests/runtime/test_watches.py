@@ -6,6 +6,8 @@ import logging
 import threading
 import time
 
+import pytest
+from prometheus_client import CollectorRegistry
 from runtime_kit import (
     API,
     ORDER,
@@ -20,13 +22,24 @@ from runtime_kit import (
     widget_kind,
 )
 
-from engine.cluster.api import Cluster, ServerError
+from engine.cluster.api import Cluster, Obj, ServerError
 from engine.cluster.memory import MemoryCluster
+from engine.expr.errors import ExprError
+from engine.metrics import Metrics
+from engine.outcome import Request
+from engine.runtime.kinds import Index
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
 from engine.testing.clock import SimulatedClock
 
 LOG = logging.getLogger("tests.runtime")
+
+
+class PoisonWatch(FakeWatch):
+    """A watch whose mapping expression fails on every object."""
+
+    def requests(self, obj: Obj, cluster: str, index: Index) -> list[Request]:
+        raise ExprError("metadata.labels.owner", "expected a string, got object")
 
 
 def sources_for(kind: FakeKind, **clusters: Cluster) -> tuple[Sources, WorkQueue]:
@@ -129,6 +142,58 @@ def test_the_index_fans_out_to_the_orders_that_reference_a_hub() -> None:
     sources.pump()
     assert drain(queue) == []
     assert sources.index.lookup(ORDER, "h2") == [("ns", "a"), ("ns", "b")]
+
+
+def test_a_poison_order_is_skipped_for_the_index_logged_counted_and_still_queued(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An order whose index expression fails: the event is logged at error and counted, the order is queued
+    by its key and kept in the cache, the watch moves on, and the good orders beside it keep their index."""
+    hub = FakeWatch("Hub", mapping="index", clusters="management")
+    cluster = memory()
+    cluster.create(obj("Widget", "good", spec={"hub": "h1"}))
+    cluster.seed(obj("Widget", "bad", spec={"hub": ["h1"]}))
+    cluster.create(obj("Hub", "h1"))
+    metrics = Metrics(CollectorRegistry())
+    queue = WorkQueue(SimulatedClock(START))
+    kind = widget_kind(hub)
+    sources = Sources({kind.key: kind}, queue, log=LOG, metrics=metrics)
+    sources.add_cluster("", cluster)
+    with caplog.at_level(logging.ERROR, logger=LOG.name):
+        sources.pump()
+    assert drain(queue) == [":ns/bad", ":ns/good"]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "Widget ns/bad on the management cluster" in errors[0]
+    assert "rules/widget.yaml:7:11" in errors[0] and "spec.hub" in errors[0]
+    assert metrics.registry.get_sample_value("c5c3_operator_watch_event_errors_total", {"kind": "Widget"}) == 1
+    informer = next(i for i in sources.informers() if i.kind == "Widget")
+    assert informer.cached()[("ns", "bad")]["spec"] == {"hub": ["h1"]}
+    cluster.seed(obj("Widget", "bad", spec={"hub": ["h2"]}, labels={"touched": "yes"}))
+    cluster.create(obj("Widget", "later", spec={"hub": "h1"}))
+    assert sources.pump() == 2
+    assert drain(queue) == [":ns/bad", ":ns/later"]
+    assert sources.pump() == 0  # the watch moved past the bad event: nothing replays
+    cluster.patch(API, "Hub", "ns", "h1", {"spec": {"ready": True}})
+    sources.pump()
+    assert drain(queue) == [":ns/good", ":ns/later"]
+    assert metrics.registry.get_sample_value("c5c3_operator_watch_event_errors_total", {"kind": "Widget"}) == 2
+
+
+def test_a_watch_mapping_that_fails_on_an_object_skips_only_that_watch() -> None:
+    """A mapping expression that fails on a child's data is skipped even in deterministic mode (no bug)."""
+    metrics = Metrics(CollectorRegistry())
+    cluster = memory()
+    kind = widget_kind(PoisonWatch("Gadget", mapping="labels"), FakeWatch("Gadget", mapping="labels"))
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({kind.key: kind}, queue, log=LOG, metrics=metrics)
+    sources.add_cluster("", cluster)
+    sources.pump()
+    cluster.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    assert sources.pump() == 1
+    assert drain(queue) == [":ns/a"]
+    assert metrics.registry.get_sample_value("c5c3_operator_watch_event_errors_total", {"kind": "Gadget"}) == 1
+    assert sources.pump() == 0
 
 
 def test_target_clusters_get_only_watches_for_all_clusters() -> None:

@@ -112,7 +112,9 @@ class CrdAdmission:
             else:
                 rule_errors = self._rules.validate(obj, old, None)
                 if kept is not None:
-                    rule_errors = kept.new_errors(rule_errors, self._rules.validate(old, None, None))
+                    # The stored object's errors as an update that changes nothing would meet them, transition
+                    # rules included (one that cannot even evaluate on an unchanged bad value is ratcheted too).
+                    rule_errors = kept.new_errors(rule_errors, self._rules.validate(old, old, None))
                 errors += rule_errors
         return errors
 
