@@ -9,7 +9,12 @@ real controller does on the fields the rules read:
 - a managed User gets the K-ORC finalizer, creates its user once its password Secret exists, and
   reports Available True, ``status.id`` and ``status.resource.appliedPasswordRef`` (the Secret it
   applied, which a changed ``spec.resource.passwordRef`` moves);
-- a managed User being deleted deletes its user and drops the finalizer.
+- names are unique per domain, compared as Keystone compares them (case- and accent-insensitive):
+  a managed User whose name another User already holds is refused as Keystone refuses it (409
+  "Duplicate entry"), a terminal error K-ORC does not retry until its Progressing condition is
+  cleared or its generation moves;
+- a managed User being deleted deletes the user it created (by its ``status.id``, never another
+  User's) and drops the finalizer.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from engine.clock import Clock
 from engine.cluster.api import Cluster, NotFound, Obj
+from engine.expr.functions import fold
 from simulators.base import Reaction, condition_is, deleting, finalizers, key, secret_exists, with_condition
 
 API_VERSION = "openstack.k-orc.cloud/v1alpha1"
@@ -27,6 +33,9 @@ KIND = "User"
 FINALIZER = "openstack.k-orc.cloud/user"
 FIELD_MANAGER = "k-orc"
 WAITING_FOR_IMPORT = "Waiting for OpenStack resource to be created externally"
+TERMINAL = "InvalidConfiguration"
+ANY_DOMAIN = "*"
+"""The domain of users given as existing: they collide in every domain."""
 _IDS = uuid.UUID("5b1f3c7e-9a0d-4c1e-8f2a-6d7e0b9c4a11")
 
 
@@ -39,8 +48,16 @@ class KorcSimulator:
         """existing_users: Keystone user names that exist before anything is created (a collision)."""
         self.cluster = cluster
         self.clock = clock
-        self.keystone: dict[str, str] = {name: user_id(name) for name in existing_users}
-        """The simulated Keystone: user name to id."""
+        self.keystone: dict[tuple[str, str], str] = {(ANY_DOMAIN, fold(name)): user_id(name) for name in existing_users}
+        """The simulated Keystone: (domain, folded user name) to the user's id."""
+
+    def user(self, domain: str, name: str) -> str | None:
+        """The id of the user of that name in that domain (as Keystone compares names), or None."""
+        return self.keystone.get((domain, fold(name))) or self.keystone.get((ANY_DOMAIN, fold(name)))
+
+    def names(self) -> dict[str, str]:
+        """Every user as folded name to id (for tests and timelines)."""
+        return {name: user_id for (_, name), user_id in self.keystone.items()}
 
     def reactions(self) -> list[Reaction]:
         try:
@@ -59,12 +76,14 @@ class KorcSimulator:
         return self._manage(user)
 
     def _import(self, user: Obj) -> Reaction | None:
-        wanted = ((user["spec"].get("import") or {}).get("filter") or {}).get("name", "")
-        if wanted in self.keystone:
+        wanted_filter = (user["spec"].get("import") or {}).get("filter") or {}
+        wanted = wanted_filter.get("name", "")
+        found = self.user(wanted_filter.get("domainRef", ""), wanted)
+        if found is not None:
             if condition_is(user, "Available", "True") and (user.get("status") or {}).get("id"):
                 return None
             note = f"User {key(user)}: Keystone user {wanted!r} exists; imported (Available=True)"
-            status = {"id": self.keystone[wanted], "resource": {"name": wanted}}
+            status = {"id": found, "resource": {"name": wanted}}
             return self._status(user, note, status, "True", "Success", "OpenStack resource is available")
         if condition_is(user, "Available", "False", "Progressing"):
             return None
@@ -74,8 +93,12 @@ class KorcSimulator:
     def _manage(self, user: Obj) -> Reaction | None:
         resource = user["spec"].get("resource") or {}
         name = resource.get("name") or user["metadata"]["name"]
+        domain = resource.get("domainRef") or ""
         password_ref = resource.get("passwordRef") or ""
         status = user.get("status") or {}
+        held = self.user(domain, name)
+        if held is not None and held != status.get("id"):
+            return self._refuse_duplicate(user, name, domain)
         applied = (status.get("resource") or {}).get("appliedPasswordRef")
         if not secret_exists(self.cluster, user["metadata"]["namespace"], password_ref):
             message = f"Waiting for Secret/{password_ref} to be created"
@@ -90,7 +113,7 @@ class KorcSimulator:
             and applied == password_ref
         ):
             return None
-        if name not in self.keystone:
+        if held is None:
             note = f"User {key(user)}: created Keystone user {name!r} with the password of Secret {password_ref}"
         elif applied != password_ref:
             note = f"User {key(user)}: applied the password of Secret {password_ref} to Keystone user {name!r}"
@@ -100,31 +123,56 @@ class KorcSimulator:
 
         def apply() -> None:
             self._add_finalizer(user)
-            self.keystone[name] = user_id(name)
+            self.keystone[(domain, fold(name))] = user_id(name)
             self._write_status(user, new_status, "True", "Success", "OpenStack resource is available")
 
         return Reaction(note, apply)
 
-    def _delete(self, user: Obj) -> Reaction:
-        name = (user["spec"].get("resource") or {}).get("name") or user["metadata"]["name"]
+    def _refuse_duplicate(self, user: Obj, name: str, domain: str) -> Reaction | None:
+        """Keystone's 409 for a second user of one name in a domain: terminal, latched until cleared."""
+        message = (
+            "invalid configuration creating resource: Expected HTTP response code [201] when accessing "
+            "[POST /v3/users], but got 409 instead: Conflict occurred attempting to store user - "
+            f"Duplicate entry found with name {name} at domain ID {domain}."
+        )
+        if condition_is(user, "Progressing", "False", TERMINAL) and _message(user, "Progressing") == message:
+            return None
 
         def apply() -> None:
-            self.keystone.pop(name, None)
+            self._add_finalizer(user)
+            self._write_status(user, {}, "False", TERMINAL, message, progressing="False")
+
+        return Reaction(f"User {key(user)}: Keystone refused a second user {name!r} in domain {domain!r} (409)", apply)
+
+    def _delete(self, user: Obj) -> Reaction:
+        resource = user["spec"].get("resource") or {}
+        name = resource.get("name") or user["metadata"]["name"]
+        domain = resource.get("domainRef") or ""
+        created = (user.get("status") or {}).get("id")
+
+        def apply() -> None:
+            for held in ((domain, fold(name)), (ANY_DOMAIN, fold(name))):
+                if created and self.keystone.get(held) == created:
+                    del self.keystone[held]
             rest = [f for f in finalizers(user) if f != FINALIZER]
             self.cluster.patch(
                 API_VERSION, KIND, user["metadata"]["namespace"], user["metadata"]["name"],
                 {"metadata": {"finalizers": rest or None}}, field_manager=FIELD_MANAGER,
             )
 
-        return Reaction(f"User {key(user)}: deleted Keystone user {name!r}; finalizer removed", apply)
+        owned = bool(created) and created in (self.keystone.get((domain, fold(name))),
+                                              self.keystone.get((ANY_DOMAIN, fold(name))))
+        what = f"deleted Keystone user {name!r}" if owned else f"no Keystone user {name!r} of its own to delete"
+        return Reaction(f"User {key(user)}: {what}; finalizer removed", apply)
 
     def _status(
         self, user: Obj, note: str, status: dict[str, Any], available: str, reason: str, message: str
     ) -> Reaction:
         return Reaction(note, lambda: self._write_status(user, status, available, reason, message))
 
-    def _write_status(self, user: Obj, status: dict[str, Any], available: str, reason: str, message: str) -> None:
-        progressing = "False" if available == "True" else "True"
+    def _write_status(self, user: Obj, status: dict[str, Any], available: str, reason: str, message: str,
+                      progressing: str | None = None) -> None:
+        progressing = progressing or ("False" if available == "True" else "True")
         progress_message = "OpenStack resource is up to date" if available == "True" else message
         conditions = with_condition(user, self.clock, "Available", available, reason, message)
         conditions = with_condition(
@@ -150,8 +198,8 @@ def user_id(name: str) -> str:
     return uuid.uuid5(_IDS, name).hex
 
 
-def _message(obj: Obj) -> str:
+def _message(obj: Obj, type_: str = "Available") -> str:
     for cond in (obj.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Available":
+        if cond.get("type") == type_:
             return str(cond.get("message", ""))
     return ""

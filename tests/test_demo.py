@@ -13,6 +13,7 @@ import pytest
 
 from engine.expr.functions import SecretSink, use_sink
 from simulators import demo as story
+from simulators import korc
 from simulators.base import pending
 from simulators.korc import user_id
 
@@ -65,13 +66,13 @@ def test_demo_controllers_go_quiet_once_the_order_is_delivered() -> None:
     demo.run(story.PATIENCE)
     assert not pending(demo.simulators)
     assert demo.eso.store == {"openstack/keystone/openstack/workflow-cebe0e7a-user/service-accounts/credentials": 1}
-    assert demo.korc.keystone == {"workflow": user_id("workflow")}
+    assert demo.korc.names() == {"workflow": user_id("workflow")}
 
 
 def test_an_existing_keystone_user_is_refused_as_a_collision() -> None:
     """With a user of that name already in the simulated Keystone, the probe finds it and the order is refused."""
     demo = story.Demo(io.StringIO())
-    demo.korc.keystone["workflow"] = user_id("workflow")
+    demo.korc.keystone[(korc.ANY_DOMAIN, "workflow")] = user_id("workflow")
     demo.manager.start()
     demo.cluster.create(story.ORDER)
     demo.run(story.PATIENCE, until=lambda: demo.status("conditions") is not None and any(
