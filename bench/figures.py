@@ -1,0 +1,90 @@
+"""Benchmark: the five throughput figures of `engine run` on the shared KeystoneUser harness (run on demand).
+
+    .venv/bin/python bench/figures.py N [--bench-dir ../shared/bench] [--json OUT] [-- harness options...]
+    .venv/bin/python bench/figures.py --from OUT.json            # print the figures of an earlier run
+
+It runs the shared harness (`run-engine.sh N --steady-s 15 --repair-probe 3`, the operator with its
+default flags unless ENGINE_ARGS says otherwise) and prints, from its JSON summary:
+
+1. requests per order to converge (exact; by verb),
+2. operator CPU per order while converging (ms; and with the settle phase's late passes),
+3. time-to-Ready per order (median, p95, max; seconds),
+4. the operator's peak RSS (MiB),
+5. requests in the steady window, and the slowest repair of a deleted or edited delivered Secret.
+
+Timings depend on the machine and its load: compare two commits in one sitting, as ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_BENCH_DIR = ROOT.parent / "shared" / "bench"
+
+
+def figures(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The five figures (and their detail) of one harness summary, as printable rows."""
+    n = int(summary["n"])
+    converge = summary["converge"]
+    per_order = converge["requests_per_order"]
+    verbs = ", ".join(f"{verb} {count:g}" for verb, count in sorted(per_order["by_verb"].items()))
+    cpu = converge["operator_cpu_s"]
+    settle_cpu = summary.get("settle", {}).get("operator_cpu_s", 0.0)
+    ttr = converge["time_to_ready_s"]
+    steady = summary.get("steady", {}).get("requests", {}).get("total")
+    repair = summary.get("repair") or {}
+    restored = [p.get("restored_s") for p in repair.get("delete", []) + repair.get("edit", [])]
+    slowest = None if not restored or None in restored else max(restored)
+    return [
+        ("orders", f"{n} ({'all Ready' if converge['all_ready'] else 'NOT all Ready'}; "
+                   f"checks {summary['checks']['orders_ok']}/{summary['checks']['orders_checked']} ok)"),
+        ("requests per order to converge", f"{per_order['total']:.2f} (writes {per_order['writes']:.2f}: {verbs})"),
+        ("operator CPU per order", f"{cpu / n * 1000:.1f} ms converging; "
+                                   f"{(cpu + settle_cpu) / n * 1000:.1f} ms with the settle phase"),
+        ("time-to-Ready", f"median {ttr['median']:.2f} s, p95 {ttr['p95']:.2f} s, max {ttr['max']:.2f} s "
+                          f"(all Ready after {converge['wall_s_to_all_ready']:.2f} s)"),
+        ("peak RSS", f"{summary['operator_process']['peak_rss_mib']:.1f} MiB"),
+        ("steady state", f"{steady if steady is not None else '?'} requests in "
+                         f"{summary.get('steady', {}).get('seconds', 0):g} s; slowest repair "
+                         f"{'not measured' if slowest is None else f'{slowest:.2f} s'}"),
+        ("machine", f"{summary['host']['cpus']} CPUs, Python {summary['host']['python']}"),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", type=int, nargs="?", help="KeystoneUser orders to create")
+    parser.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR, help="the shared harness folder")
+    parser.add_argument("--json", type=Path, help="also keep the harness's JSON summary here")
+    parser.add_argument("--from", dest="source", type=Path, help="print the figures of a saved summary")
+    parser.add_argument("harness", nargs=argparse.REMAINDER, help="options passed to the harness (after --)")
+    args = parser.parse_args()
+    if args.source is not None:
+        summary = json.loads(args.source.read_text())
+    elif args.n is None:
+        parser.error("N is required unless --from is given")
+    else:
+        extra = [a for a in args.harness if a != "--"]
+        command = [str(args.bench_dir / "run-engine.sh"), str(args.n), "--steady-s", "15", "--repair-probe", "3",
+                   *extra]
+        done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, env=os.environ, check=False)
+        if done.returncode != 0:
+            print(f"the harness failed (exit {done.returncode})", file=sys.stderr)
+            return 1
+        summary = json.loads(done.stdout)
+        if args.json is not None:
+            args.json.write_text(done.stdout.decode())
+    for label, value in figures(summary):
+        print(f"{label:32} {value}")
+    return 0 if summary["converge"]["all_ready"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
