@@ -1,6 +1,6 @@
 """Benchmark: the five throughput figures of `engine run` on the shared KeystoneUser harness (run on demand).
 
-    .venv/bin/python bench/figures.py N [--bench-dir ../shared/bench] [--json OUT] [-- harness options...]
+    .venv/bin/python bench/figures.py N [--bench-dir ../shared/bench] [--json OUT] [harness options...]
     .venv/bin/python bench/figures.py --from OUT.json            # print the figures of an earlier run
 
 It runs the shared harness (`run-engine.sh N --steady-s 15 --repair-probe 3`, the operator with its
@@ -64,14 +64,13 @@ def main() -> int:
     parser.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR, help="the shared harness folder")
     parser.add_argument("--json", type=Path, help="also keep the harness's JSON summary here")
     parser.add_argument("--from", dest="source", type=Path, help="print the figures of a saved summary")
-    parser.add_argument("harness", nargs=argparse.REMAINDER, help="options passed to the harness (after --)")
-    args = parser.parse_args()
+    args, harness = parser.parse_known_args()  # the rest goes to the harness
     if args.source is not None:
         summary = json.loads(args.source.read_text())
     elif args.n is None:
         parser.error("N is required unless --from is given")
     else:
-        extra = [a for a in args.harness if a != "--"]
+        extra = [a for a in harness if a != "--"]
         command = [str(args.bench_dir / "run-engine.sh"), str(args.n), "--steady-s", "15", "--repair-probe", "3",
                    *extra]
         done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, env=os.environ, check=False)

@@ -78,8 +78,9 @@ def _add_run(subparsers: Any) -> None:
     run.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules)")
     run.add_argument("--crds", type=Path, default=Path("deploy/crds"),
                      help="CRDs installed in the embedded clusters (default: deploy/crds/, and its external/)")
-    run.add_argument("--max-concurrent-reconciles", type=_positive, default=1, metavar="N",
-                     help="passes run at once (default: 1); one order never has two")
+    run.add_argument("--max-concurrent-reconciles", type=_positive, default=8, metavar="N",
+                     help="passes run at once (default: 8, enough to keep the API server busy while passes wait "
+                     "on it); one order never has two")
     run.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
                      help="namespace of the target clusters' registration Secrets (default: c5c3-clusters; "
                      "an empty value turns target clusters off)")

@@ -21,8 +21,16 @@ level-based controller safe:
   and the bucket's delay. Deterministic runs have no bucket, so a retry's time
   depends only on the order's own failures.
 
-FIFO order throughout, and timers that fall due together fire in the order
-they were set, so a single-threaded run is reproducible.
+- **Returning orders first.** A request that has had a pass before waits in
+  the *returning* line, which is always served before the *first-pass* line of
+  requests never handed out. When N orders are created at once, each order's
+  later passes (the requeues after its own writes, the events of its children)
+  run as soon as they are due instead of behind the other orders' first passes,
+  so orders become Ready one after another rather than all at the end. The
+  queue remembers the last ``SEEN_LIMIT`` requests it handed out.
+
+FIFO order within each line, and timers that fall due together fire in the
+order they were set, so a single-threaded run is reproducible.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ BASE_DELAY = dt.timedelta(milliseconds=5)
 MAX_DELAY = dt.timedelta(seconds=1000)
 BUCKET_QPS = 10.0
 BUCKET_BURST = 100
+SEEN_LIMIT = 100_000
+"""Requests remembered as having had a pass (the oldest is forgotten first; it only loses its priority)."""
 
 
 @dataclass
@@ -113,7 +123,12 @@ class WorkQueue:
         self.rate_limiter = rate_limiter or RateLimiter()
         self._metrics = metrics
         self._cond = threading.Condition()
-        self._queue: deque[Request] = deque()
+        self._returning: deque[Request] = deque()
+        """The returning line: requests that have had a pass before."""
+        self._first: deque[Request] = deque()
+        """The first-pass line: requests never handed out (served only when no returning one waits)."""
+        self._seen: dict[Request, None] = {}
+        """Requests handed out before, oldest first (an ordered set, capped at SEEN_LIMIT)."""
         self._dirty: set[Request] = set()
         self._processing: set[Request] = set()
         self._queued_at: dict[Request, dt.datetime] = {}
@@ -167,7 +182,7 @@ class WorkQueue:
     def pop_ready(self) -> Request | None:
         """The next waiting request, now processing; None if none waits. Never blocks, fires no timer."""
         with self._cond:
-            return self._pop_locked() if self._queue else None
+            return self._pop_locked() if self._returning or self._first else None
 
     def get(self, timeout: float | None = None) -> Request | None:
         """Block until a request waits (firing timers as they fall due); None on timeout.
@@ -180,7 +195,7 @@ class WorkQueue:
                 if self._shutting_down:
                     raise ShutDown()
                 self._fire_due_locked()
-                if self._queue:
+                if self._returning or self._first:
                     return self._pop_locked()
                 wait = None if deadline is None else deadline - time.monotonic()
                 if wait is not None and wait <= 0:
@@ -218,12 +233,12 @@ class WorkQueue:
     def depth(self) -> int:
         """Requests waiting to be handed out (not counting timers or processing ones)."""
         with self._cond:
-            return len(self._queue)
+            return len(self._returning) + len(self._first)
 
     def waiting(self) -> list[Request]:
         """The waiting requests, in the order they will be handed out."""
         with self._cond:
-            return list(self._queue)
+            return [*self._returning, *self._first]
 
     def timers(self) -> dict[Request, dt.datetime]:
         """Each request with a pending timer and when it falls due."""
@@ -256,13 +271,14 @@ class WorkQueue:
         self._enqueue_locked(request)
 
     def _enqueue_locked(self, request: Request) -> None:
-        self._queue.append(request)
+        (self._returning if request in self._seen else self._first).append(request)
         self._queued_at.setdefault(request, self._clock.now())
         self._report_depth_locked()
         self._cond.notify()
 
     def _pop_locked(self) -> Request:
-        request = self._queue.popleft()
+        request = self._returning.popleft() if self._returning else self._first.popleft()
+        self._remember_locked(request)
         self._dirty.discard(request)
         self._processing.add(request)
         queued_at = self._queued_at.pop(request, None)
@@ -270,6 +286,12 @@ class WorkQueue:
             self._metrics.observe_queue_latency((self._clock.now() - queued_at).total_seconds())
         self._report_depth_locked()
         return request
+
+    def _remember_locked(self, request: Request) -> None:
+        self._seen.pop(request, None)
+        self._seen[request] = None  # most recent last
+        if len(self._seen) > SEEN_LIMIT:
+            del self._seen[next(iter(self._seen))]
 
     def _drop_stale_locked(self) -> None:
         while self._heap:
@@ -292,4 +314,4 @@ class WorkQueue:
 
     def _report_depth_locked(self) -> None:
         if self._metrics is not None:
-            self._metrics.set_queue_depth(len(self._queue))
+            self._metrics.set_queue_depth(len(self._returning) + len(self._first))

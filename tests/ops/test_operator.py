@@ -195,10 +195,10 @@ def test_seconds_reads_go_durations_and_plain_numbers() -> None:
 
 
 def test_run_flags_and_their_defaults() -> None:
-    """engine run's flags parse with controller-runtime's defaults."""
+    """engine run's flags parse with controller-runtime's defaults, except 8 workers (decision 0005)."""
     args = build_parser().parse_args(["run"])
     assert args.rules == Path("rules")
-    assert args.max_concurrent_reconciles == 1
+    assert args.max_concurrent_reconciles == 8 == Options().max_concurrent_reconciles
     assert args.clusters_namespace == "c5c3-clusters"
     assert args.leader_elect is False
     assert (args.leader_election_namespace, args.leader_election_id) == ("c5c3-system", "c5c3-operator")

@@ -69,6 +69,45 @@ class TestAdd:
         assert queue.depth == 0
 
 
+class TestReturningFirst:
+    def test_an_orders_later_pass_goes_before_other_orders_first_passes(self, queue: WorkQueue) -> None:
+        """N orders created at once: the one that already had a pass is not starved by the rest."""
+        for name in ("a", "b", "c"):
+            queue.add(request(name))
+        assert queue.pop_ready() == request("a")
+        queue.add(request("a"))  # its own write echoes back during the pass
+        queue.done(request("a"))
+        assert queue.waiting() == [request("a"), request("b"), request("c")]
+        assert [queue.pop_ready() for _ in range(3)] == [request("a"), request("b"), request("c")]
+
+    def test_a_returning_order_added_after_its_pass_still_goes_first(self, queue: WorkQueue,
+                                                                     clock: SimulatedClock) -> None:
+        """Its requeue timer (or a child's event) after the pass puts it ahead of the waiting first passes."""
+        for name in ("a", "b", "c", "d"):
+            queue.add(request(name))
+        queue.pop_ready()
+        queue.done(request("a"))
+        queue.add_after(request("a"), dt.timedelta(seconds=1))
+        assert queue.pop_ready() == request("b")
+        queue.done(request("b"))
+        queue.add(request("b"))
+        clock.advance(dt.timedelta(seconds=1))
+        queue.fire_due()
+        assert [queue.pop_ready() for _ in range(4)] == [request("b"), request("a"), request("c"), request("d")]
+        assert queue.depth == 0
+
+    def test_only_the_oldest_seen_requests_are_forgotten(self, queue: WorkQueue,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+        """The memory of orders that had a pass is bounded; a forgotten one merely waits its turn."""
+        monkeypatch.setattr("engine.runtime.queue.SEEN_LIMIT", 2)
+        for name in ("a", "b", "c"):
+            queue.add(request(name))
+            queue.done(queue.pop_ready() or request("?"))
+        for name in ("d", "a", "c"):
+            queue.add(request(name))
+        assert queue.waiting() == [request("c"), request("d"), request("a")]
+
+
 class TestTimers:
     def test_add_after_waits_for_the_clock(self, queue: WorkQueue, clock: SimulatedClock) -> None:
         """A delayed request is not ready until the clock reaches its time."""
