@@ -1,6 +1,7 @@
 """Benchmark: the five throughput figures of `engine run` on the shared KeystoneUser harness (run on demand).
 
     .venv/bin/python bench/figures.py N [--bench-dir ../shared/bench] [--json OUT] [harness options...]
+    .venv/bin/python bench/figures.py N --project ../main       # the same harness on another checkout
     .venv/bin/python bench/figures.py --from OUT.json            # print the figures of an earlier run
 
 It runs the shared harness (`run-engine.sh N --steady-s 15 --repair-probe 3`, the operator with its
@@ -62,6 +63,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", type=int, nargs="?", help="KeystoneUser orders to create")
     parser.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR, help="the shared harness folder")
+    parser.add_argument("--project", type=Path, default=ROOT,
+                        help="the checkout whose .venv/bin/engine runs (default: this one; e.g. another commit's)")
     parser.add_argument("--json", type=Path, help="also keep the harness's JSON summary here")
     parser.add_argument("--from", dest="source", type=Path, help="print the figures of a saved summary")
     args, harness = parser.parse_known_args()  # the rest goes to the harness
@@ -73,7 +76,7 @@ def main() -> int:
         extra = [a for a in harness if a != "--"]
         command = [str(args.bench_dir / "run-engine.sh"), str(args.n), "--steady-s", "15", "--repair-probe", "3",
                    *extra]
-        done = subprocess.run(command, cwd=ROOT, stdout=subprocess.PIPE, env=os.environ, check=False)
+        done = subprocess.run(command, cwd=args.project, stdout=subprocess.PIPE, env=os.environ, check=False)
         if done.returncode != 0:
             print(f"the harness failed (exit {done.returncode})", file=sys.stderr)
             return 1

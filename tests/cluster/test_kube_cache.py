@@ -59,8 +59,8 @@ class Requests:
     def __init__(self, cluster: KubeCluster) -> None:
         self.seen: list[tuple[str, str, dict[str, list[str]]]] = []
         self._lock = threading.Lock()
-        api = cluster.api_client
-        original = api.call_api
+        rest: Any = cluster.api_client.rest_client  # below both the DynamicClient and the wire's own verbs
+        original = rest.request
 
         def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
             parts = urlsplit(url)
@@ -68,7 +68,7 @@ class Requests:
                 self.seen.append((method, parts.path, parse_qs(parts.query)))
             return original(method, url, *args, **kwargs)
 
-        api.call_api = counted  # type: ignore[method-assign]
+        rest.request = counted
 
     def count(self) -> int:
         with self._lock:

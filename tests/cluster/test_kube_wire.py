@@ -1,0 +1,84 @@
+"""The wire's own request path over HTTP: credentials are read once per CREDENTIALS_TTL, not per request,
+and a refreshed token is sent once that time has passed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.clock import SystemClock
+from engine.cluster.api import NotFound
+from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
+from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator import Emulator
+
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "default"}}
+
+
+class TokenSource:
+    """A refresh hook (as a kubeconfig's exec plugin or a pod's token file installs one) that counts its runs."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.token = "token-1"
+
+    def __call__(self, configuration: Any) -> None:
+        self.runs += 1
+        configuration.api_key["BearerToken"] = f"Bearer {self.token}"  # as the kubeconfig loader keeps it
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[tuple[KubeCluster, TokenSource, list[str]]]:
+    memory = MemoryCluster("", clock=SystemClock())
+    memory.create(SECRET)
+    server = Emulator(memory)
+    server.start()
+    try:
+        api = api_client_from_kubeconfig(server.kubeconfig("test"))
+        source = TokenSource()
+        api.configuration.refresh_api_key_hook = source
+        sent: list[str] = []
+        rest: Any = api.rest_client
+        inner = rest.request
+
+        def request(method: str, url: str, *args: Any, headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
+            sent.append((headers or {}).get("authorization", ""))
+            return inner(method, url, *args, headers=headers, **kwargs)
+
+        rest.request = request
+        yield KubeCluster("", api, cache=False, discovery_cache_dir=tmp_path / "discovery"), source, sent
+    finally:
+        server.stop()
+
+
+def test_credentials_are_read_once_for_many_requests(setup: tuple[KubeCluster, TokenSource, list[str]]) -> None:
+    """Twenty reads in a row run the refresh hook once, and every read carries the token."""
+    cluster, source, sent = setup
+    cluster.get("v1", "Secret", "default", "a")  # discovery happens here
+    runs, before = source.runs, len(sent)
+    for _ in range(20):
+        cluster.get("v1", "Secret", "default", "a")
+    assert source.runs - runs <= 1
+    assert sent[before:] == ["Bearer token-1"] * 20
+
+
+def test_a_refreshed_token_is_sent_once_the_ttl_passed(setup: tuple[KubeCluster, TokenSource, list[str]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook runs again after CREDENTIALS_TTL, and the token it sets goes out with the next request."""
+    cluster, source, sent = setup
+    cluster.get("v1", "Secret", "default", "a")
+    monkeypatch.setattr("engine.cluster.kube.wire.CREDENTIALS_TTL", 0.0)
+    source.token = "token-2"
+    cluster.get("v1", "Secret", "default", "a")
+    assert sent[-1] == "Bearer token-2"
+
+
+def test_an_error_answer_is_our_error(setup: tuple[KubeCluster, TokenSource, list[str]]) -> None:
+    """A 404 naming the object comes back as NotFound with the object's name, as before."""
+    cluster, _, _ = setup
+    with pytest.raises(NotFound) as caught:
+        cluster.get("v1", "Secret", "default", "missing")
+    assert caught.value.details.get("name") == "missing"
