@@ -182,7 +182,8 @@ def _check_literals(name: str, args: list[nodes.Expr | None], line: int, source:
                 raise ExprSyntaxError(problem, line=line, source=source)
 
 
-def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str]]:
+def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dict[str, Any]]:
+    """The template, the context names it reads, the functions it calls, and the globals it names."""
     env = environment()
     try:
         ast = env.parse(source)
@@ -190,7 +191,9 @@ def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str]]:
         template = env.from_string(ast)
     except TemplateSyntaxError as exc:
         raise ExprSyntaxError(f"template syntax error: {exc.message}", line=exc.lineno, source=source) from None
-    return template, names, functions
+    loaded = {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"}
+    used = {name: env.globals[name] for name in loaded if name in env.globals}
+    return template, names, functions, used
 
 
 def _template_line(tb: TracebackType | None) -> int | None:
@@ -203,10 +206,23 @@ def _template_line(tb: TracebackType | None) -> int | None:
     return line
 
 
-def _render(template: Template, context: Mapping[str, Any], source: str, path: str | None,
-            origin: str | None = None) -> str:
+def _render(template: Template, names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any],
+            source: str, path: str | None, origin: str | None = None) -> str:
+    """Render with a context of only the names and globals the template reads (issue 11): Jinja's own
+    ``render`` copies the whole scope and every global into a new dict on each call."""
+    variables = dict(used)
+    for name in used:  # a value already in the scope shadows a global of its name, as in Jinja's own copy
+        if dict.__contains__(context, name) if isinstance(context, dict) else name in context:
+            variables[name] = dict.__getitem__(context, name) if isinstance(context, dict) else context[name]
+    for name in names:
+        if name in context:
+            variables[name] = context[name]
     try:
-        return template.render(context)
+        try:
+            return template.environment.concat(
+                template.root_render_func(template.new_context(variables, shared=True)))
+        except Exception:
+            template.environment.handle_exception()  # re-raises with the template's own line numbers
     except Exception as exc:
         line = _template_line(exc.__traceback__)
         raise ExprError(source, safe_reason(exc, source), path=path, line=line, origin=origin) from None
@@ -218,7 +234,7 @@ def _render(template: Template, context: Mapping[str, Any], source: str, path: s
 class Text:
     """A rule string: a compiled template when it holds ``{{``, ``{%`` or ``{#``, else a constant."""
 
-    __slots__ = ("_template", "functions", "names", "origin", "source")
+    __slots__ = ("_globals", "_template", "functions", "names", "origin", "source")
 
     def __init__(self, source: str, origin: str | None = None) -> None:
         self.source = source
@@ -227,8 +243,9 @@ class Text:
         self._template: Template | None = None
         self.names: frozenset[str] = frozenset()
         self.functions: frozenset[str] = frozenset()
+        self._globals: dict[str, Any] = {}
         if any(delimiter in source for delimiter in _DELIMITERS):
-            self._template, self.names, self.functions = _compile(source)
+            self._template, self.names, self.functions, self._globals = _compile(source)
 
     @property
     def is_constant(self) -> bool:
@@ -241,7 +258,7 @@ class Text:
         """The string for ``context``; ExprError (naming no value) on an undefined name or a failed call."""
         if self._template is None:
             return self.source
-        return _render(self._template, context, self.source, None, self.origin)
+        return _render(self._template, self.names, self._globals, context, self.source, None, self.origin)
 
 
 def compile_text(source: str, origin: str | None = None) -> Text:
@@ -270,13 +287,13 @@ _ObjectLoader.yaml_implicit_resolvers = {
 class ObjectTemplate:
     """A child-object template file: renders YAML text, parsed into the object (None when empty)."""
 
-    __slots__ = ("_template", "functions", "names", "path", "source")
+    __slots__ = ("_globals", "_template", "functions", "names", "path", "source")
 
     def __init__(self, source: str, path: str) -> None:
         self.source = source
         self.path = path
         try:
-            self._template, self.names, self.functions = _compile(source)
+            self._template, self.names, self.functions, self._globals = _compile(source)
         except ExprSyntaxError as exc:
             raise ExprSyntaxError(f"{path}: {exc.message}", line=exc.line, source=source) from None
 
@@ -285,7 +302,7 @@ class ObjectTemplate:
 
     def render_text(self, context: Mapping[str, Any]) -> str:
         """The rendered YAML text, before parsing."""
-        return _render(self._template, context, self.source, self.path)
+        return _render(self._template, self.names, self._globals, context, self.source, self.path)
 
     def render(self, context: Mapping[str, Any]) -> Any:
         """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""

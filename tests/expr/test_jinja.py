@@ -148,6 +148,39 @@ class TestSandbox:
             render("{{ range(10**9) | list | length }}")
 
 
+class OnlyLookups(dict[str, Any]):
+    """A pass's scope stand-in: many values, and a failure if anything copies or walks all of them."""
+
+    def keys(self) -> Any:
+        raise AssertionError("the render walked the whole scope")
+
+    def __iter__(self) -> Any:
+        raise AssertionError("the render walked the whole scope")
+
+
+class TestRenderReadsOnlyItsNames:
+    def test_an_object_template_looks_up_only_the_names_it_reads(self) -> None:
+        """A render costs the names the template reads, not the size of the pass's scope (issue 11)."""
+        scope = OnlyLookups({f"value{i}": i for i in range(1000)}, order=ORDER, key="k", labels={"a": "1"})
+        obj = compile_object_template(CONFIGMAP, "templates/configmap/cm.yaml.j2").render(scope)
+        assert obj["metadata"]["labels"] == {"a": "1"}
+
+    def test_a_rule_string_looks_up_only_the_names_it_reads(self) -> None:
+        scope = OnlyLookups({f"value{i}": i for i in range(1000)}, name="web")
+        assert compile_text("{{ name }}-{{ hash8(name) }}").render(scope).startswith("web-")
+
+    def test_a_value_named_like_a_function_shadows_it(self) -> None:
+        """A rule value called ``password`` (also a function) is the value inside templates, as before."""
+        assert render("{{ b64enc(password) }}", password="s3") == "czM="
+
+    def test_an_error_still_names_the_template_line(self) -> None:
+        """Rendering outside Jinja's own render keeps its line numbers in errors."""
+        template = compile_object_template("kind: ConfigMap\ndata:\n  v: {{ 1 // zero }}\n", "t.yaml.j2")
+        with pytest.raises(ExprError) as caught:
+            template.render({"zero": 0})
+        assert caught.value.line == 3
+
+
 class TestObjectTemplate:
     def test_render_to_object(self) -> None:
         """A template renders to the parsed object; timestamps stay strings; tojson|tojson gives JSON text."""
