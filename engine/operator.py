@@ -64,7 +64,7 @@ class Options:
     kubeconfig: Path | None = None
     context: str | None = None
     max_concurrent_reconciles: int = 8
-    """Workers: a pass mostly waits on the API server, so several overlap even under the GIL (decision 0005)."""
+    """Workers: a pass mostly waits on the API server, so several overlap even under the GIL (decision 0007)."""
     clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
     """Where registration Secrets live; "" turns target clusters off."""
     leader_elect: bool = False

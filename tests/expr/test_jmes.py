@@ -113,3 +113,21 @@ class TestEvaluate:
             with pytest.raises(ExprError) as info:
                 compile_query(source).evaluate({"pw": pw})
             assert all(value not in str(info.value) for value in sink.values()), source
+
+
+class TestOneInterpreter:
+    def test_an_evaluation_builds_no_interpreter(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Evaluations share one interpreter and its method cache (a fresh one per call cost 5x; issue 11)."""
+        from jmespath import visitor
+
+        built: list[object] = []
+        original = visitor.TreeInterpreter.__init__
+
+        def counting(self: visitor.TreeInterpreter, *args: object, **kwargs: object) -> None:
+            built.append(self)
+            original(self, *args, **kwargs)
+
+        monkeypatch.setattr(visitor.TreeInterpreter, "__init__", counting)
+        query = compile_query("a.b == `1` && length(c) > `0`")
+        assert [query.evaluate({"a": {"b": 1}, "c": [1]}) for _ in range(5)] == [True] * 5
+        assert built == []
