@@ -21,6 +21,7 @@ convention, for ``engine lint``. ``tojson`` here is ``json.dumps`` (no HTML esca
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import TracebackType
@@ -307,10 +308,50 @@ class ObjectTemplate:
     def render(self, context: Mapping[str, Any]) -> Any:
         """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""
         text = self.render_text(context)
+        parsed = _PARSED.get(text)
+        if parsed is not None:
+            return _copy_json(parsed)
         try:
-            return yaml.load(text, Loader=_ObjectLoader)  # a safe loader
+            obj = yaml.load(text, Loader=_ObjectLoader)  # a safe loader
         except yaml.YAMLError as exc:
             raise ExprError(self.source, _yaml_reason(exc, self.source), path=self.path) from None
+        _PARSED.put(text, _copy_json(obj))
+        return obj
+
+
+class _ParsedTexts:
+    """The objects of the last ``limit`` rendered texts (issue 11): a pass renders the same children
+    with the same values as the order's previous pass, and parsing YAML costs ~50x copying the
+    object. Bounded, oldest first out; it holds what the informer caches hold (children's data)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._objects: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Any:
+        with self._lock:
+            return self._objects.get(text)
+
+    def put(self, text: str, obj: Any) -> None:
+        with self._lock:
+            self._objects[text] = obj
+            while len(self._objects) > self.limit:
+                del self._objects[next(iter(self._objects))]
+
+
+_PARSED = _ParsedTexts(2048)
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of parsed YAML (dicts, lists, scalars): callers own what render returns."""
+    if isinstance(value, dict):
+        return {key: _copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(item) for item in value]
+    if isinstance(value, set):  # a !!set
+        return set(value)
+    return value
 
 
 def _yaml_reason(exc: yaml.YAMLError, source: str) -> str:

@@ -181,6 +181,35 @@ class TestRenderReadsOnlyItsNames:
         assert caught.value.line == 3
 
 
+class TestParsedTextsReused:
+    def test_the_same_rendered_text_is_parsed_once_and_each_caller_owns_its_object(
+            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A child rendered with the same values as last pass skips the YAML parse (issue 11), and
+        changing one returned object never changes the next."""
+        import yaml
+
+        parses: list[str] = []
+        load = yaml.load
+
+        def counting(text: str, Loader: Any) -> Any:
+            parses.append(text)
+            return load(text, Loader=Loader)
+
+        monkeypatch.setattr(yaml, "load", counting)
+        template = compile_object_template(CONFIGMAP, "templates/configmap/cm.yaml.j2")
+        context = {"order": {**ORDER, "metadata": {"name": "reuse-test", "namespace": "ns"}}, "key": "k",
+                   "labels": {"a": "1"}}
+        first = template.render(context)
+        first["metadata"]["labels"]["a"] = "changed"
+        first["data"].clear()
+        second = template.render(context)
+        assert len(parses) == 1
+        assert second["metadata"]["labels"] == {"a": "1"} and second["data"]["note"] == "hello"
+        context["labels"] = {"a": "2"}
+        assert template.render(context)["metadata"]["labels"] == {"a": "2"}
+        assert len(parses) == 2
+
+
 class TestObjectTemplate:
     def test_render_to_object(self) -> None:
         """A template renders to the parsed object; timestamps stay strings; tojson|tojson gives JSON text."""
