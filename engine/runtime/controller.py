@@ -4,8 +4,9 @@ Queue policy lives in one place, as in controller-runtime's ``reconcileHandler``
 
 - the pass ended in an error: retry with backoff (``add_rate_limited``), unless it
   is a ``TerminalError``, which no retry can fix: log it, count it, ``forget``;
-- it asked to come back (``requeue_after``): ``forget`` the backoff, ``add_after``;
-- otherwise: ``forget``; the next event brings it back.
+- it asked to come back (``requeue_after``): ``forget`` the backoff, ``schedule`` it
+  (replacing any timer an earlier pass set: this pass saw the latest state);
+- otherwise: ``forget``, and drop any pending timer; the next event brings it back.
 
 Metrics and logs of a pass are recorded here too, never in the pass itself.
 """
@@ -61,10 +62,11 @@ class Controller:
                 outcome = PassResult.ERROR
         elif result.requeue_after is not None:
             self.queue.forget(request)
-            self.queue.add_after(request, result.requeue_after)
+            self.queue.schedule(request, result.requeue_after)
             outcome = PassResult.REQUEUE_AFTER
         else:
             self.queue.forget(request)
+            self.queue.schedule(request, None)
             outcome = PassResult.SUCCESS
         self._metrics.record_pass(outcome)
         return outcome

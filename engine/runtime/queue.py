@@ -10,7 +10,8 @@ level-based controller safe:
   queues it again, so the next pass sees whatever changed during this one, and
   no two workers ever hold the same order.
 - **Timers on the injected clock.** ``add_after`` sets a timer; pending timers of
-  one request collapse to the earliest. In deterministic mode nothing fires by
+  one request collapse to the earliest; ``schedule`` replaces them (a pass that
+  did not fail supersedes the timers earlier passes set). In deterministic mode nothing fires by
   itself: ``fire_due`` moves the timers due at ``clock.now()`` into the queue and
   ``next_timer`` says when the next one is, so a simulated clock drives retries.
   In threaded mode ``get`` fires due timers while it waits.
@@ -159,6 +160,16 @@ class WorkQueue:
             self._timers[request] = due
             heapq.heappush(self._heap, (due, next(self._seq), request))
             self._cond.notify_all()
+
+    def schedule(self, request: Request, delay: dt.timedelta | None) -> None:
+        """Replace ``request``'s pending timer: by one ``delay`` from now, or by none (``None``).
+
+        The controller calls it with the result of a pass that did not fail: that pass saw the
+        latest state, so a timer an earlier pass set (a wait's 10 s re-check) is stale."""
+        with self._cond:
+            self._timers.pop(request, None)  # its heap entry goes stale and is dropped when reached
+        if delay is not None:
+            self.add_after(request, delay)
 
     def add_rate_limited(self, request: Request) -> dt.timedelta:
         """Queue ``request`` after its backoff delay (one more failure); returns the delay."""

@@ -148,3 +148,41 @@ def test_metric_prefix_is_a_parameter() -> None:
     assert registry.get_sample_value("acme_reconcile_errors_total", {"sub_reconciler": "S", "condition_type": "C"}) == 1
     assert registry.get_sample_value("acme_leader_status") == 1
     assert registry.get_sample_value("c5c3_operator_leader_status") is None
+
+
+def test_a_clean_pass_drops_the_timer_an_earlier_pass_set(h: Harness) -> None:
+    """An order that waited (re-check in 10 s) and then converged on an event is not passed again at
+    10 s: the last pass saw the latest state (issue 11: no stale re-checks in the steady state)."""
+    h.queue.add(request("a"))
+    h.answer = Result(requeue_after=dt.timedelta(seconds=10))
+    h.controller.process_next()
+    assert request("a") in h.queue.timers()
+    h.queue.add(request("a"))  # the event it waited for
+    h.answer = Result()
+    assert h.controller.process_next() == request("a")
+    assert h.queue.timers() == {}
+    h.clock.advance(dt.timedelta(seconds=10))
+    assert h.queue.fire_due() == 0
+    assert h.controller.process_next() is None
+
+
+def test_a_requeue_replaces_an_earlier_passes_timer(h: Harness) -> None:
+    """The last pass's requeue wins, even when an earlier pass asked to come back sooner."""
+    h.queue.add(request("a"))
+    h.answer = Result(requeue_after=dt.timedelta(seconds=10))
+    h.controller.process_next()
+    h.queue.add(request("a"))
+    h.answer = Result(requeue_after=dt.timedelta(minutes=30))
+    h.controller.process_next()
+    assert h.queue.timers() == {request("a"): START + dt.timedelta(minutes=30)}
+
+
+def test_an_error_keeps_the_earlier_timer_when_it_is_sooner(h: Harness) -> None:
+    """A failed pass saw nothing reliable: its backoff joins, and the earliest timer still wins."""
+    h.queue.add(request("a"))
+    h.answer = Result(requeue_after=dt.timedelta(milliseconds=1))
+    h.controller.process_next()
+    h.queue.add(request("a"))
+    h.answer = Result(error=PassError("boom"))
+    h.controller.process_next()
+    assert h.queue.timers() == {request("a"): START + dt.timedelta(milliseconds=1)}
