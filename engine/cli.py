@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lint.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="rule files or folders (default: rules/)")
     lint.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules folder)")
+    lint.add_argument("--crds", type=Path, action="append",
+                      help="CRD folder or file to check paths read from the order and inputs against (repeatable; "
+                           "default: crds/ beside the rules folder, else deploy/crds/ beside it)")
     lint.set_defaults(handler=_lint)
 
     schema = subparsers.add_parser("schema", help="print the rule-file JSON Schema (for editors)")
@@ -150,7 +153,7 @@ def _run(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     from engine.rules.lint import lint_paths
 
-    errors = lint_paths(list(args.paths) or [Path("rules")], templates_root=args.templates)
+    errors = lint_paths(list(args.paths) or [Path("rules")], templates_root=args.templates, crds=args.crds)
     for error in errors:
         print(error)
     if errors:

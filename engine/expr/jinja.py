@@ -34,6 +34,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
+from engine.expr.suggest import did_you_mean
 
 __all__ = [
     "ObjectTemplate",
@@ -161,7 +162,8 @@ def _analyse(
         if name in declared:
             continue
         if name not in FUNCTIONS and name not in env.globals:
-            raise ExprSyntaxError(f"unknown function {name}()", line=call.lineno, source=source)
+            hint = did_you_mean(name, FUNCTIONS.keys() | env.globals.keys(), call=True)
+            raise ExprSyntaxError(f"unknown function {name}(){hint}", line=call.lineno, source=source)
         calls.add(name)
         _check_literals(name, list(call.args), call.lineno, source)
     for flt in ast.find_all(nodes.Filter):

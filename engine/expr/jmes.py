@@ -18,6 +18,7 @@ from jmespath import visitor as jvisitor
 
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
+from engine.expr.suggest import did_you_mean
 
 __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
 
@@ -121,7 +122,8 @@ class _Walk:
 
     def _check_call(self, name: str, count: int) -> None:
         if name not in FUNCTIONS and name not in JMESPATH_BUILTINS:
-            raise ExprSyntaxError(f"unknown function {name}()", self._offset(name), source=self.source)
+            hint = did_you_mean(name, FUNCTIONS.keys() | JMESPATH_BUILTINS, call=True)
+            raise ExprSyntaxError(f"unknown function {name}(){hint}", self._offset(name), source=self.source)
         low, high = _arity(name)
         if count < low or (high is not None and count > high):
             expected = f"at least {low}" if high is None else str(low)

@@ -3,11 +3,12 @@ and every condition type and reason written is declared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
+from engine.expr.suggest import did_you_mean
 from engine.rules import model
 from engine.rules.errors import Position, RuleError
 
@@ -17,7 +18,8 @@ CONTEXT_NAMES = frozenset({
 """Names every expression may read: the order, its cluster, the clock, and the naming the engine derives."""
 
 
-def check_kind(kind: model.CompiledKind, errors: list[RuleError]) -> None:
+def check_kind(kind: model.CompiledKind, errors: list[RuleError],
+               locate: Callable[[object, str], Position | None] | None = None) -> None:
     """Every name read is defined; every condition type and reason written is declared."""
     defined = set(CONTEXT_NAMES) | set(kind.inputs) | set(kind.values)
     declared_types = set(kind.conditions.types)
@@ -28,15 +30,18 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError]) -> None:
 
     def need(expr: Query | Text | ObjectTemplate | None, origin: Position, available: set[str], what: str) -> None:
         for name in sorted(set(names_of(expr)) - available):
-            errors.append(RuleError(origin, f"{what}: unknown name {name!r}"))
+            at = (locate(expr, name) if locate is not None else None) or origin  # at the name, when known
+            errors.append(RuleError(at, f"{what}: unknown name {name!r}{did_you_mean(name, available)}"))
 
     def need_reason(reason: str | None, origin: Position) -> None:
         if reason is not None and reason not in reasons:
-            errors.append(RuleError(origin, f"reason {reason!r} is not declared in conditions.reasons"))
+            errors.append(RuleError(origin, f"reason {reason!r} is not declared in conditions.reasons"
+                                            f"{did_you_mean(reason, reasons)}"))
 
     def need_type(condition: str, origin: Position) -> None:
         if condition not in declared_types:
-            errors.append(RuleError(origin, f"condition {condition!r} is not declared in conditions.types"))
+            errors.append(RuleError(origin, f"condition {condition!r} is not declared in conditions.types"
+                                            f"{did_you_mean(condition, declared_types)}"))
 
     need(kind.children.prefix, kind.origin, defined, "children.prefix")
     need(kind.children.namespace, kind.origin, defined, "children.namespace")

@@ -21,8 +21,11 @@ from engine.rules import model, schema
 from engine.rules.check import check_kind
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.load import Loader, Located, Merged, Path_, display
+from engine.rules.names import about_broken, check_names
+from engine.rules.schema_paths import Site, word_position
 from engine.rules.source import SourceFile
 
+_LOOKS_LIKE_DURATION = re.compile(r"^\s*-?[0-9]")
 _TEMPLATE_KEYS = (re.compile(r"^apiVersion:", re.M), re.compile(r"^kind:", re.M),
                   re.compile(r"^metadata:\s*(\{.*\bname\b.*|\n(?:[ \t].*\n)*?[ \t]+name:)", re.M))
 
@@ -37,6 +40,8 @@ class Compiler:
         self.loader = Loader(self.errors)
         self.templates: dict[str, ObjectTemplate] = {}
         self.templates_dir = templates_root
+        self.sites: list[Site] = []
+        """Every compiled expression and template with where it came from (for `engine lint`'s path check)."""
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -48,19 +53,24 @@ class Compiler:
         if source is None:
             return None
         try:
-            return compile_query(source, str(loc.src.locate_value((*loc.path, key))))
+            compiled = compile_query(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
-            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            position = loc.src.locate_token((*loc.path, key), err.offset)
+            self.errors.append(RuleError(position, f"{key}: {err.message}"))
             return None
+        self.sites.append(Site(compiled, loc.src, (*loc.path, key)))
+        return compiled
 
     def text(self, loc: Located, key: str | int, source: str | None) -> Text | None:
         if source is None:
             return None
         try:
-            return compile_text(source, str(loc.src.locate_value((*loc.path, key))))
+            compiled = compile_text(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
             self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
             return None
+        self.sites.append(Site(compiled, loc.src, (*loc.path, key)))
+        return compiled
 
     def requeue(self, loc: Located, key: str, value: str | None) -> model.Requeue:
         if value is None:
@@ -71,8 +81,17 @@ class Compiler:
             except durations.DurationError as err:
                 self.error(loc.src, (*loc.path, key), f"{key}: {err}", value=True)
                 return model.NO_REQUEUE
+        if _LOOKS_LIKE_DURATION.match(value):
+            self.error(loc.src, (*loc.path, key), f"{key}: {value!r} is neither a Go duration (such as 10s, 1m30s "
+                       "or 720h: a number and a unit, no space) nor a JMESPath expression giving seconds", value=True)
+            return model.NO_REQUEUE
         query = self.query(loc, key, value)
         return model.Requeue(query=query) if query else model.NO_REQUEUE
+
+    def locate_name(self, expr: object, name: str) -> Position | None:
+        """Where a name sits in a compiled expression or template (for "unknown name" at its token)."""
+        site = next((s for s in self.sites if s.expr is expr), None)
+        return None if site is None else word_position(site, name, root=True)
 
     def position(self, loc: Located) -> Position:
         return loc.src.locate(loc.path)
@@ -84,16 +103,16 @@ class Compiler:
         if merged is None:
             return None
         src = merged.main
-        for required in ("order", "conditions", "children", "teardown"):
-            if required not in merged.single:
+        missing = [r for r in ("order", "conditions", "children", "teardown") if r not in merged.single]
+        for required in missing:
+            if required not in self.loader.pruned_sections:  # an invalid section was reported already
                 self.error(src, (), f"missing required section {required!r} (in this file or an include)")
-        if self.errors:
+        if "kind" not in src.data:
             return None
+        # Stage 4 runs on every section there is, so its errors come out with the earlier ones.
         kind_name = str(src.data["kind"])
-        order_loc = merged.single["order"]
-        order: schema.OrderSpec = order_loc.item
-        conditions = self.compile_conditions(merged.single["conditions"])
-        children = self.compile_children(merged.single["children"])
+        conditions = self.compile_conditions(merged.single["conditions"]) if "conditions" in merged.single else None
+        children = self.compile_children(merged.single["children"]) if "children" in merged.single else None
         templates_dir = self.templates_root / (
             merged.single["templates"].item if "templates" in merged.single else kind_name.lower())
         self.templates = {}
@@ -112,14 +131,14 @@ class Compiler:
                               self.position(row), self.query(row, "when", row.item.when))
                 for row in rows
             )
-        teardown = self.compile_teardown(merged.single["teardown"])
+        teardown = self.compile_teardown(merged.single["teardown"]) if "teardown" in merged.single else None
         index_loc = merged.single.get("indexKey")
         index_query = self.query(Located(None, index_loc.src, ()), "indexKey", index_loc.item) if index_loc else None
+        if missing or conditions is None or children is None or teardown is None:
+            return None
+        order: schema.OrderSpec = merged.single["order"].item
         key = f"{order.apiVersion}/{kind_name}"
         watches = self.derive_watches(key, order, merged, children, teardown)
-        if self.errors:
-            return None
-        assert conditions is not None and children is not None
         compiled = model.CompiledKind(
             name=path.stem, api_version=order.apiVersion, kind=kind_name, plural=order.plural,
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
@@ -127,7 +146,10 @@ class Compiler:
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
             origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else src.locate(()),
         )
-        check_kind(compiled, self.errors)
+        found = len(self.errors)
+        check_kind(compiled, self.errors, self.locate_name)
+        check_names(compiled, self.errors)
+        self.errors[found:] = [e for e in self.errors[found:] if not about_broken(e, self.loader.broken)]
         return None if self.errors else compiled
 
     def compile_conditions(self, loc: Located) -> model.Conditions | None:
@@ -232,6 +254,7 @@ class Compiler:
                 self.errors.append(RuleError(Position(display(path), 1, 1),
                                              f"the template does not render an object with {what}"))
         self.templates[filename] = compiled
+        self.sites.append(Site(compiled, None, ()))
         return compiled
 
     def compile_action(self, loc: Located) -> model.Action:

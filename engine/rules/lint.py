@@ -7,13 +7,19 @@ from pathlib import Path
 
 from engine.expr.jinja import untojsoned_outputs
 from engine.rules.catalog import rule_files
-from engine.rules.compile import compile_kind
+from engine.rules.compile import Compiler
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.schema import RuleFileSpec
+from engine.rules.schema_paths import check_paths, crd_folders, load_schemas
 
 
-def lint_paths(paths: list[Path], *, templates_root: Path | None = None) -> list[RuleError]:
-    """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``)."""
+def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
+               crds: list[Path] | None = None) -> list[RuleError]:
+    """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``).
+
+    Paths read from the order and from inputs are checked against the CRDs in ``crds`` (default:
+    ``crds/`` beside the rules folder, else ``deploy/crds/``).
+    """
     errors: list[RuleError] = []
     files = rule_files(paths)
     if not files:
@@ -23,19 +29,25 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None) -> list
             errors.append(RuleError(Position(str(path), 1, 1), "no such rule file"))
             continue
         root = path.parent
+        compiler = Compiler(root, templates_root or root.parent / "templates")
         try:
-            kind = compile_kind(path, rules_dir=root, templates_root=templates_root or root.parent / "templates")
+            kind = compiler.compile(path)
+            if kind is None:
+                raise RuleErrors(compiler.errors or [RuleError(Position(str(path), 1, 1), "did not compile")])
         except RuleErrors as err:
             errors.extend(err.errors)
             continue
         except Exception as err:  # a bug must still read as a lint error, never a traceback
             errors.append(RuleError(Position(str(path), 1, 1), f"internal error while compiling: {type(err).__name__}"))
             continue
+        folders = crds if crds is not None else crd_folders(root)
+        if folders:
+            errors.extend(check_paths(kind, compiler.sites, load_schemas(folders)))
         for template in kind.templates.values():
             for line in untojsoned_outputs(template):
                 errors.append(RuleError(Position(template.path, line, 1),
                                         "an interpolated value is not piped through `| tojson` (YAML injection)"))
-    return errors
+    return list(dict.fromkeys(errors))  # an include shared by two kinds reports its errors once
 
 
 def schema_document() -> str:

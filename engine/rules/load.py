@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from engine.expr.suggest import did_you_mean
 from engine.rules import schema
 from engine.rules.errors import RuleError, RuleErrors
 from engine.rules.source import SourceFile, load_source
@@ -44,6 +45,12 @@ class Loader:
 
     def __init__(self, errors: list[RuleError]) -> None:
         self.errors = errors
+        self.kept: dict[str, dict[str, list[int]]] = {}
+        """Per file and list section, the original index of each element left after pruning."""
+        self.broken: set[str] = set()
+        """Names an invalid element defined (its step name, input, value, `as`/`set` names)."""
+        self.pruned_sections: set[str] = set()
+        """Sections left out whole because they were invalid."""
 
     def error(self, src: SourceFile, path: Path_, message: str, *, value: bool = False) -> None:
         position = src.locate_value(path) if value else src.locate(path)
@@ -51,21 +58,76 @@ class Loader:
 
 
     def validate(self, src: SourceFile, spec_type: type[BaseModel]) -> BaseModel | None:
-        try:
-            return spec_type.model_validate(dict(src.data))
-        except ValidationError as err:
-            for issue in err.errors():
-                loc = tuple(issue["loc"])
-                data_path = _data_path(src.data, loc)
-                where = ".".join(str(p) for p in data_path) or "(top level)"
-                message = issue["msg"]
-                if issue["type"] == "extra_forbidden":
-                    message = f"unknown field {data_path[-1]!r}" if data_path else message
-                    where = ".".join(str(p) for p in data_path[:-1]) or "(top level)"
-                elif issue["type"] == "missing":
-                    message = f"missing required field {loc[-1]!r}"
-                self.error(src, data_path, f"{where}: {message}")
-            return None
+        """The file's spec; each invalid step, gate, input, value or section is reported and left out.
+
+        Leaving out only what is broken lets the later stages report their errors in the same run.
+        """
+        data: dict[str, Any] | None = dict(src.data)
+        for _ in range(_PRUNE_ROUNDS):
+            if data is None:
+                return None
+            try:
+                return spec_type.model_validate(data)
+            except ValidationError as err:
+                issues = err.errors()
+            for issue in issues:
+                self.report(src, self.original(src, tuple(issue["loc"])), issue)
+            data = self.prune(src, data, issues)
+        return None
+
+    def report(self, src: SourceFile, loc: tuple[Any, ...], issue: Any) -> None:
+        data_path = _data_path(src.data, loc)
+        where = ".".join(str(p) for p in data_path) or "(top level)"
+        message = issue["msg"]
+        if issue["type"] == "extra_forbidden":
+            field_name = str(data_path[-1]) if data_path else ""
+            message = f"unknown field {field_name!r}{did_you_mean(field_name, _FIELD_NAMES)}" \
+                if data_path else message
+            where = ".".join(str(p) for p in data_path[:-1]) or "(top level)"
+        elif issue["type"] == "missing":
+            message = f"missing required field {loc[-1]!r}"
+        self.error(src, data_path, f"{where}: {message}")
+
+    def prune(self, src: SourceFile, data: dict[str, Any], issues: list[Any]) -> dict[str, Any] | None:
+        """``data`` without the top-level entries the issues are in; None when an issue is at the top."""
+        pruned = dict(data)
+        kept = self.kept.setdefault(src.path, {})
+        drop_items: dict[str, set[int]] = {}
+        for issue in issues:
+            loc = tuple(issue["loc"])
+            if issue["type"] == "extra_forbidden" and len(loc) > 1:
+                pruned = _without(pruned, _data_path(pruned, loc))  # an unknown key: drop only the key
+                continue
+            if not loc or loc[0] not in pruned:
+                return None
+            section, value = loc[0], pruned[loc[0]]
+            if section in _LIST_SECTIONS and len(loc) > 1 and isinstance(value, list) and isinstance(loc[1], int) \
+                    and 0 <= loc[1] < len(value):
+                drop_items.setdefault(section, set()).add(loc[1])
+            elif section in _MAP_SECTIONS and len(loc) > 1 and isinstance(value, Mapping) and loc[1] in value:
+                self.broken.add(str(loc[1]))
+                pruned[section] = {k: v for k, v in value.items() if k != loc[1]}
+            else:
+                self.pruned_sections.add(str(section))
+                pruned.pop(section, None)
+        for section, drop in drop_items.items():
+            if section not in pruned:
+                continue
+            value = list(pruned[section])
+            indices = kept.setdefault(section, list(range(len(value))))
+            for index in sorted(drop, reverse=True):
+                self.broken.update(_bound_names(value[index]))
+                del value[index]
+                del indices[index]
+            pruned[section] = value
+        return pruned
+
+    def original(self, src: SourceFile, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+        """An issue location in pruned data as a location in the file (list indices before pruning)."""
+        indices = self.kept.get(src.path, {}).get(loc[0]) if loc else None
+        if indices is not None and len(loc) > 1 and isinstance(loc[1], int) and 0 <= loc[1] < len(indices):
+            return (loc[0], indices[loc[1]], *loc[2:])
+        return loc
 
     def load(self, path: Path, seen: tuple[Path, ...] = ()) -> Merged | None:
         src = load_source(path, display(path))
@@ -95,10 +157,13 @@ class Loader:
             if name == "include" or name not in src.data:
                 continue
             value = getattr(spec, name)
+            if value is None:  # absent, or left out as invalid (reported)
+                continue
             if isinstance(value, dict) and name in ("inputs", "values"):
                 own.maps[name] = {k: Located(v, src, (name, k)) for k, v in value.items()}
             elif isinstance(value, list):
-                own.lists[name] = [Located(v, src, (name, i)) for i, v in enumerate(value)]
+                indices = self.kept.get(src.path, {}).get(name, range(len(value)))
+                own.lists[name] = [Located(v, src, (name, i)) for i, v in zip(indices, value, strict=True)]
             else:
                 own.single[name] = Located(value, src, (name,))
         self.merge_into(merged, own)
@@ -116,6 +181,54 @@ class Loader:
                     target[key] = loc
         for name, items in other.lists.items():
             merged.lists.setdefault(name, []).extend(items)
+
+
+_PRUNE_ROUNDS = 4
+_LIST_SECTIONS = frozenset(n for n, f in schema.RuleFileSpec.model_fields.items()
+                           if get_origin(f.annotation) is list and n != "include")
+_MAP_SECTIONS = frozenset(n for n, f in schema.RuleFileSpec.model_fields.items() if get_origin(f.annotation) is dict)
+"""Sections whose elements are left out one by one when invalid (any other invalid section: whole)."""
+_FIELD_NAMES = frozenset(
+    info.alias or name
+    for model in vars(schema).values() if isinstance(model, type) and issubclass(model, BaseModel)
+    for name, info in model.model_fields.items()
+)
+"""Every field name a rule file may use, for "did you mean" on an unknown one."""
+
+
+def _without(data: dict[str, Any], path: tuple[str | int, ...]) -> dict[str, Any]:
+    """A copy of ``data`` without the mapping key at ``path`` (containers on the way copied, not changed)."""
+    if not path:
+        return data
+
+    def drop(node: Any, rest: tuple[str | int, ...]) -> Any:
+        head = rest[0]
+        if isinstance(node, Mapping) and head in node:
+            if len(rest) == 1:
+                return {k: v for k, v in node.items() if k != head}
+            return {**node, head: drop(node[head], rest[1:])}
+        if isinstance(node, list) and isinstance(head, int) and 0 <= head < len(node) and len(rest) > 1:
+            return [*node[:head], drop(node[head], rest[1:]), *node[head + 1 :]]
+        return node
+
+    result: dict[str, Any] = drop(data, path)
+    return result
+
+
+def _bound_names(element: Any) -> set[str]:
+    """The names a raw (invalid) step defines: its own name, `as` names and `set` keys, best effort."""
+    names: set[str] = set()
+    if not isinstance(element, Mapping):
+        return names
+    if isinstance(element.get("name"), str):
+        names.add(element["name"])
+    for action in element.get("do") or []:
+        if isinstance(action, Mapping):
+            if isinstance(action.get("as"), str):
+                names.add(action["as"])
+            if isinstance(action.get("set"), Mapping):
+                names.update(str(k) for k in action["set"])
+    return names
 
 
 def display(path: Path) -> str:

@@ -12,6 +12,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.yaml_text import plain_yaml_problem, token_position
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class SourceFile:
 
     path: str
     data: Any
+    text: str = ""
 
     def locate(self, path: Sequence[str | int]) -> Position:
         """The position of the deepest element of ``path`` that exists (its key, for mapping entries)."""
@@ -61,6 +63,15 @@ class SourceFile:
         return self.locate(path)
 
 
+    def locate_token(self, path: Sequence[str | int], offset: int | None) -> Position:
+        """The position of character ``offset`` of the string value at ``path`` (its start when unknown)."""
+        start = self.locate_value(path)
+        if offset is None or not self.text:
+            return start
+        found = token_position(self.text, start.line - 1, start.col - 1, offset)
+        return start if found is None else Position(self.path, found[0] + 1, found[1] + 1)
+
+
 def load_source(path: Path, display: str | None = None) -> SourceFile:
     """Parse one YAML rule file; syntax errors and duplicate keys become RuleErrors with positions."""
     name = display or str(path)
@@ -78,7 +89,10 @@ def load_source(path: Path, display: str | None = None) -> SourceFile:
         problem = (err.problem or err.context or "invalid YAML").strip()
         if "duplicate key" in problem:
             problem = f"duplicate key: {problem}"
+        plain = plain_yaml_problem(problem, line, text)
+        if plain is not None:
+            problem, col = plain
         raise RuleErrors([RuleError(Position(name, line, col), problem)]) from None
     if not isinstance(data, CommentedMap):
         raise RuleErrors([RuleError(Position(name, 1, 1), "a rule file is a mapping at the top level")])
-    return SourceFile(name, data)
+    return SourceFile(name, data, text)

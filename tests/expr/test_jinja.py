@@ -90,7 +90,7 @@ class TestText:
         """Calling an unregistered function fails to compile, with its line."""
         with pytest.raises(ExprSyntaxError) as info:
             compile_text("a\nb\n{{ sha265(x) }}")
-        assert info.value.message == "unknown function sha265()"
+        assert info.value.message == "unknown function sha265(); did you mean sha256()?"
         assert info.value.line == 3
 
     def test_macros_and_jinja_globals_are_not_unknown(self) -> None:

@@ -44,7 +44,7 @@ class TestCompile:
         """An unknown function is a syntax error pointing at the call."""
         with pytest.raises(ExprSyntaxError) as info:
             compile_query("a.b && sha265(a)")
-        assert info.value.message == "unknown function sha265()"
+        assert info.value.message == "unknown function sha265(); did you mean sha256()?"
         assert info.value.offset == 7
 
     def test_unknown_function_inside_a_filter(self) -> None:

@@ -25,9 +25,9 @@ def test_valid_rule_file_lints_clean(rules_dir: Callable[..., Path]) -> None:
 
 CASES = [
     ("unknown function", WIDGET.replace("order.spec.size || `1`", "order.spec.size || sizee(`1`)"),
-     "widget.yaml:17:9: size: unknown function sizee()"),
+     "widget.yaml:17:29: size: unknown function sizee()"),
     ("unknown name", WIDGET.replace('"built {{ size }} parts"', '"built {{ sise }} parts"'),
-     "widget.yaml:29:5: step build.done: unknown name 'sise'"),
+     "widget.yaml:29:46: step build.done: unknown name 'sise'"),
     ("undeclared reason", WIDGET.replace("reason: Waiting", "reason: Wating"),
      "widget.yaml:25:9: reason 'Wating' is not declared in conditions.reasons"),
     ("undeclared condition", WIDGET.replace("condition: BuiltReady", "condition: BuildReady"),
@@ -42,11 +42,11 @@ CASES = [
     ("unknown action", WIDGET.replace("      - wait:", "      - wiat:"),
      "widget.yaml:25:9: steps.0.do.1: an action needs one of"),
     ("bad JMESPath", WIDGET.replace('wait: "part.status.ready"', 'wait: "part.status.ready =="'),
-     "widget.yaml:25:15: wait: invalid JMESPath expression"),
+     "widget.yaml:25:36: wait: invalid JMESPath expression"),
     ("negation trap", WIDGET.replace('wait: "part.status.ready"', 'wait: "!part.status.ready"'),
      "wait: `!a.b` reads as `(!a).b`, which is always null; write `!(a.b)`"),
     ("bad duration", WIDGET.replace("requeue: 10s", "requeue: 10 seconds"),
-     "widget.yaml:28:18: requeue: invalid JMESPath expression"),
+     "widget.yaml:28:18: requeue: '10 seconds' is neither a Go duration"),
     ("duration overflow", WIDGET.replace("requeue: 10s", "requeue: 3000000h"),
      "widget.yaml:28:18: requeue: invalid duration: overflow"),
 ]
@@ -137,7 +137,7 @@ TEARDOWN_CASES = [
     ("guard of no later action", TEARDOWN.replace("guards: [parts]", "guards: [partz]"),
      "widget.yaml:38:7: teardown patch action guards 'partz', which is not the name of a later action"),
     ("unknown name in an error text", TEARDOWN.replace("go_quote(item.metadata.name)", "go_quote(itme.metadata.name)"),
-     "widget.yaml:38:7: teardown patch action: unknown name 'itme'"),
+     "widget.yaml:41:36: teardown patch action: unknown name 'itme'"),
     ("unknown teardown action", TEARDOWN.replace("- read: size", "- reed: size"),
      "widget.yaml:33:7: teardown.do.0: a teardown action needs one of"),
 ]

@@ -1,0 +1,66 @@
+"""Name mistakes that compile but fail or mislead later: a step named twice, a name hiding a function.
+
+A value, input or bound name (``as``, ``set``) called like a template function hides that
+function in every template (``password`` hid ``password()``: lint was clean and the first pass
+failed), so it is refused here; JMESPath keeps functions and names apart, Jinja does not.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.expr.functions import FUNCTIONS
+from engine.expr.jinja import environment
+from engine.rules import model
+from engine.rules.errors import Position, RuleError
+
+__all__ = ["check_names"]
+
+
+def _template_functions() -> frozenset[str]:
+    env = environment()
+    return frozenset(FUNCTIONS) | frozenset(name for name, value in env.globals.items() if callable(value))
+
+
+def check_names(kind: model.CompiledKind, errors: list[RuleError]) -> None:
+    """Report steps named twice and names that hide a function templates call."""
+    functions = _template_functions()
+    first_step: dict[str, Position] = {}
+    for step in kind.steps:
+        if step.name in first_step:
+            errors.append(RuleError(step.origin, f"step name {step.name!r} is used twice (first at "
+                                                 f"{first_step[step.name]}): step names must be unique"))
+        else:
+            first_step.setdefault(step.name, step.origin)
+
+    def shadow(what: str, name: str, origin: Position) -> None:
+        if name in functions:
+            errors.append(RuleError(origin, f"{what} {name!r} hides the function {name}() in every template: "
+                                            "rename it"))
+
+    data = {**{name: "input" for name in kind.inputs}, **{name: "value" for name in kind.values}}
+
+    def rebind(what: str, name: str, origin: Position) -> None:
+        shadow(what, name, origin)
+        if name in data:
+            errors.append(RuleError(origin, f"{what} {name!r} hides the {data[name]} {name!r}: a name is either "
+                                            "a value/input (one per pass) or bound by a step; rename one"))
+
+    for item in kind.inputs.values():
+        shadow("input", item.name, item.origin)
+    for value in kind.values.values():
+        shadow("value", value.name, value.origin)
+    for step in kind.steps:
+        for action in step.actions:
+            if action.bind and action.op != "patch":
+                rebind(f"the name bound by `as` in step {step.name}", action.bind, action.origin)
+            for binding in action.bindings:
+                rebind(f"the name set in step {step.name}", binding.name, binding.origin)
+
+_NAMED = re.compile(r"unknown name '([^']+)'|requires '([^']+)'")
+
+
+def about_broken(error: RuleError, broken: set[str]) -> bool:
+    """Whether ``error`` only follows from an element that was invalid and already reported (left out)."""
+    match = _NAMED.search(error.message)
+    return match is not None and (match.group(1) or match.group(2)) in broken
