@@ -15,6 +15,7 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_leader_status``: gauge, 1 while this replica leads, else 0.
 - ``<p>_api_requests_total{cluster,verb,code}``: HTTP requests to the API servers.
 - ``<p>_api_request_duration_seconds{cluster,verb,code}``: histogram, time until each request's answer.
+- ``<p>_events_total{result}``: Warning Events on orders: created, series, dropped, failed.
 - ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file
   descriptors, start time, from prometheus_client's ProcessCollector on this registry.
 - ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
@@ -118,6 +119,12 @@ class Metrics:
             f"{prefix}_watch_event_errors_total",
             "Watch events skipped because an index or mapping expression failed on the object, by its kind.",
             ["kind"],
+            registry=registry,
+        )
+        self.events = Counter(
+            f"{prefix}_events_total",
+            "Warning Events on orders: created, added to a series, dropped (rate limit, full queue) or failed.",
+            ["result"],
             registry=registry,
         )
         if process:

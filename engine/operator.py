@@ -37,6 +37,7 @@ from engine.expr.functions import SecretSink, current_sink
 from engine.metrics import Metrics
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
+from engine.runtime.events import EventRecorder
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -175,10 +176,13 @@ class Operator:
         self.registry = self.metrics.registry
         self.clock = PreciseClock()
         catalog = load_catalog(options.rules, templates_dir=options.templates)
+        clusters = ClusterSet(management)
+        self.identity = options.leader_election_identity or default_identity()
+        self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
         self.manager: Manager[Any] = Manager(
-            catalog, ClusterSet(management), clock=self.clock, metrics=self.metrics,
+            catalog, clusters, clock=self.clock, metrics=self.metrics,
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
-            watch_timeout=options.watch_timeout,
+            watch_timeout=options.watch_timeout, events=self.events.record,
         )
         self.registrations = (
             Registrations(management, options.clusters_namespace, self.manager, target_factory, metrics=self.metrics)
@@ -192,7 +196,7 @@ class Operator:
                 management,
                 LeaseSettings(
                     options.leader_election_namespace, options.leader_election_id,
-                    options.leader_election_identity or default_identity(),
+                    self.identity,
                     lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
                     retry_period=options.retry_period,
                 ),
@@ -229,6 +233,9 @@ class Operator:
         if self.elector is not None:
             threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
                                             daemon=True))
+        events_done = threading.Event()
+        recorder = threading.Thread(target=self.events.run, args=(events_done,), name="event recorder", daemon=True)
+        recorder.start()
         for thread in threads:
             thread.start()
         LOG.info("operator started: %d kind(s), %d worker(s)%s", len(self.manager.catalog),
@@ -242,6 +249,8 @@ class Operator:
                 self.registrations.stop()
             for thread in threads:
                 thread.join(5)
+            events_done.set()  # the recorder writes what the last passes queued, then ends
+            recorder.join(5)
             if self.elector is not None:
                 self.elector.release()
             for endpoint in endpoints:

@@ -35,21 +35,35 @@ class StepOutcome:
     error: bool
 
 
+@dataclass(frozen=True)
+class EventNote:
+    """What a refusal or a failed pass tells about the order as a Warning Event: the reason and
+    message of the condition it set (safe to show), and the order's uid (``kubectl describe`` finds
+    an object's Events by it)."""
+
+    reason: str
+    message: str
+    uid: str = ""
+
+
 @dataclass
 class Result:
-    """A pass's answer: come back after ``requeue_after`` (None: only on an event), or retry on ``error``."""
+    """A pass's answer: come back after ``requeue_after`` (None: only on an event), or retry on ``error``;
+    ``event``: a refusal or a failure to record on the order (None on the converge path)."""
 
     requeue_after: dt.timedelta | None = None
     error: Exception | None = None
     outcomes: list[StepOutcome] = field(default_factory=list)
+    event: EventNote | None = None
 
     def merge(self, other: Result) -> Result:
-        """Keep the shortest requeue and the first error; collect outcomes."""
+        """Keep the shortest requeue, the first error and the first event; collect outcomes."""
         requeues = [r for r in (self.requeue_after, other.requeue_after) if r is not None]
         return Result(
             requeue_after=min(requeues) if requeues else None,
             error=self.error or other.error,
             outcomes=[*self.outcomes, *other.outcomes],
+            event=self.event or other.event,
         )
 
 

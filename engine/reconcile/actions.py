@@ -9,7 +9,7 @@ writes nothing.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
@@ -28,6 +28,8 @@ class Stop:
     requeue: float | None
     keep_going: bool = False
     """The verdict is recorded and the step goes on (`continue: true`)."""
+    refusal: bool = False
+    """A `refuse` action's verdict (recorded as a Warning Event), not a wait."""
 
 
 class Refused(ApiError):
@@ -195,7 +197,7 @@ def _wait(ctx: PassContext, action: Action) -> Stop | None:
 def _refuse(ctx: PassContext, action: Action) -> Stop | None:
     assert action.query is not None and action.outcome is not None
     if truthy(ctx.evaluate(action.query)):
-        return stop(ctx, action.outcome, action.keep_going)
+        return replace(stop(ctx, action.outcome, action.keep_going), refusal=True)
     return None
 
 

@@ -10,6 +10,7 @@ written once and only when it changed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -18,7 +19,7 @@ from engine.clock import Clock
 from engine.cluster.api import ApiError, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.errors import ExprError
-from engine.outcome import PassError, Request, Result, StepOutcome
+from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.teardown import run_teardown
@@ -47,7 +48,7 @@ def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, cloc
     ctx = PassContext(kind, request, order, clusters=clusters, order_cluster=order_cluster, clock=clock, log=logger)
     try:
         if order.get("metadata", {}).get("deletionTimestamp"):
-            return run_teardown(ctx, persist_status)
+            return _noted(ctx, run_teardown(ctx, persist_status))
         result = run_gates_and_steps(ctx)
     except (RuleRuntimeError, ExprError) as err:
         log_rule_failure(ctx, err)
@@ -58,7 +59,7 @@ def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, cloc
         result = Result(error=PassError(str(err)))
     if result.error is not None:
         logger.info("pass ended in an error", extra={**extra, "error": str(result.error)})
-    return persist_status(ctx, result)
+    return _noted(ctx, persist_status(ctx, result))
 
 
 def run_gates_and_steps(ctx: PassContext) -> Result:
@@ -84,15 +85,16 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
             for condition in gate.conditions or kind.conditions.types:
                 ctx.conditions.set(condition, False, gate.error.reason or gate.outcome.reason, message)
             wrap = ctx.render(gate.error.wrap, ctx.scope.child(error=err.text)) if gate.error.wrap else err.text
-            return Result(error=PassError(wrap))
+            return Result(error=PassError(wrap), event=EventNote(gate.error.reason or gate.outcome.reason, message))
         if not holds:
             continue
         message = ctx.render(gate.outcome.message)
         for condition in gate.conditions or kind.conditions.types:
             ctx.conditions.set(condition, False, gate.outcome.reason, message)
+        refused = EventNote(gate.outcome.reason, message)
         if gate.fail:
-            return Result(error=PassError(message))
-        return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)))
+            return Result(error=PassError(message), event=refused)
+        return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)), event=refused)
 
     result = Result()
     for step in kind.steps:
@@ -140,7 +142,8 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         wrap = ctx.render(report.wrap, scope) if report.wrap is not None else message
         ctx.steps_done[step.name] = False
         seconds = time.perf_counter() - started
-        return Result(error=PassError(wrap), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)])
+        return Result(error=PassError(wrap), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)],
+                      event=EventNote(reason, message))
     except (ExprError, RuleRuntimeError) as err:
         # A rule that fails on the data it met: the step's condition says so (never a stale verdict
         # beside a True one), and the pass fails with the rule's place, expression and types.
@@ -148,22 +151,41 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         ctx.conditions.set(step.condition, False, step.error.reason or "Error", f"the rules failed: {err}")
         ctx.steps_done[step.name] = False
         seconds = time.perf_counter() - started
-        return Result(error=PassError(str(err)), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)])
+        return Result(error=PassError(str(err)), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)],
+                      event=EventNote(step.error.reason or "Error", f"the rules failed: {err}"))
     seconds = time.perf_counter() - started
     outcome = StepOutcome(step.metric, step.condition, seconds, False)
     if verdict is not None:
         ctx.steps_done[step.name] = False
         shown = recorded or verdict  # the first verdict of the step is the one the condition shows
         ctx.conditions.set(step.condition, False, shown.reason, shown.message)
-        result = Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome])
+        result = Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome], event=_refusal(shown))
         return result.merge(Result(as_delta(recorded.requeue))) if recorded else result
     ctx.steps_done[step.name] = True
     done_requeue = as_delta(requeue_seconds(ctx, step.done.requeue))
     if recorded is not None:  # `continue: true`: the step went through but keeps the first recorded verdict
         ctx.conditions.set(step.condition, False, recorded.reason, recorded.message)
-        return Result(requeue_after=done_requeue, outcomes=[outcome]).merge(Result(as_delta(recorded.requeue)))
+        return Result(requeue_after=done_requeue, outcomes=[outcome], event=_refusal(recorded)).merge(
+            Result(as_delta(recorded.requeue)))
     ctx.conditions.set(step.condition, True, step.done.reason, ctx.render(step.done.message))
     return Result(requeue_after=done_requeue, outcomes=[outcome])
+
+
+def _refusal(verdict: Stop) -> EventNote | None:
+    """A `refuse` verdict as an Event note; a wait is none (a healthy order waits, and records nothing)."""
+    return EventNote(verdict.reason, verdict.message) if verdict.refusal else None
+
+
+def _noted(ctx: PassContext, result: Result) -> Result:
+    """The pass's Event note on the order: its refusal or failure (any error, worded by the error when no
+    condition did), with the order's uid; none on the converge path."""
+    note = result.event
+    if note is None and result.error is not None:
+        note = EventNote("ReconcileError", str(result.error))
+    if note is None:
+        return result
+    result.event = dataclasses.replace(note, uid=str(ctx.order.get("metadata", {}).get("uid") or ""))
+    return result
 
 
 def log_rule_failure(ctx: PassContext, err: ExprError | RuleRuntimeError) -> None:
@@ -193,5 +215,5 @@ def persist_status(ctx: PassContext, result: Result) -> Result:
         ctx.order_cluster.update_status(updated)
     except ApiError as err:
         error = PassError(f"{result.error}; updating status: {err}" if result.error else f"updating status: {err}")
-        return Result(error=error, outcomes=result.outcomes)
+        return Result(error=error, outcomes=result.outcomes, event=result.event)
     return result

@@ -18,12 +18,14 @@ import threading
 from collections.abc import Callable
 
 from engine.metrics import Metrics, PassResult
-from engine.outcome import Request, Result, TerminalError
+from engine.outcome import EventNote, Request, Result, TerminalError
 from engine.runtime.kinds import Log
 from engine.runtime.queue import ShutDown, WorkQueue
 
 PassRunner = Callable[[Request], Result]
 """Runs one pass of one order (the manager binds the kind, clusters and clock)."""
+EventSink = Callable[[Request, EventNote], None]
+"""Takes a pass's refusal or failure to record as an Event on the order; must return at once."""
 
 
 class Controller:
@@ -45,12 +47,16 @@ class Controller:
         self._metrics = metrics
         self._log = log
         self.recover = recover
+        self.events: EventSink | None = None
+        """Where a pass's Event note goes (the operator's recorder); None: nowhere (tests, scenarios)."""
         self._active = 0
         self._active_lock = threading.Lock()
 
     def handle(self, request: Request, result: Result) -> PassResult:
         """The outcome switch: record the pass, then queue the order again as its result asks."""
         self._metrics.record_outcomes(result.outcomes)
+        if result.event is not None and self.events is not None:
+            self.events(request, result.event)
         if result.error is not None:
             if isinstance(result.error, TerminalError):
                 self._log.error("%s: terminal error, not retried: %s", request, result.error)

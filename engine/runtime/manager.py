@@ -37,7 +37,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
-from engine.runtime.controller import Controller, default_log
+from engine.runtime.controller import Controller, EventSink, default_log
 from engine.runtime.kinds import Log, OrderKind, RunPass
 from engine.runtime.queue import TokenBucket, WorkQueue
 from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
@@ -100,9 +100,11 @@ class Manager(Generic[K]):
         max_concurrent_reconciles: int = 1,
         watch_timeout: float = WATCH_TIMEOUT,
         recheck_interval: float = RECHECK_INTERVAL,
+        events: EventSink | None = None,
     ) -> None:
         """run_pass: None for ``engine.reconcile.run.run_pass`` (tests inject a fake).
-        watch_timeout, recheck_interval: threaded mode only (seconds)."""
+        watch_timeout, recheck_interval: threaded mode only (seconds).
+        events: where refusals and failures go to be recorded as Events (None: not recorded)."""
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
         self.catalog = catalog
@@ -116,6 +118,7 @@ class Manager(Generic[K]):
         self._recheck = recheck_interval
         self.queue = WorkQueue(clock, metrics=metrics)
         self.controller = Controller(self.queue, self._pass, metrics=metrics, log=self.log)
+        self.controller.events = events
         self.sources = Sources(catalog, self.queue, log=self.log, metrics=metrics)
         self.last_result: Result | None = None
         """The Result of the last pass run by ``reconcile``."""

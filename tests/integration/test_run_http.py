@@ -175,3 +175,21 @@ def test_a_registration_added_changed_and_deleted(world: World, operator: Operat
 def test_the_management_cluster_is_named_empty_in_child_labels(world: World, operator: OperatorProcess) -> None:
     """Children of a management-cluster order carry an empty cluster label, as the seeds say."""
     assert children(world, "RabbitMQVhost", "messaging", MANAGEMENT_CLUSTER)
+
+
+def test_a_refused_order_gets_one_warning_event_in_a_series(world: World, operator: OperatorProcess) -> None:
+    """An order naming a ControlPlane that does not exist: one Warning Event on it (events.k8s.io/v1), with the
+    order's uid, by which a core v1 reader (kubectl describe) finds it."""
+    refused = order("KeystoneUser", "no-cp")
+    refused["spec"]["controlPlaneRef"] = {"name": "missing", "namespace": "openstack"}
+    world.management.create(refused)
+    uid = world.management.get(API, "KeystoneUser", TENANT, "no-cp")["metadata"]["uid"]
+
+    def warnings() -> list[Obj]:
+        found = world.management.list("events.k8s.io/v1", "Event", TENANT).items
+        return [e for e in found if e["regarding"].get("uid") == uid]
+
+    (event,) = wait_for(warnings, message="a Warning Event on the refused order")
+    assert (event["type"], event["reason"]) == ("Warning", "ControlPlaneNotFound")
+    assert event["regarding"]["kind"] == "KeystoneUser" and event["regarding"]["name"] == "no-cp"
+    world.management.delete(API, "KeystoneUser", TENANT, "no-cp")

@@ -11,7 +11,7 @@ import pytest
 from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
-from engine.outcome import Request
+from engine.outcome import EventNote, Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
@@ -336,3 +336,25 @@ def test_a_rule_failing_at_run_time_names_its_place_expression_and_types(
     assert w.conditions()["BuiltReady"] == ("False", "Error")
     message = next(c["message"] for c in w.live()["status"]["conditions"] if c["type"] == "BuiltReady")
     assert "widget.yaml:17:9" in message and "got string" in message
+
+
+def test_refusals_and_failures_are_noted_for_an_event_and_converging_is_not(world: Callable[[str], World]) -> None:
+    """A gate refusal, a refuse action and a failed step hand the runtime an Event note (reason, message,
+    the order's uid); the converge path, waits included, hands none (recording costs requests)."""
+    refuse = "      - apply: part.yaml.j2\n"
+    refusal = '      - refuse: "size == `3`"\n        reason: Broken\n        message: three is refused\n'
+    rule = GATED.replace(refuse, refusal + refuse + "        error: {reason: Broken}\n")
+    w = world(rule)
+    w.order(size=5)
+    uid = w.live()["metadata"]["uid"]
+    assert w.run().event == EventNote("Broken", "size 5 is more than 3", uid)
+    w.cluster.patch("example.io/v1", "Widget", "ns", "w", {"spec": {"size": 3}})
+    w.run()  # the finalizer
+    assert w.run().event == EventNote("Broken", "three is refused", uid)
+    w.cluster.patch("example.io/v1", "Widget", "ns", "w", {"spec": {"size": 2}})
+    w.faulty.inject(verb="apply", kind="ConfigMap", error="ServerError")
+    failed = w.run().event
+    assert failed is not None and failed.reason == "Broken" and failed.uid == uid
+    assert w.run().event is None  # waiting for the part
+    w.cluster.patch("v1", "ConfigMap", "ns", "w-part", {"status": {"ready": True}})
+    assert [w.run().event, w.run().event] == [None, None]  # ready, then converged
