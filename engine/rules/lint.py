@@ -10,7 +10,7 @@ from engine.rules.catalog import rule_files
 from engine.rules.compile import Compiler
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.schema import RuleFileSpec
-from engine.rules.schema_paths import check_paths, crd_folders, load_schemas
+from engine.rules.schema_paths import Schemas, check_paths, crd_folders, load_schemas
 
 
 def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
@@ -21,6 +21,7 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
     ``crds/`` beside the rules folder, else ``deploy/crds/``).
     """
     errors: list[RuleError] = []
+    schemas: dict[tuple[Path, ...], Schemas] = {}  # one CRD folder is read once, however many rule files use it
     files = rule_files(paths)
     if not files:
         return [RuleError(Position(str(p), 1, 1), "no rule files here") for p in paths]
@@ -36,14 +37,16 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
                 raise RuleErrors(compiler.errors or [RuleError(Position(str(path), 1, 1), "did not compile")])
         except RuleErrors as err:
             errors.extend(err.errors)
-            continue
+            kind = None
         except Exception as err:  # a bug must still read as a lint error, never a traceback
             errors.append(RuleError(Position(str(path), 1, 1), f"internal error while compiling: {type(err).__name__}"))
             continue
-        folders = crds if crds is not None else crd_folders(root)
-        if folders:
-            errors.extend(check_paths(kind, compiler.sites, load_schemas(folders)))
-        for template in kind.templates.values():
+        folders = tuple(crds if crds is not None else crd_folders(root))
+        if kind is not None and folders:
+            if folders not in schemas:
+                schemas[folders] = load_schemas(folders)
+            errors.extend(check_paths(kind, compiler.sites, schemas[folders]))
+        for template in compiler.templates.values():  # the templates that compiled, even when the kind did not
             for line in untojsoned_outputs(template):
                 errors.append(RuleError(Position(template.path, line, 1),
                                         "an interpolated value is not piped through `| tojson` (YAML injection)"))

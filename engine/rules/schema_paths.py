@@ -30,6 +30,7 @@ from engine.rules.source import SourceFile
 __all__ = ["Schemas", "Site", "UnknownField", "check_paths", "crd_folders", "load_schemas", "unknown_field",
            "word_position"]
 
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader; libyaml's when built with it
 _ANY: Mapping[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
 _MAP: Mapping[str, Any] = {"type": "object", "additionalProperties": _ANY}
 _STRING_MAP: Mapping[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
@@ -95,7 +96,7 @@ def load_schemas(folders: Iterable[Path]) -> Schemas:
         files = [folder] if folder.is_file() else sorted(folder.rglob("*.yaml")) if folder.is_dir() else []
         for file in files:
             try:
-                docs = list(yaml.safe_load_all(file.read_text(encoding="utf-8")))
+                docs = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER))
             except (OSError, yaml.YAMLError):
                 continue
             for doc in docs:

@@ -120,6 +120,16 @@ def test_five_mistakes_in_one_file_reported_in_one_run(rules_dir: Callable[..., 
         assert any(text in line for line in found), (text, found)
 
 
+def test_template_injection_reported_even_when_the_rule_file_has_errors(rules_dir: Callable[..., Path]) -> None:
+    """A template value not piped through tojson is reported in the same run as a rule-file error."""
+    from tests.conftest import PART
+
+    found = lines(rules_dir(WIDGET.replace("reason: Waiting", "reason: Wating"),
+                            template=PART.replace("{{ size | string | tojson }}", "{{ size }}")))
+    only(found, "reason 'Wating' is not declared")
+    only(found, "an interpolated value is not piped through `| tojson`")
+
+
 def test_every_file_reported_in_one_run(rules_dir: Callable[..., Path]) -> None:
     """Two broken rule files in one folder: both files' errors come out of one run."""
     rules = rules_dir(WIDGET.replace("reason: Waiting", "reason: Wating"),
