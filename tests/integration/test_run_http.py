@@ -193,3 +193,37 @@ def test_a_refused_order_gets_one_warning_event_in_a_series(world: World, operat
     assert (event["type"], event["reason"]) == ("Warning", "ControlPlaneNotFound")
     assert event["regarding"]["kind"] == "KeystoneUser" and event["regarding"]["name"] == "no-cp"
     world.management.delete(API, "KeystoneUser", TENANT, "no-cp")
+
+
+def test_two_orders_naming_one_keystone_user_one_holds_it_the_other_waits(
+        world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """Over HTTP, against the simulated K-ORC: two orders on two clusters ask for one Keystone user at once.
+    One holds it; the other is refused naming the holder, and goes Ready once the holder is deleted."""
+    first, second = order("KeystoneUser", "shared-a"), order("KeystoneUser", "shared-b")
+    first["spec"]["userName"], second["spec"]["userName"] = "shared-name", "Shared-Name"
+    world.management.create(first)
+    edge1.cluster.create(second)
+    orders = {"shared-a": world.management, "shared-b": edge1.cluster}
+
+    def settled() -> tuple[str, str] | None:
+        holders = [name for name, cluster in orders.items() if ready(cluster, "KeystoneUser", name)]
+        if len(holders) != 1:
+            return None
+        other = next(name for name in orders if name not in holders)
+        refused = get(orders[other], API, "KeystoneUser", TENANT, other) or {}
+        reasons = {c["type"]: c for c in (refused.get("status") or {}).get("conditions") or ()}
+        return (holders[0], other) if reasons.get("UserReady", {}).get("reason") == "ServiceAccountCollision" else None
+
+    holder, other = wait_for(settled, message="one order Ready, the other refused with ServiceAccountCollision")
+    refused = get(orders[other], API, "KeystoneUser", TENANT, other) or {}
+    message = next(c["message"] for c in refused["status"]["conditions"] if c["type"] == "UserReady")
+    where = "the management cluster" if holder == "shared-a" else 'target cluster "edge-1"'
+    assert f"is held by KeystoneUser {TENANT}/{holder} on {where}" in message
+    time.sleep(1.0)  # passes of both go on: still exactly one of them holds the name
+    assert settled() == (holder, other)
+
+    orders[holder].delete(API, "KeystoneUser", TENANT, holder)
+    wait_for(lambda: ready(orders[other], "KeystoneUser", other), timeout=60,
+             message=f"{other} Ready once {holder} is deleted")
+    orders[other].delete(API, "KeystoneUser", TENANT, other)
+    wait_for(lambda: get(orders[other], API, "KeystoneUser", TENANT, other) is None, message=f"{other} gone")
