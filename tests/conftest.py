@@ -1,4 +1,5 @@
-"""A minimal, valid rule file for a neutral kind (Widget), written into a temporary rules folder."""
+"""A minimal, valid rule file for a neutral kind (Widget), written into a temporary rules folder, and RuleText,
+the edits tests make to it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,38 @@ from pathlib import Path
 
 import pytest
 
-WIDGET = textwrap.dedent("""\
+
+class RuleText(str):
+    """Rule-file (or template) text with edits that fail loudly: each anchor must occur exactly once.
+
+    ``str.replace`` does nothing when its anchor is missing, so a test edit that no longer matches
+    the rule file would test the unedited file and pass; these edits raise instead.
+    """
+
+    def swap(self, old: str, new: str) -> RuleText:
+        """``old`` (occurring exactly once) replaced by ``new``."""
+        return RuleText(self.replace(self._once(old), new))
+
+    def add_after(self, anchor: str, text: str) -> RuleText:
+        """``text`` inserted right after ``anchor`` (occurring exactly once)."""
+        return RuleText(self.replace(self._once(anchor), anchor + text))
+
+    def add_before(self, anchor: str, text: str) -> RuleText:
+        """``text`` inserted right before ``anchor`` (occurring exactly once)."""
+        return RuleText(self.replace(self._once(anchor), text + anchor))
+
+    def drop(self, text: str) -> RuleText:
+        """``text`` (occurring exactly once) removed."""
+        return self.swap(text, "")
+
+    def _once(self, anchor: str) -> str:
+        count = self.count(anchor)
+        if count != 1:
+            raise AssertionError(f"the edit's anchor occurs {count} times, not once: {anchor!r}")
+        return anchor
+
+
+WIDGET = RuleText(textwrap.dedent("""\
     kind: Widget
     order:
       apiVersion: example.io/v1
@@ -42,9 +74,9 @@ WIDGET = textwrap.dedent("""\
       patientWhile: "`true`"
       do:
         - delete: {apiVersion: v1, kind: ConfigMap}
-    """)
+    """))
 
-PART = textwrap.dedent("""\
+PART = RuleText(textwrap.dedent("""\
     apiVersion: v1
     kind: ConfigMap
     metadata:
@@ -53,7 +85,7 @@ PART = textwrap.dedent("""\
       labels: {{ childLabels | tojson }}
     data:
       size: {{ size | string | tojson }}
-    """)
+    """))
 
 
 @pytest.fixture

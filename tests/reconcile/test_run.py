@@ -18,7 +18,7 @@ from engine.rules.model import CompiledKind
 from engine.testing.clock import SimulatedClock
 from tests.conftest import WIDGET
 
-GATED = WIDGET.replace("steps:\n", """gates:
+GATED = WIDGET.swap("steps:\n", """gates:
   - name: size-limit
     when: "size > `3`"
     reason: Broken
@@ -98,7 +98,7 @@ def test_finalizer_then_steps_then_converged_pass_writes_nothing(world: Callable
 def test_an_api_error_reports_on_the_step_condition_and_fails_the_pass(world: Callable[[str], World]) -> None:
     """A failed apply writes the step's error reason with the API message and returns the error."""
     apply = "      - apply: part.yaml.j2\n"
-    rule = GATED.replace(apply, apply + "        error: {reason: Broken}\n")
+    rule = GATED.add_after(apply, "        error: {reason: Broken}\n")
     w = world(rule)
     w.order(size=1)
     w.run()
@@ -126,7 +126,7 @@ def test_teardown_deletes_children_and_releases_the_finalizer(world: Callable[[s
     assert [o["metadata"]["name"] for o in w.cluster.list("v1", "ConfigMap", "ns").items] == ["w-foreign"]
 
 
-TWO_KINDS = GATED.replace("""teardown:
+TWO_KINDS = GATED.swap("""teardown:
   patientWhile: "`true`"
   do:
     - delete: {apiVersion: v1, kind: ConfigMap}
@@ -170,11 +170,11 @@ def test_teardown_error_patient_stops_fail_open_runs_every_action(
     assert "update" not in w.writes()
 
 
-SERVED = GATED.replace("values:\n", """inputs:
+SERVED = GATED.swap("values:\n", """inputs:
   gadgetsServed:
     served: {apiVersion: example.io/v1, kind: Gadget}
 values:
-""").replace("      - apply: part.yaml.j2\n", """      - refuse: "!gadgetsServed"
+""").swap("      - apply: part.yaml.j2\n", """      - refuse: "!gadgetsServed"
         reason: Broken
         message: the cluster serves no Gadget kind
         requeue: 10m
@@ -213,7 +213,7 @@ def test_foreign_child_stops_the_step_without_touching_it(world: Callable[[str],
 
 def test_prefix_may_name_a_value_nothing_else_reads(world: Callable[[str], World]) -> None:
     """children.prefix resolves the lazy values it names even when no earlier expression read them."""
-    rule = GATED.replace('prefix: "{{ order.metadata.name }}-"', 'prefix: "{{ stem }}-"').replace(
+    rule = GATED.swap('prefix: "{{ order.metadata.name }}-"', 'prefix: "{{ stem }}-"').swap(
         "values:\n", 'values:\n  stem: "join(\'\', [order.metadata.name, \'x\'])"\n')
     w = world(rule)
     w.order(size=1)
@@ -224,7 +224,7 @@ def test_prefix_may_name_a_value_nothing_else_reads(world: Callable[[str], World
 
 def test_failing_gate_writes_its_conditions_and_fails_the_pass(world: Callable[[str], World]) -> None:
     """A gate with `fail: true` writes its verdict and ends the pass with its message as the error."""
-    w = world(GATED.replace("    requeue: 1m\n  - finalizer", "    fail: true\n  - finalizer"))
+    w = world(GATED.swap("    requeue: 1m\n  - finalizer", "    fail: true\n  - finalizer"))
     w.order(size=5)
     result = w.run()
     assert str(result.error) == "size 5 is more than 3"
@@ -233,13 +233,13 @@ def test_failing_gate_writes_its_conditions_and_fails_the_pass(world: Callable[[
 
 def test_gate_error_reports_a_failed_read_on_the_conditions(world: Callable[[str], World]) -> None:
     """A read that fails while a gate is checked writes the gate's error reason and fails the pass."""
-    rule = GATED.replace("values:\n", """inputs:
+    rule = GATED.swap("values:\n", """inputs:
   config:
     get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: settings}
     error: "reading settings: {{ error }}"
 values:
-""").replace('    when: "size > `3`"\n', '    when: "size > `3` || config.data.block == \'yes\'"\n'
-             ).replace("    requeue: 1m\n  - finalizer", "    requeue: 1m\n    error: {reason: Waiting}\n  - finalizer")
+""").swap('    when: "size > `3`"\n', '    when: "size > `3` || config.data.block == \'yes\'"\n'
+             ).swap("    requeue: 1m\n  - finalizer", "    requeue: 1m\n    error: {reason: Waiting}\n  - finalizer")
     w = world(rule)
     w.order(size=1)
     w.faulty.inject(verb="get", kind="ConfigMap", name="settings", error="ServerError")
@@ -250,7 +250,7 @@ values:
 
 def test_continue_records_the_verdict_and_runs_the_rest_of_the_step(world: Callable[[str], World]) -> None:
     """A `continue: true` refusal keeps its verdict on the condition while later actions still run."""
-    rule = GATED.replace("      - apply: part.yaml.j2\n", """      - refuse: "size == `2`"
+    rule = GATED.swap("      - apply: part.yaml.j2\n", """      - refuse: "size == `2`"
         reason: Broken
         message: two is an odd size
         requeue: 30s
@@ -271,7 +271,7 @@ def test_log_action_writes_a_line_with_the_order(
         world: Callable[[str], World], caplog: pytest.LogCaptureFixture) -> None:
     """A `log` action writes its text with the order and cluster as fields."""
     log = '      - log: "building {{ size }} parts"\n        level: warning\n'
-    rule = GATED.replace("      - apply: part.yaml.j2\n", log + "      - apply: part.yaml.j2\n")
+    rule = GATED.add_before("      - apply: part.yaml.j2\n", log)
     w = world(rule)
     w.order(size=2)
     w.run()
@@ -284,14 +284,14 @@ def test_log_action_writes_a_line_with_the_order(
 
 def test_live_input_bypasses_caches(world: Callable[[str], World]) -> None:
     """An input marked `live: true` is read with live=True; others may come from a cache."""
-    rule = GATED.replace("values:\n", """inputs:
+    rule = GATED.swap("values:\n", """inputs:
   fresh:
     get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: fresh}
     live: true
   cached:
     get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: cached}
 values:
-""").replace('    when: "size > `3`"\n', '    when: "size > `3` || fresh != `null` || cached != `null`"\n')
+""").swap('    when: "size > `3`"\n', '    when: "size > `3` || fresh != `null` || cached != `null`"\n')
     w = world(rule)
     w.order(size=1)
     w.run()
@@ -302,12 +302,12 @@ values:
 
 def test_input_error_text_may_name_other_values(world: Callable[[str], World]) -> None:
     """An input's error text renders with the pass's values, not only `{{ error }}`."""
-    rule = GATED.replace("values:\n", """inputs:
+    rule = GATED.swap("values:\n", """inputs:
   config:
     get: {apiVersion: v1, kind: ConfigMap, namespace: "{{ order.metadata.namespace }}", name: settings}
     error: "reading settings for {{ size }} parts: {{ error }}"
 values:
-""").replace('    when: "size > `3`"\n', '    when: "size > `3` || config != `null`"\n')
+""").swap('    when: "size > `3`"\n', '    when: "size > `3` || config != `null`"\n')
     w = world(rule)
     w.order(size=1)
     w.faulty.inject(verb="get", kind="ConfigMap", name="settings", error="ServerError")
@@ -319,8 +319,8 @@ def test_a_rule_failing_at_run_time_names_its_place_expression_and_types(
         world: Callable[[str], World], caplog: pytest.LogCaptureFixture) -> None:
     """An expression that fails on the data it met: one error line with the rule file, line, the
     expression and the types; the step's condition says the same; the pass fails (retried)."""
-    w = world(GATED.replace('size: "order.spec.size || `1`"', 'size: "add(order.spec.size, `1`)"')
-              .replace('when: "size > `3`"', 'when: "`false`"'))
+    w = world(GATED.swap('size: "order.spec.size || `1`"', 'size: "add(order.spec.size, `1`)"')
+              .swap('when: "size > `3`"', 'when: "`false`"'))
     w.order(size="big")
     w.run()  # the finalizer
     with caplog.at_level("INFO", logger="engine"):

@@ -9,6 +9,7 @@ import textwrap
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
 from engine.testing.scenario import Outcome
+from tests.conftest import RuleText
 from tests.testing.conftest import Workspace, report
 
 GADGET = "{apiVersion: example.io/v1, kind: Gadget, metadata: {name: g, namespace: shop}, spec: {}}"
@@ -401,7 +402,7 @@ class TestSecrets:
 
     def test_no_secret_leak_finds_a_password_in_a_status_field(self, gadget: Workspace) -> None:
         """A rule that writes the generated password into status is caught, and the report hides it."""
-        leaky = (gadget.rules / "gadget.yaml").read_text().replace(
+        leaky = RuleText((gadget.rules / "gadget.yaml").read_text()).swap(
             'status: {partName: "part.metadata.name"}',
             'status: {partName: "part.metadata.name", leak: "b64dec(secret.data.password)"}')
         (gadget.rules / "gadget.yaml").write_text(leaky)
