@@ -148,7 +148,7 @@ class TestErrors:
         ("scenario: x\nsteps:\n  - wait: 1m\n",
          ["bad.yaml:3:5: unknown key 'wait' in a step; expected one of: create, update, patchStatus, delete, "
           "removeFinalizers, settle, advance, reconcile, fail, serve, deregister, register, expect "
-          "(with cluster, expectError beside it)"]),
+          "(with cluster, expectError, statusFrom beside it)"]),
         ("scenario: x\nsteps:\n  - settle: {}\n    expectError: x\n",
          ["bad.yaml:4:5: `expectError` goes with create, update, patchStatus, delete, removeFinalizers, reconcile, "
           "not with `settle`"]),
@@ -215,3 +215,49 @@ class TestErrors:
                                                "apiVersion: v1\nmetadata: {name: b}\n")
         assert errors(tmp_path, "scenario: x\nobjects:\n  - file: fx/w.yml\nsteps: []\n") == [
             "fx/w.yml:5:1: a fixture object needs `kind`"]
+
+
+class TestStatusFrom:
+    """`statusFrom:` beside `patchStatus` takes the status to merge from a fixture file (an extension)."""
+
+    STATUS = "# what the controller reports\nstatus:\n  conditions:\n    - {type: Ready, status: 'True'}\n"
+
+    def test_the_fixture_status_is_the_patch(self, tmp_path: Path) -> None:
+        """The step patches exactly the fixture's `status`, as if it were written inline."""
+        (tmp_path / "fx").mkdir()
+        (tmp_path / "fx" / "ready.yml").write_text(self.STATUS)
+        scenario = load(tmp_path, """\
+            scenario: x
+            steps:
+              - patchStatus: {apiVersion: example.io/v1, kind: Part, metadata: {name: p, namespace: ns}}
+                statusFrom: fx/ready.yml
+              - patchStatus:
+                  apiVersion: example.io/v1
+                  kind: Part
+                  metadata: {name: p, namespace: ns}
+                  status: {conditions: [{type: Ready, status: 'True'}]}
+            """)
+        first, second = scenario.steps
+        assert isinstance(first, m.PatchStatus) and isinstance(second, m.PatchStatus)
+        assert first.status == second.status == {"conditions": [{"type": "Ready", "status": "True"}]}
+        assert (first.ref.kind, first.ref.name) == (second.ref.kind, second.ref.name) == ("Part", "p")
+
+    @pytest.mark.parametrize(
+        ("step", "expected"),
+        [
+            ("  - patchStatus: {kind: Part, metadata: {name: p}, status: {a: 1}}\n    statusFrom: fx/ready.yml\n",
+             "bad.yaml:3:18: `patchStatus` takes its status from `status` or from `statusFrom`, not both"),
+            ("  - patchStatus: {kind: Part, metadata: {name: p}}\n    statusFrom: fx/gone.yml\n",
+             "bad.yaml:4:17: fixture file 'fx/gone.yml' not found (looked for fx/gone.yml)"),
+            ("  - patchStatus: {kind: Part, metadata: {name: p}}\n    statusFrom: fx/bare.yml\n",
+             "bad.yaml:4:17: fx/bare.yml must hold one document with a `status` mapping to merge"),
+            ("  - delete: {kind: Part, name: p}\n    statusFrom: fx/ready.yml\n",
+             "bad.yaml:4:5: `statusFrom` goes with `patchStatus`, not with `delete`"),
+        ],
+    )
+    def test_a_mistake_is_named_at_its_position(self, tmp_path: Path, step: str, expected: str) -> None:
+        """Both forms at once, a missing or shapeless fixture, and a stray `statusFrom` are invalid."""
+        (tmp_path / "fx").mkdir()
+        (tmp_path / "fx" / "ready.yml").write_text(self.STATUS)
+        (tmp_path / "fx" / "bare.yml").write_text("conditions: []\n")
+        assert errors(tmp_path, "scenario: x\nsteps:\n" + step) == [expected]

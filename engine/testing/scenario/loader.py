@@ -266,12 +266,7 @@ class _Loader:
             node = entry.child("object")
             self._object_identity(node, "an object", need_api_version=True)
             return [m.Seed(node.plain(), cluster, node.pos)]
-        file_node = entry.child("file")
-        relative = self._text(file_node, "`file`")
-        path = self.path.parent / relative
-        display = os.path.normpath(os.path.join(os.path.dirname(self.display), relative))
-        if not path.is_file():
-            raise file_node.error(f"fixture file {relative!r} not found (looked for {display})")
+        path, display = self._fixture(entry.child("file"))
         seeds = []
         for doc in load_documents(path, display):
             if doc.value is None:
@@ -279,6 +274,27 @@ class _Loader:
             self._object_identity(doc, "a fixture object", need_api_version=True)
             seeds.append(m.Seed(doc.plain(), cluster, doc.pos))
         return seeds
+
+    def _fixture(self, file_node: Node) -> tuple[Path, str]:
+        """A fixture file named relative to the scenario: its path and how to show it."""
+        relative = self._text(file_node, "`file`")
+        path = self.path.parent / relative
+        display = os.path.normpath(os.path.join(os.path.dirname(self.display), relative))
+        if not path.is_file():
+            raise file_node.error(f"fixture file {relative!r} not found (looked for {display})")
+        return path, display
+
+    def _status_from(self, file_node: Node, body: Node) -> dict[str, Any]:
+        """The `status` mapping of a fixture file, for a status patch many scenarios write alike."""
+        if body.has("status"):
+            raise body.error("`patchStatus` takes its status from `status` or from `statusFrom`, not both")
+        path, display = self._fixture(file_node)
+        docs = [doc for doc in load_documents(path, display) if doc.value is not None]
+        if len(docs) != 1 or not docs[0].is_map or not docs[0].has("status") or not docs[0].child("status").is_map:
+            raise file_node.error(f"{display} must hold one document with a `status` mapping to merge")
+        self._map(docs[0], "a status fixture", ("status",))
+        status: dict[str, Any] = docs[0].child("status").plain()
+        return status
 
     def _object_identity(self, node: Node, what: str, *, need_api_version: bool) -> m.Ref:
         """The reference a (partial) object names: apiVersion, kind, metadata.name and .namespace."""
@@ -350,7 +366,9 @@ class _Loader:
         return found[0]
 
     def _step(self, index: int, node: Node) -> m.Step:
-        verb = self._one_of(node, STEP_KEYS, ("cluster", "expectError"), "a step")
+        verb = self._one_of(node, STEP_KEYS, ("cluster", "expectError", "statusFrom"), "a step")
+        if node.has("statusFrom") and verb != "patchStatus":
+            raise ScenarioError(node.key_pos("statusFrom"), f"`statusFrom` goes with `patchStatus`, not with `{verb}`")
         body = node.child(verb)
         cluster = self._cluster_beside(node)
         expect_error = None
@@ -368,8 +386,10 @@ class _Loader:
             return m.Update(**base, obj=body.plain(), ref=ref)
         if verb == "patchStatus":
             ref = self._object_identity(body, "the object to patch", need_api_version=False)
+            if node.has("statusFrom"):
+                return m.PatchStatus(**base, status=self._status_from(node.child("statusFrom"), body), ref=ref)
             if not body.has("status") or not isinstance(body.value["status"], dict):
-                raise body.error("`patchStatus` needs a `status` mapping to merge")
+                raise body.error("`patchStatus` needs a `status` mapping to merge (or `statusFrom:` a fixture file)")
             return m.PatchStatus(**base, status=body.child("status").plain(), ref=ref)
         if verb == "delete":
             return m.Delete(**base, ref=self._ref(body))
