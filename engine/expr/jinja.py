@@ -269,6 +269,16 @@ def compile_text(source: str, origin: str | None = None) -> Text:
     return Text(source, origin)
 
 
+def compile_document(source: str, origin: str | None = None) -> Text:
+    """Compile a document text (a YAML file, a URL) that renders exactly as written, final newline
+    included: Jinja drops one final newline of a template, so a second is given for it to drop."""
+    if source.endswith("\n") and any(delimiter in source for delimiter in _DELIMITERS):
+        text = Text(source + "\n", origin)
+        text.source = source
+        return text
+    return Text(source, origin)
+
+
 # --- child-object templates ----------------------------------------------------------------------
 
 try:

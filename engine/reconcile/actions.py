@@ -50,7 +50,18 @@ def contains(live: Any, want: Any) -> bool:
 
 
 def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False) -> Stop:
-    return Stop(outcome.reason, ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue), keep_going)
+    return Stop(_reason(ctx, outcome), ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue), keep_going)
+
+
+def _reason(ctx: PassContext, outcome: Outcome) -> str:
+    """The verdict's reason: as written, or rendered from the pass and then held to the declared reasons."""
+    if outcome.reason_text is None:
+        return outcome.reason
+    reason = ctx.render(outcome.reason_text)
+    if reason not in ctx.kind.conditions.reasons:
+        raise RuleRuntimeError(f"{outcome.origin}: reason {outcome.reason!r} rendered {reason!r}, which is not "
+                               "declared in conditions.reasons")
+    return reason
 
 
 def _address(obj: Obj) -> tuple[str, str, str | None, str]:

@@ -167,6 +167,8 @@ class PassContext:
     def evaluate_value(self, value: Value, scope: Scope) -> Any:
         if value.query is not None:
             return value.query.evaluate(scope)
+        if value.text is not None:
+            return self.render(value.text, scope)
         for row in value.rows:
             if row.when is None or truthy(row.when.evaluate(scope)):
                 return row.value.evaluate(scope)

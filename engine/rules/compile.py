@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from engine import durations
 from engine.expr.errors import ExprSyntaxError
-from engine.expr.jinja import ObjectTemplate, Text, compile_object_template, compile_text
+from engine.expr.jinja import ObjectTemplate, Text, compile_document, compile_object_template, compile_text
 from engine.expr.jmes import Query, compile_query
 from engine.rules import model, schema
 from engine.rules.check import check_kind
@@ -71,6 +71,14 @@ class Compiler:
             return None
         self.sites.append(Site(compiled, loc.src, (*loc.path, key)))
         return compiled
+
+    def document(self, loc: Located, key: str, source: str) -> Text | None:
+        """A value's text: rendered as written, its final newline included."""
+        try:
+            return compile_document(source, str(loc.src.locate_value((*loc.path, key))))
+        except ExprSyntaxError as err:
+            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            return None
 
     def requeue(self, loc: Located, key: str, value: str | None) -> model.Requeue:
         if value is None:
@@ -202,6 +210,8 @@ class Compiler:
         if isinstance(spec, str):
             return model.Value(name, self.query(loc.__class__(None, loc.src, loc.path[:-1]), name, spec), (),
                                self.position(loc))
+        if isinstance(spec, schema.TextValueSpec):
+            return model.Value(name, None, (), self.position(loc), text=self.document(loc, "text", spec.text))
         rows = tuple(self.compile_row(Located(row, loc.src, (*loc.path, i))) for i, row in enumerate(spec))
         return model.Value(name, None, rows, self.position(loc))
 
@@ -212,9 +222,10 @@ class Compiler:
 
     def compile_outcome(self, loc: Located, spec: Any, when: str | None = None) -> model.Outcome:
         """An outcome from any spec with reason, message and requeue (outcomes, waits, refusals)."""
+        reason_text = self.text(loc, "reason", spec.reason) if "{{" in (spec.reason or "") else None
         return model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
                              self.requeue(loc, "requeue", spec.requeue), self.position(loc),
-                             self.query(loc, "when", when))
+                             self.query(loc, "when", when), reason_text)
 
     def compile_error(self, loc: Located, spec: schema.ErrorSpec | None) -> model.ErrorReport | None:
         if spec is None:

@@ -38,6 +38,9 @@ class Outcome:
     requeue: Requeue
     origin: Position
     when: Query | None = None
+    reason_text: Text | None = None
+    """A reason rendered from the pass (``{{ cause.label }}``: one row for a table of causes); the
+    rendered reason must be declared in conditions.reasons. Only actions' verdicts take one."""
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,14 @@ class Row:
 
 @dataclass(frozen=True)
 class Value:
-    """A named value: one query, or a decision table whose first matching row wins."""
+    """A named value: one query, a text (a document rendered by Jinja), or a decision table whose first
+    matching row wins."""
 
     name: str
     query: Query | None
     rows: tuple[Row, ...]
     origin: Position
+    text: Text | None = None
 
 
 @dataclass(frozen=True)

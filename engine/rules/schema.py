@@ -122,7 +122,13 @@ class RowSpec(Spec):
     value: Query
 
 
-ValueSpec = Query | list[RowSpec]
+class TextValueSpec(Spec):
+    """A string built as the document it is (a YAML file, a URL): Jinja over the pass's values."""
+
+    text: Text = Field(description="Jinja text rendered with the pass's values; a final newline is kept.")
+
+
+ValueSpec = Query | TextValueSpec | list[RowSpec]
 
 
 # ---------------------------------------------------------------------------
@@ -256,7 +262,7 @@ class StatusSpec(ActionBase):
 class SetSpec(ActionBase):
     """Bind names for the actions that follow."""
 
-    set: dict[Name, Query | list[RowSpec]]
+    set: dict[Name, ValueSpec]
 
 
 class LogSpec(ActionBase):

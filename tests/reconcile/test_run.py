@@ -16,7 +16,7 @@ from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
 from engine.testing.clock import SimulatedClock
-from tests.conftest import WIDGET
+from tests.conftest import PART, WIDGET
 
 GATED = WIDGET.swap("steps:\n", """gates:
   - name: size-limit
@@ -343,7 +343,7 @@ def test_refusals_and_failures_are_noted_for_an_event_and_converging_is_not(worl
     the order's uid); the converge path, waits included, hands none (recording costs requests)."""
     refuse = "      - apply: part.yaml.j2\n"
     refusal = '      - refuse: "size == `3`"\n        reason: Broken\n        message: three is refused\n'
-    rule = GATED.replace(refuse, refusal + refuse + "        error: {reason: Broken}\n")
+    rule = GATED.swap(refuse, refusal + refuse + "        error: {reason: Broken}\n")
     w = world(rule)
     w.order(size=5)
     uid = w.live()["metadata"]["uid"]
@@ -358,3 +358,50 @@ def test_refusals_and_failures_are_noted_for_an_event_and_converging_is_not(worl
     assert w.run().event is None  # waiting for the part
     w.cluster.patch("v1", "ConfigMap", "ns", "w-part", {"status": {"ready": True}})
     assert [w.run().event, w.run().event] == [None, None]  # ready, then converged
+
+
+def test_a_text_value_renders_as_the_document_it_is(rules_dir: Callable[..., Path]) -> None:
+    """A `text:` value (and a `set:` text) is Jinja over the pass's values, rendered as written, final newline kept."""
+    doc = "  doc:\n    text: |\n      size: {{ size }}\n      parts:\n        - a\n"
+    rule = GATED.add_after("values:\n", doc).swap(
+        "      - apply: part.yaml.j2\n",
+        "      - set:\n          url: {text: \"part://{{ order.metadata.name }}:{{ size }}/x\"}\n"
+        "      - apply: part.yaml.j2\n")
+    template = PART.add_after("  size: {{ size | string | tojson }}\n",
+                              "  doc: {{ doc | tojson }}\n  url: {{ url | tojson }}\n")
+    w = World(next(iter(load_catalog(rules_dir(rule, template=template)).values())))
+    w.order(size=2)
+    w.run()
+    w.run()
+    data = w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"]
+    assert data["doc"] == "size: 2\nparts:\n  - a\n"
+    assert data["url"] == "part://w:2/x"
+
+
+def test_one_verdict_row_takes_its_reason_from_a_table(world: Callable[[str], World]) -> None:
+    """A verdict whose `reason` is rendered (`{{ cause }}`) writes that reason when it is declared."""
+    rule = GATED.add_after("values:\n", "  cause: \"if_else(size == `2`, 'Waiting', 'Unknown')\"\n").swap(
+        "      - apply: part.yaml.j2\n",
+        "      - refuse: \"size < `3`\"\n        reason: \"{{ cause }}\"\n        message: \"because {{ cause }}\"\n"
+        "        requeue: 30s\n      - apply: part.yaml.j2\n")
+    w = world(rule)
+    w.order(size=2)
+    w.run()
+    w.run()
+    assert w.conditions()["BuiltReady"] == ("False", "Waiting")
+
+
+def test_a_rendered_reason_that_is_not_declared_fails_the_step(world: Callable[[str], World]) -> None:
+    """A rendered reason outside conditions.reasons is a rule error naming where it was written, never written."""
+    rule = GATED.swap(
+        "      - apply: part.yaml.j2\n",
+        "      - refuse: \"size < `3`\"\n        reason: \"{{ 'Nope' }}\"\n        message: no\n"
+        "      - apply: part.yaml.j2\n")
+    w = world(rule)
+    w.order(size=2)
+    w.run()
+    result = w.run()
+    assert result.error is not None
+    assert "widget.yaml:" in str(result.error) and "'Nope', which is not declared in conditions.reasons" in str(
+        result.error)
+    assert w.conditions()["BuiltReady"][1] != "Nope"

@@ -174,3 +174,24 @@ class TestRuleText:
         """swap, add_after, add_before and drop each change the one place, and chain."""
         text = RuleText("a: 1\nb: 2\n").swap("a: 1", "a: 3").add_after("b: 2\n", "c: 4\n").add_before("a:", "z: 0\n")
         assert text.drop("b: 2\n") == "z: 0\na: 3\nc: 4\n"
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        (WIDGET.add_after("values:\n", "  doc:\n    text: |\n      a: {{ sise }}\n"),
+         "widget.yaml:17:3: value doc: unknown name 'sise'"),
+        (WIDGET.add_after("values:\n", "  doc:\n    text: \"{{ size \"\n"),
+         "widget.yaml:18:11: text: template syntax error"),
+        (WIDGET.swap("reason: Waiting", "reason: \"{{ sise }}\""),
+         "widget.yaml:25:9: wait action: unknown name 'sise'"),
+        (WIDGET.swap("done: {reason: Built,", "done: {reason: \"{{ size }}\","),
+         "reason '{{ size }}' is not declared in conditions.reasons"),
+    ],
+    ids=["unknown name in a text value", "text syntax", "unknown name in a rendered reason",
+         "a rendered reason outside an action's verdict"],
+)
+def test_text_values_and_rendered_reasons_are_checked(rules_dir: Callable[..., Path], rule: str, expected: str) -> None:
+    """A text value's names and syntax are checked like any text; only actions' verdicts may render a reason."""
+    found = lines(rules_dir(rule))
+    assert any(expected in line for line in found), found
