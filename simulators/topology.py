@@ -2,12 +2,16 @@
 
 It answers as the real operator does on the fields the rules read: an object it has not yet
 reconciled at its current generation gets ``status.observedGeneration`` and a Ready True
-condition (``SuccessfulCreateOrUpdate``). A User whose ``spec.importCredentialsSecret`` is
-missing reports Ready False instead, as the operator cannot create it. It keeps no broker and
+condition (``SuccessfulCreateOrUpdate``); a User also gets ``status.username`` (read from its
+credentials Secret) and ``status.credentials``, which the operator's User status requires. A User
+whose ``spec.importCredentialsSecret`` is missing reports Ready False instead, as the operator
+cannot create it. It keeps no broker and
 holds no finalizers: a deleted object goes at once.
 """
 
 from __future__ import annotations
+
+import base64
 
 from engine.clock import Clock
 from engine.cluster.api import Cluster, NotFound, Obj
@@ -53,16 +57,32 @@ class TopologySimulator:
                                     f"failed to get credentials Secret {secret!r}")
         if condition_is(obj, "Ready", "True") and observed == generation:
             return None
+        extra = self._user_status(obj) if kind == "User" else {}
         return self._status(kind, obj, f"{kind} {key(obj)}: created or updated on the broker (Ready=True)",
-                            "True", "SuccessfulCreateOrUpdate", "")
+                            "True", "SuccessfulCreateOrUpdate", "", extra)
 
-    def _status(self, kind: str, obj: Obj, note: str, status: str, reason: str, message: str) -> Reaction:
+    def _user_status(self, user: Obj) -> Obj:
+        """What the operator reports on a created User: its broker username and its credentials Secret."""
+        secret_name = ((user.get("spec") or {}).get("importCredentialsSecret") or {}).get("name", "")
+        try:
+            data = self.cluster.get("v1", "Secret", user["metadata"]["namespace"], secret_name).get("data") or {}
+        except NotFound:
+            data = {}
+        try:
+            username = base64.b64decode(str(data.get("username", ""))).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            username = ""
+        return {"username": username or user["metadata"]["name"], "credentials": {"name": secret_name}}
+
+    def _status(self, kind: str, obj: Obj, note: str, status: str, reason: str, message: str,
+                extra: Obj | None = None) -> Reaction:
         def apply() -> None:
             self.cluster.patch(
                 API_VERSION, kind, obj["metadata"]["namespace"], obj["metadata"]["name"],
                 {"status": {
                     "observedGeneration": (obj.get("metadata") or {}).get("generation", 1),
                     "conditions": with_condition(obj, self.clock, "Ready", status, reason, message),
+                    **(extra or {}),
                 }},
                 status=True, field_manager=FIELD_MANAGER,
             )
