@@ -184,7 +184,7 @@ class TestRuleText:
         (WIDGET.add_after("values:\n", "  doc:\n    text: \"{{ size \"\n"),
          "widget.yaml:18:11: text: template syntax error"),
         (WIDGET.swap("reason: Waiting", "reason: \"{{ sise }}\""),
-         "widget.yaml:25:9: wait action: unknown name 'sise'"),
+         "widget.yaml:26:21: wait action: unknown name 'sise'"),
         (WIDGET.swap("done: {reason: Built,", "done: {reason: \"{{ size }}\","),
          "reason '{{ size }}' is not declared in conditions.reasons"),
     ],
