@@ -132,7 +132,8 @@ def test_explain_reads_the_crd_schema(kubectl: Any) -> None:
 
 
 def test_dry_run_server_writes_nothing(kubectl: Any, cluster: MemoryCluster, tmp_path: Path) -> None:
-    """--dry-run=server on create, apply, patch and delete: the server's answer, nothing stored or changed."""
+    """--dry-run=server on create, apply, patch, replace and delete: the server's answer, nothing stored or
+    changed."""
     path = write(tmp_path, TYPO.replace("rotaton", "rotation"))
     result = kubectl("apply", "--server-side", "--dry-run=server", "-f", path)
     assert result.returncode == 0, result.stderr
@@ -145,6 +146,10 @@ def test_dry_run_server_writes_nothing(kubectl: Any, cluster: MemoryCluster, tmp
                       "-p", '{"spec":{"passwordGeneration":5}}')
     assert patched.returncode == 0, patched.stderr
     assert '"passwordGeneration": 5' in patched.stdout  # the answer is the patched object ...
+    live = kubectl("get", "ksu", "typo", "-n", "ns", "-o", "yaml").stdout
+    replaced = kubectl("replace", "--dry-run=server", "-f", "-",
+                       stdin=live.replace("passwordGeneration: 1", "passwordGeneration: 7"))
+    assert replaced.returncode == 0, replaced.stderr
     assert kubectl("delete", "ksu", "typo", "-n", "ns", "--dry-run=server").returncode == 0
     assert cluster.get(API, "KeystoneUser", "ns", "typo") == before  # ... and the stored one is unchanged
 
