@@ -38,6 +38,7 @@ from engine.metrics import Metrics
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
+from engine.runtime.kinds import LabelScopes, label_scopes
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -138,6 +139,14 @@ def bind_endpoints(options: Options) -> list[Endpoint]:
     return bound
 
 
+def scope_by_labels(cluster: Cluster, scopes: LabelScopes) -> Cluster:
+    """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (see decision 0007)."""
+    scope = getattr(cluster, "scope_by_labels", None)
+    if callable(scope) and scopes:
+        scope(scopes)
+    return cluster
+
+
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught)."""
@@ -179,13 +188,19 @@ class Operator:
         clusters = ClusterSet(management)
         self.identity = options.leader_election_identity or default_identity()
         self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
+        scopes = label_scopes(catalog)
+        scope_by_labels(management, scopes)
+
+        def scoped_target(registration: Registration) -> Cluster:
+            return scope_by_labels(target_factory(registration), scopes)
+
         self.manager: Manager[Any] = Manager(
             catalog, clusters, clock=self.clock, metrics=self.metrics,
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
             watch_timeout=options.watch_timeout, events=self.events.record,
         )
         self.registrations = (
-            Registrations(management, options.clusters_namespace, self.manager, target_factory, metrics=self.metrics)
+            Registrations(management, options.clusters_namespace, self.manager, scoped_target, metrics=self.metrics)
             if options.clusters_namespace else None
         )
         self.leading: threading.Event | None = None

@@ -182,7 +182,9 @@ class Compiler:
         namespace = self.text(loc, "namespace", spec.namespace)
         if prefix is None or namespace is None:
             return None
-        return model.Children(prefix, namespace, spec.labels["name"], spec.labels["namespace"], spec.labels["cluster"])
+        cached = tuple((item.apiVersion, item.kind) for item in spec.cacheOnlyLabelled)
+        return model.Children(prefix, namespace, spec.labels["name"], spec.labels["namespace"], spec.labels["cluster"],
+                              cached)
 
     def compile_input(self, name: str, loc: Located) -> model.Input:
         spec: schema.InputSpec = loc.item

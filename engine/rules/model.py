@@ -207,6 +207,8 @@ class Children:
     name_label: str
     namespace_label: str
     cluster_label: str
+    cache_only_labelled: tuple[tuple[str, str], ...] = ()
+    """(apiVersion, kind) cached only when an object carries ``name_label`` (``children.cacheOnlyLabelled``)."""
 
 
 def _lookup(obj: Mapping[str, Any] | None, *path: str) -> Any:
@@ -316,6 +318,12 @@ class CompiledKind:
     @property
     def key(self) -> str:
         return f"{self.api_version}/{self.kind}"
+
+    @property
+    def label_scopes(self) -> tuple[tuple[str, str, str], ...]:
+        """(apiVersion, kind, label key): kinds cached only when an object carries this kind's name label."""
+        return tuple((api_version, kind, self.children.name_label)
+                     for api_version, kind in self.children.cache_only_labelled)
 
     def index_key(self, order: Obj) -> str | None:
         """The order's key in the fan-out index (e.g. the object it references), or None."""

@@ -61,12 +61,23 @@ class ConditionsSpec(Spec):
     truncateSuffix: str = " […truncated]"
 
 
+class CachedKind(Spec):
+    """A kind named in ``children.cacheOnlyLabelled``."""
+
+    apiVersion: str
+    kind: str
+
+
 class ChildrenSpec(Spec):
     """How children in another namespace are named and recognised: the prefix AND every label."""
 
     prefix: Text
     labels: dict[str, Text]
     namespace: Text = Field(description="Where the order's children live on the management cluster.")
+    cacheOnlyLabelled: list[CachedKind] = Field(
+        default_factory=list,
+        description="Kinds the operator caches only when they carry the name label (children, delivered objects);"
+                    " a read of any other object of these kinds goes to the API server.")
 
 
 # ---------------------------------------------------------------------------

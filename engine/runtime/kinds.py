@@ -72,6 +72,11 @@ class OrderKind(Protocol):
     def watches(self) -> Sequence[Watch]: ...
 
     @property
+    def label_scopes(self) -> Sequence[tuple[str, str, str]]:
+        """(apiVersion, kind, label key): kinds watched and cached only when an object carries that label."""
+        ...
+
+    @property
     def index_origin(self) -> object:
         """Where the index expression is written (``file:line:col``)."""
         ...
@@ -80,6 +85,21 @@ class OrderKind(Protocol):
 
 
 Catalog = Mapping[str, OrderKind]
+
+LabelScopes = Mapping[tuple[str, str], tuple[str, ...]]
+"""(apiVersion, kind) -> the label keys one of which an object must carry to be watched and cached."""
+
+
+def label_scopes(catalog: Catalog) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Every order kind's ``children.cacheOnlyLabelled``, merged: per kind, the sorted label keys.
+
+    A label selector cannot OR keys, so each key gets its own label-selected watch and cache; an
+    object carrying any of them is seen, one carrying none is never held in memory."""
+    keys: dict[tuple[str, str], set[str]] = {}
+    for order_kind in catalog.values():
+        for api_version, kind, label in order_kind.label_scopes:
+            keys.setdefault((api_version, kind), set()).add(label)
+    return {scoped: tuple(sorted(labels)) for scoped, labels in keys.items()}
 
 K_contra = TypeVar("K_contra", bound=OrderKind, contravariant=True)
 

@@ -13,6 +13,9 @@ fields of the wrong type) never stalls a watch: the failing index or mapping is 
 the object, the resourceVersion advances, and every other watch still maps the event (an order's
 own watch queues it by its key, so its pass can say what is wrong).
 
+A label-scoped kind (``children.cacheOnlyLabelled`` in the rules) is watched through one
+label-selected informer per label key, so objects carrying none of the keys are never held here.
+
 A kind the cluster does not serve is skipped and checked again later (every pump
 in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
 appears is watched without a restart. A Gone (410) re-lists; the re-list is
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
-from engine.runtime.kinds import Catalog, Log, OrderKind, Watch
+from engine.runtime.kinds import Catalog, Log, OrderKind, Watch, label_scopes
 from engine.runtime.queue import WorkQueue
 
 Key = tuple[str, str]
@@ -97,14 +100,17 @@ class Informer:
         watches: list[Watch],
         indexes: list[OrderKind],
         namespace: str | None = None,
+        label: str | None = None,
     ) -> None:
-        """namespace: list and watch that namespace only (a registration's namespaces); None: all."""
+        """namespace: list and watch that namespace only (a registration's namespaces); None: all.
+        label: list and watch only objects carrying this label key; None: every object."""
         self._sources = sources
         self.cluster_name = cluster_name
         self._cluster = cluster
         self.api_version = api_version
         self.kind = kind
         self.namespace = namespace
+        self.label = label
         self.watches = watches
         self._indexes = indexes
         self._cache: dict[Key, Obj] = {}
@@ -120,7 +126,8 @@ class Informer:
     def __repr__(self) -> str:
         where = f"cluster {self.cluster_name!r}" if self.cluster_name else "the management cluster"
         scope = f" in {self.namespace}" if self.namespace else ""
-        return f"<Informer {self.kind}.{self.api_version}{scope} on {where}>"
+        labelled = f" labelled {self.label}" if self.label else ""
+        return f"<Informer {self.kind}.{self.api_version}{scope}{labelled} on {where}>"
 
     def cached(self) -> dict[Key, Obj]:
         """The last-seen objects (a copy of the mapping)."""
@@ -190,7 +197,8 @@ class Informer:
 
     def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
         self._stream = self._cluster.watch(
-            self.api_version, self.kind, self.namespace, resource_version=self._rv, timeout=timeout, bookmarks=True
+            self.api_version, self.kind, self.namespace, resource_version=self._rv, labels=self.label,
+            timeout=timeout, bookmarks=True,
         )
         if self.stop.is_set():  # halted while opening: end at once
             self._close(self._stream)
@@ -214,7 +222,7 @@ class Informer:
 
     def _list(self) -> int:
         """List, and reconcile the cache with the answer as a stream of events (an initial list adds all)."""
-        answer = self._cluster.list(self.api_version, self.kind, self.namespace)
+        answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label)
         mapped = 0
         with self._sources.lock:
             seen: set[Key] = set()
@@ -253,7 +261,7 @@ class Informer:
         key = _key(obj)
         rv = _rv(obj)
         if rv is not None and callable(self._expect_seen):
-            self._expect_seen(self.api_version, self.kind, key[0] or None, rv)
+            self._expect_seen(self.api_version, self.kind, key[0] or None, rv, obj)
         if kind == "DELETED":
             old = self._cache.pop(key, None)
             new: Obj | None = None
@@ -289,7 +297,8 @@ class Sources:
         self.recover = recover
         self.lock = threading.RLock()
         self.index = OrderIndex()
-        self._informers: dict[tuple[str, str, str, str | None], Informer] = {}
+        self._informers: dict[tuple[str, str, str, str | None, str | None], Informer] = {}
+        self._label_scopes = label_scopes(catalog)
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
@@ -313,13 +322,15 @@ class Sources:
                     continue
                 plan.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
         built = [
-            Informer(self, name, cluster, api_version, kind, watches, indexes, namespace)
+            Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
             for (api_version, kind), (watches, indexes) in plan.items()
             for namespace in (namespaces or (None,))
+            for label in self._label_scopes.get((api_version, kind)) or (None,)
         ]
         with self.lock:
             for informer in built:
-                self._informers[(name, informer.api_version, informer.kind, informer.namespace)] = informer
+                key = (name, informer.api_version, informer.kind, informer.namespace, informer.label)
+                self._informers[key] = informer
             if self._threads_running:
                 for informer in built:
                     self._start(informer)

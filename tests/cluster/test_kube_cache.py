@@ -336,3 +336,79 @@ class TestWatchLoop:
             finally:
                 informer.stop()
                 kube.stop()
+
+
+OWNER_A = "a.example.com/owner"
+OWNER_B = "b.example.com/owner"
+
+
+class TestLabelScopes:
+    """A label-scoped kind: one label-selected informer per key; only labelled objects are held."""
+
+    @pytest.fixture
+    def scoped(self, memory: MemoryCluster, make_kube: MakeKube) -> KubeCluster:
+        memory.create(secret("a1", **{OWNER_A: "x"}))
+        memory.create(secret("b1", "other", **{OWNER_B: "y"}))
+        for i in range(20):
+            memory.create(secret(f"unrelated-{i}"))
+        kube = make_kube()
+        kube.scope_by_labels({("v1", "Secret"): (OWNER_A, OWNER_B)})
+        return kube
+
+    def test_the_cache_holds_only_labelled_objects(self, scoped: KubeCluster) -> None:
+        assert names(scoped.list("v1", "Secret", labels={OWNER_A: "x"}).items) == ["a1"]
+        assert names(scoped.list("v1", "Secret", labels=OWNER_B).items) == ["b1"]
+        held = sorted(name for informer in scoped.informers()
+                      for name in names(informer.store.select(None, EVERYTHING, FieldSelector())[0]))
+        assert held == ["a1", "b1"]
+
+    def test_labelled_reads_cost_no_request_once_synced(self, scoped: KubeCluster) -> None:
+        scoped.get("v1", "Secret", "default", "a1")
+        scoped.get("v1", "Secret", "other", "b1")
+        requests = Requests(scoped)
+        for _ in range(3):
+            assert scoped.get("v1", "Secret", "default", "a1")["metadata"]["name"] == "a1"
+            assert scoped.get("v1", "Secret", "other", "b1")["metadata"]["name"] == "b1"
+            assert names(scoped.list("v1", "Secret", "default", labels={OWNER_A: "x", "k": "v"}).items) == []
+            assert names(scoped.list("v1", "Secret", labels=f"{OWNER_A} in (x,z)").items) == ["a1"]
+        assert requests.seen == []
+
+    def test_a_get_the_labelled_caches_miss_asks_the_server(self, scoped: KubeCluster) -> None:
+        """An unlabelled object exists all the same: a miss is read live, never taken as absent."""
+        scoped.get("v1", "Secret", "other", "b1")
+        requests = Requests(scoped)
+        assert scoped.get("v1", "Secret", "default", "unrelated-3")["metadata"]["name"] == "unrelated-3"
+        with pytest.raises(NotFound):
+            scoped.get("v1", "Secret", "default", "nowhere")
+        assert [(m, p) for m, p, _ in requests.seen] == [
+            ("GET", "/api/v1/namespaces/default/secrets/unrelated-3"),
+            ("GET", "/api/v1/namespaces/default/secrets/nowhere")]
+
+    def test_a_list_without_a_scope_label_asks_the_server(self, scoped: KubeCluster) -> None:
+        scoped.list("v1", "Secret", labels=OWNER_A)
+        requests = Requests(scoped)
+        assert len(scoped.list("v1", "Secret", "default").items) == 21
+        assert len(scoped.list("v1", "Secret", labels={"k": "v"}).items) == 0
+        assert len(requests.seen) == 2
+
+    def test_own_writes_read_back_without_waiting_on_the_other_labels(self, scoped: KubeCluster) -> None:
+        """A write of an object carrying one key is awaited by that key's cache only (no read goes live)."""
+        scoped.list("v1", "Secret", labels=OWNER_A)
+        scoped.list("v1", "Secret", labels=OWNER_B)
+        requests = Requests(scoped)
+        created = scoped.create(secret("a2", **{OWNER_A: "x"}))
+        assert scoped.get("v1", "Secret", "default", "a2") == created
+        assert names(scoped.list("v1", "Secret", labels=OWNER_B).items) == ["b1"]
+        scoped.patch("v1", "Secret", "default", "a2", {"metadata": {"labels": {OWNER_A: None}}})
+        assert names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1"]
+        assert scoped.delete("v1", "Secret", "default", "a1") is None
+        assert names(scoped.list("v1", "Secret", labels=OWNER_A).items) == []
+        assert [m for m, _, q in requests.seen if "watch" not in q] == ["POST", "PATCH", "DELETE"]
+
+    def test_an_object_that_gains_the_label_enters_the_cache(self, memory: MemoryCluster,
+                                                             scoped: KubeCluster) -> None:
+        assert names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1"]
+        memory.patch("v1", "Secret", "default", "unrelated-0", {"metadata": {"labels": {OWNER_A: "z"}}})
+        assert eventually(lambda: names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1", "unrelated-0"])
+        memory.patch("v1", "Secret", "default", "unrelated-0", {"metadata": {"labels": {OWNER_A: None}}})
+        assert eventually(lambda: names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1"])

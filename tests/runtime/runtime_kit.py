@@ -90,6 +90,8 @@ class FakeKind:
     watches: tuple[FakeWatch, ...]
     api_version: str = API
     kind: str = "Widget"
+    label_scopes: tuple[tuple[str, str, str], ...] = ()
+    """(apiVersion, kind, label key): kinds watched only when an object carries the label."""
 
     @property
     def key(self) -> str:

@@ -297,3 +297,29 @@ def test_threaded_sources_feed_the_queue_and_stop() -> None:
     assert time.monotonic() - began < 2
     assert not any(i.thread is not None and i.thread.is_alive() for i in sources.informers())
     assert not any(t.name.startswith("informer") for t in threading.enumerate())
+
+
+def test_a_label_scoped_kind_is_watched_per_label_and_holds_only_labelled_objects() -> None:
+    """The rules scope Gadgets by label: one label-selected informer per key; unlabelled Gadgets are never
+    held or mapped; a Gadget that loses its label leaves the cache and still wakes its order."""
+    other = "example.io/other"
+    kind = FakeKind(watches=(FakeWatch("Widget"), FakeWatch("Gadget", mapping="labels")),
+                    label_scopes=((API, "Gadget", OWNER_LABEL), (API, "Gadget", other)))
+    cluster = memory()
+    cluster.create(obj("Gadget", "mine", labels={OWNER_LABEL: "ns.a"}))
+    cluster.create(obj("Gadget", "theirs", labels={other: "x"}))
+    for i in range(5):
+        cluster.create(obj("Gadget", f"unrelated-{i}"))
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({kind.key: kind}, queue, log=LOG)
+    sources.add_cluster("", cluster)
+    sources.pump()
+    gadgets = sorted((i.label or "", sorted(i.cached())) for i in sources.informers() if i.kind == "Gadget")
+    assert gadgets == [(OWNER_LABEL, [("ns", "mine")]), (other, [("ns", "theirs")])]
+    assert drain(queue) == [":ns/a"]
+    cluster.patch(API, "Gadget", "ns", "unrelated-0", {"spec": {"x": 1}})
+    assert sources.pump() == 0
+    cluster.patch(API, "Gadget", "ns", "mine", {"metadata": {"labels": {OWNER_LABEL: None}}})
+    assert sources.pump() == 1
+    assert drain(queue) == [":ns/a"]
+    assert not any(("ns", "mine") in i.cached() for i in sources.informers() if i.kind == "Gadget")

@@ -3,7 +3,10 @@
 Writes and watches go to the API server. Reads are answered by an informer cache per
 (kind, namespace scope), started on the first read of the kind and kept current by a watch,
 so a converged pass reads from memory; ``live=True`` reads, and reads outside the namespaces
-the cache covers, go to the server. A read right after a write waits until the watch has
+the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
+label-selected informer per label key, so objects carrying none of the keys are never held in
+memory; a get they do not answer goes to the server (the object may exist unlabelled), a list
+answers from them only when its selector requires one of the keys. A read right after a write waits until the watch has
 delivered that write (see ``store``), so the engine reads its own writes while every list
 stays a consistent snapshot a watch can resume from.
 """
@@ -17,7 +20,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +47,7 @@ from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.store import Expectation, key_of, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
-from engine.cluster.selectors import FieldSelector, parse_fields, parse_labels
+from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
 POOL_SIZE = 64
 """Connections per ApiClient: every informer holds one for its watch, requests need the rest."""
@@ -59,6 +62,12 @@ CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
 
 Scope = str | None
 """The namespace an informer covers, or None for all namespaces (and cluster-scoped kinds)."""
+
+InformerKey = tuple[str, str, Scope, str | None]
+"""(apiVersion, kind, namespace scope, label key the informer selects on or None for every object)."""
+
+LABEL_OPERATORS = frozenset({"=", "in", "exists"})
+"""Selector operators under which every matching object carries the requirement's key."""
 
 
 class KubeCluster:
@@ -107,8 +116,10 @@ class KubeCluster:
         digest = hashlib.sha256(f"{name}\0{host}".encode()).hexdigest()[:16]
         self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json", request_timeout=request_timeout)
         self._lock = threading.Lock()
-        self._informers: dict[tuple[str, str, Scope], Informer] = {}
-        self._starting: dict[tuple[str, str, Scope], threading.Lock] = {}
+        self._informers: dict[InformerKey, Informer] = {}
+        self._starting: dict[InformerKey, threading.Lock] = {}
+        self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
+        """(group, kind) -> the label keys whose objects alone are cached (``scope_by_labels``)."""
         self._stopped = False
 
     def __repr__(self) -> str:
@@ -142,15 +153,29 @@ class KubeCluster:
         with self._lock:
             return [i for i in self._informers.values() if not i.dead]
 
-    def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str) -> None:
+    def scope_by_labels(self, scopes: Mapping[tuple[str, str], Sequence[str]]) -> None:
+        """Cache the objects of these (apiVersion, kind) only when they carry one of the label keys.
+
+        Call it before the first read; an all-objects informer of such a kind already running is dropped."""
+        with self._lock:
+            self._label_scopes = {(api_version.rpartition("/")[0], kind): tuple(keys)
+                                  for (api_version, kind), keys in scopes.items() if keys}
+            stale = [key for key in self._informers if key[3] is None and self._keys_of(key[0], key[1])]
+            dropped = [self._informers.pop(key) for key in stale]
+        for informer in dropped:
+            informer.stop()
+
+    def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str,
+                    obj: Obj | None = None) -> None:
         """Cached reads of this kind wait until the cache has seen ``resource_version``.
 
         The runtime watches on its own streams; it calls this for every event before queueing
-        the orders the event wakes, so a pass never reads a cache older than what woke it."""
+        the orders the event wakes, so a pass never reads a cache older than what woke it. ``obj``
+        (the event's object) lets a label-scoped kind wait only on the caches that see that object."""
         version = version_number(resource_version)
         if version is None:
             return
-        for informer in self._covering(api_version, kind, namespace or None):
+        for informer in self._covering(api_version, kind, namespace or None, obj):
             informer.store.expect(Expectation(version=version))
 
     # -----------------------------------------------------------------------
@@ -207,6 +232,9 @@ class KubeCluster:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
         namespace = self._namespace(api_version, kind, namespace)
+        labels = () if live else self._keys_of(api_version, kind)
+        if labels:
+            return self._labelled_get(api_version, kind, namespace, name, labels)
         informer = None if live else self._informer(api_version, kind, namespace)
         if informer is None:
             return self._live_get(api_version, kind, namespace, name)
@@ -234,11 +262,41 @@ class KubeCluster:
                 field_selector = parse_fields(fields)
             except BadRequest:
                 field_selector = None  # a field this side cannot match: the server decides
-        informer = None if field_selector is None else self._informer(api_version, kind, namespace)
+        label = self._answering_label(api_version, kind, selector)
+        informer = None if field_selector is None or label == "" else self._informer(api_version, kind, namespace,
+                                                                                      label)
         if informer is None or field_selector is None:
             return self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
         items, position = informer.store.select(namespace, selector, field_selector)
         return ObjectList(items, position)
+
+    def _labelled_get(self, api_version: str, kind: str, namespace: str | None, name: str,
+                      labels: Sequence[str]) -> Obj:
+        """A get of a label-scoped kind: from the cache of a label the object carries, else from the server
+        (a miss does not mean absent: the object may exist without the labels)."""
+        for label in labels:
+            informer = self._informer(api_version, kind, namespace, label)
+            if informer is None:
+                break
+            found = informer.store.get((namespace or "", name))
+            if found is not None:
+                return found
+        return self._live_get(api_version, kind, namespace, name)
+
+    def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
+        """The label key whose cache answers a list of a label-scoped kind: one the selector requires;
+        "" when the kind is label-scoped and the selector requires none of its keys (the server answers);
+        None when the kind is not label-scoped."""
+        keys = self._keys_of(api_version, kind)
+        if not keys:
+            return None
+        for requirement in selector.requirements:
+            if requirement.key in keys and requirement.operator in LABEL_OPERATORS:
+                return requirement.key
+        return ""
+
+    def _keys_of(self, api_version: str, kind: str) -> tuple[str, ...]:
+        return self._label_scopes.get((api_version.rpartition("/")[0], kind), ())
 
     def _live_get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
         found = self._wire.call("get", api_version, kind, namespace=namespace, name=name)
@@ -338,7 +396,7 @@ class KubeCluster:
             return obj
         version = version_number(meta.get("resourceVersion"))
         if version is not None:
-            for informer in self._covering(api_version, kind, meta.get("namespace")):
+            for informer in self._covering(api_version, kind, meta.get("namespace"), obj):
                 informer.store.expect(Expectation(version=version))
         if (api_version.rpartition("/")[0], kind) == CRD:
             self._wire.forget()
@@ -349,7 +407,8 @@ class KubeCluster:
         meta = (answer.get("metadata") or {}) if isinstance(answer, dict) and answer.get("kind") != "Status" else {}
         version = version_number(meta.get("resourceVersion"))
         key = (namespace or "", name)
-        for informer in self._covering(api_version, kind, namespace):
+        for informer in self._covering(api_version, kind, namespace, {"metadata": {"namespace": namespace,
+                                                                                   "name": name}}):
             known = str(uid) if uid else informer.store.uid_at(key)
             informer.store.expect(Expectation(version=version, gone=key, uid=known))
         if (api_version.rpartition("/")[0], kind) == CRD:
@@ -397,13 +456,16 @@ class KubeCluster:
             return True, namespace
         return False, None
 
-    def _informer(self, api_version: str, kind: str, namespace: str | None) -> Informer | None:
-        """The synced informer that answers a read (started now if need be), or None to read live."""
+    def _informer(self, api_version: str, kind: str, namespace: str | None,
+                  label: str | None = None) -> Informer | None:
+        """The synced informer that answers a read (started now if need be), or None to read live.
+
+        label: the label key the informer selects on (a label-scoped kind); None: every object."""
         resource = self._wire.resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
             return None
-        key = (api_version, kind, scope)
+        key = (api_version, kind, scope, label)
         with self._lock:
             if self._stopped:
                 return None
@@ -414,7 +476,7 @@ class KubeCluster:
                 with self._lock:
                     informer = self._informers.get(key)
                 if informer is None or informer.dead:
-                    informer = self._start(api_version, kind, scope)
+                    informer = self._start(api_version, kind, scope, label)
                     if informer is None:
                         return None
         if not informer.store.settle(self._settle_timeout):
@@ -423,13 +485,16 @@ class KubeCluster:
             return None
         return informer
 
-    def _start(self, api_version: str, kind: str, scope: Scope) -> Informer | None:
+    def _start(self, api_version: str, kind: str, scope: Scope, label: str | None) -> Informer | None:
         where = f" in {scope}" if scope else ""
+        labelled = f" labelled {label}" if label else ""
+        selector = {"label_selector": label} if label else {}
         informer = Informer(
-            f"{kind}.{api_version}{where} on {self.name or 'the management cluster'}",
-            lambda: self._live_list(api_version, kind, scope),
+            f"{kind}.{api_version}{where}{labelled} on {self.name or 'the management cluster'}",
+            lambda: self._live_list(api_version, kind, scope, labels=label),
             lambda rv: self._wire.watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
-                                        strip_managed_fields=True, **({"resource_version": rv} if rv else {})),
+                                        strip_managed_fields=True, **selector,
+                                        **({"resource_version": rv} if rv else {})),
             log=self._log,
         )
         informer.start()  # the first list: its errors (NotFound for an unserved kind) are the read's
@@ -437,17 +502,23 @@ class KubeCluster:
             if self._stopped:
                 informer.stop()
                 return None
-            self._informers[(api_version, kind, scope)] = informer
+            self._informers[(api_version, kind, scope, label)] = informer
         return informer
 
-    def _covering(self, api_version: str, kind: str, namespace: str | None) -> builtins.list[Informer]:
-        """Informers whose objects include this one's: same group and kind, scope all or its namespace."""
+    def _covering(self, api_version: str, kind: str, namespace: str | None,
+                  obj: Obj | None = None) -> builtins.list[Informer]:
+        """Informers whose objects include this one's: same group and kind, scope all or its namespace, and
+        for a label-scoped informer, ``obj`` carries its label or it holds ``obj`` now (it will see it go)."""
         group = api_version.rpartition("/")[0]
+        meta = (obj or {}).get("metadata") or {}
+        labels = meta.get("labels") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         with self._lock:
             return [
-                informer for (av, k, scope), informer in self._informers.items()
+                informer for (av, k, scope, label), informer in self._informers.items()
                 if k == kind and av.rpartition("/")[0] == group and (scope is None or scope == namespace)
                 and not informer.dead
+                and (label is None or (obj is not None and (label in labels or informer.store.uid_at(key) is not None)))
             ]
 
     # -----------------------------------------------------------------------
