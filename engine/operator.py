@@ -66,7 +66,7 @@ class Options:
     kubeconfig: Path | None = None
     context: str | None = None
     max_concurrent_reconciles: int = 8
-    """Workers: a pass mostly waits on the API server, so several overlap even under the GIL (decision 0007)."""
+    """Workers: a pass mostly waits on the API server, so several overlap even under the GIL (decision 0011)."""
     clusters_namespace: str = DEFAULT_CLUSTERS_NAMESPACE
     """Where registration Secrets live; "" turns target clusters off."""
     leader_elect: bool = False
