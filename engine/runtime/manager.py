@@ -39,7 +39,7 @@ from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.runtime.controller import Controller, EventSink, default_log
 from engine.runtime.kinds import Log, OrderKind, RunPass
-from engine.runtime.queue import TokenBucket, WorkQueue
+from engine.runtime.queue import COALESCE, TokenBucket, WorkQueue
 from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
 
 DEFAULT_MAX_PASSES = 1000
@@ -216,6 +216,7 @@ class Manager(Generic[K]):
         context, so context variables it set (the secret sink) reach every pass."""
         self._threaded = True
         self.queue.rate_limiter.bucket = TokenBucket()
+        self.queue.coalesce = COALESCE
         self.controller.recover = True
         self.sources.recover = True
         self._build()

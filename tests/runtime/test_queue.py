@@ -108,6 +108,53 @@ class TestReturningFirst:
         assert queue.waiting() == [request("c"), request("d"), request("a")]
 
 
+class TestCoalescing:
+    """engine run gathers the events that follow a pass (the echoes of its own writes) into one pass."""
+
+    @pytest.fixture
+    def coalescing(self, queue: WorkQueue) -> WorkQueue:
+        queue.coalesce = 50 * MS
+        return queue
+
+    def test_events_right_after_a_pass_become_one_pass_when_the_window_closes(
+            self, coalescing: WorkQueue, clock: SimulatedClock) -> None:
+        coalescing.add(request("a"))
+        coalescing.done(coalescing.pop_ready() or request("?"))
+        for _ in range(3):  # a child created, another deleted, a third applied: three echoes
+            coalescing.add(request("a"))
+            clock.advance(10 * MS)
+        assert coalescing.pop_ready() is None
+        clock.advance(20 * MS)
+        assert coalescing.fire_due() == 1
+        assert coalescing.pop_ready() == request("a")
+        assert coalescing.pop_ready() is None
+
+    def test_an_event_during_the_pass_waits_for_the_window_too(self, coalescing: WorkQueue,
+                                                               clock: SimulatedClock) -> None:
+        coalescing.add(request("a"))
+        coalescing.pop_ready()
+        coalescing.add(request("a"))
+        coalescing.done(request("a"))
+        assert coalescing.pop_ready() is None
+        coalescing.add(request("a"))
+        clock.advance(50 * MS)
+        assert coalescing.fire_due() == 1
+        assert [coalescing.pop_ready(), coalescing.pop_ready()] == [request("a"), None]
+
+    def test_an_event_after_the_window_goes_straight_in(self, coalescing: WorkQueue, clock: SimulatedClock) -> None:
+        coalescing.add(request("a"))
+        coalescing.done(coalescing.pop_ready() or request("?"))
+        clock.advance(50 * MS)
+        coalescing.add(request("a"))
+        assert coalescing.pop_ready() == request("a")
+
+    def test_other_orders_are_not_held(self, coalescing: WorkQueue) -> None:
+        coalescing.add(request("a"))
+        coalescing.done(coalescing.pop_ready() or request("?"))
+        coalescing.add(request("b"))
+        assert coalescing.pop_ready() == request("b")
+
+
 class TestTimers:
     def test_add_after_waits_for_the_clock(self, queue: WorkQueue, clock: SimulatedClock) -> None:
         """A delayed request is not ready until the clock reaches its time."""
