@@ -171,7 +171,7 @@ class PassContext:
             return self.render(value.text, scope)
         for row in value.rows:
             if row.when is None or truthy(row.when.evaluate(scope)):
-                return row.value.evaluate(scope)
+                return row.value.evaluate(scope) if row.text is None else self.render(row.text, scope)
         return None
 
     # -- reads ---------------------------------------------------------------------------------------

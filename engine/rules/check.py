@@ -52,7 +52,8 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         need(item.sort_by, item.origin, defined | {"item"}, f"input {item.name}.sortBy")
         need(item.error, item.origin, defined | {"error"}, f"input {item.name}.error")
     for value in kind.values.values():
-        for expr in (value.query, value.text, *(r.when for r in value.rows), *(r.value for r in value.rows)):
+        for expr in (value.query, value.text, *(r.when for r in value.rows), *(r.value for r in value.rows),
+                     *(r.text for r in value.rows)):
             need(expr, value.origin, defined, f"value {value.name}")
     for gate in kind.gates:
         need(gate.when, gate.origin, defined, f"{gate.name}.when")
@@ -166,6 +167,7 @@ def _check_action(errors: list[RuleError], action: model.Action, available: set[
         need(query, action.origin, available, what)
     scope = set(available)
     for binding in action.bindings:
-        for expr in (binding.query, binding.text, *(r.when for r in binding.rows), *(r.value for r in binding.rows)):
+        for expr in (binding.query, binding.text, *(r.when for r in binding.rows), *(r.value for r in binding.rows),
+                     *(r.text for r in binding.rows)):
             need(expr, binding.origin, scope, what)
         scope.add(binding.name)

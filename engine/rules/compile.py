@@ -219,8 +219,9 @@ class Compiler:
 
     def compile_row(self, loc: Located) -> model.Row:
         row: schema.RowSpec = loc.item
+        text = self.document(loc, "text", row.text) if row.text is not None else None
         return model.Row(self.query(loc, "when", row.when), self.query(loc, "value", row.value) or _NULL,
-                         self.position(loc))
+                         self.position(loc), text)
 
     def compile_outcome(self, loc: Located, spec: Any, when: str | None = None) -> model.Outcome:
         """An outcome from any spec with reason, message and requeue (outcomes, waits, refusals)."""

@@ -78,6 +78,8 @@ class Row:
     when: Query | None
     value: Query
     origin: Position
+    text: Text | None = None
+    """The row's value as a rendered text (then ``value`` is unused)."""
 
 
 @dataclass(frozen=True)

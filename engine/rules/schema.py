@@ -127,10 +127,17 @@ class InputSpec(Spec):
 
 
 class RowSpec(Spec):
-    """One row of a decision table: the first row whose `when` holds gives the value."""
+    """One row of a decision table: the first row whose `when` holds gives the value (a query, or a text)."""
 
     when: Query | None = None
-    value: Query
+    value: Query | None = None
+    text: Text | None = Field(None, description="Jinja text rendered with the pass's values (a URL, a document).")
+
+    @model_validator(mode="after")
+    def _one_value(self) -> RowSpec:
+        if (self.value is None) == (self.text is None):
+            raise ValueError("a row has exactly one of value or text")
+        return self
 
 
 class TextValueSpec(Spec):

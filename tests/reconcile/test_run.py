@@ -405,3 +405,17 @@ def test_a_rendered_reason_that_is_not_declared_fails_the_step(world: Callable[[
     assert "widget.yaml:" in str(result.error) and "'Nope', which is not declared in conditions.reasons" in str(
         result.error)
     assert w.conditions()["BuiltReady"][1] != "Nope"
+
+
+def test_a_decision_row_may_give_a_text(rules_dir: Callable[..., Path]) -> None:
+    """A row's `text:` renders like a text value when its `when` holds; a `value:` row still reads a query."""
+    table = ("  address:\n    - when: \"size == `2`\"\n"
+             "      text: \"http://{{ order.metadata.name }}-{{ size }}.svc/v3\"\n"
+             "    - value: \"'none'\"\n")
+    rule = GATED.add_after("values:\n", table)
+    template = PART.add_after("  size: {{ size | string | tojson }}\n", "  address: {{ address | tojson }}\n")
+    w = World(next(iter(load_catalog(rules_dir(rule, template=template)).values())))
+    w.order(size=2)
+    w.run()
+    w.run()
+    assert w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"]["address"] == "http://w-2.svc/v3"

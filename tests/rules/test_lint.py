@@ -195,3 +195,11 @@ def test_text_values_and_rendered_reasons_are_checked(rules_dir: Callable[..., P
     """A text value's names and syntax are checked like any text; only actions' verdicts may render a reason."""
     found = lines(rules_dir(rule))
     assert any(expected in line for line in found), found
+
+
+def test_a_row_gives_exactly_one_of_value_or_text(rules_dir: Callable[..., Path]) -> None:
+    """A decision row with both a value and a text (or neither) is a rule error at the row."""
+    table = "  x:\n    - {when: \"size\", value: \"'a'\", text: b}\n    - {value: \"'c'\"}\n"
+    rule = WIDGET.add_after("values:\n", table)
+    found = lines(rules_dir(rule))
+    assert any("widget.yaml:18:7" in line and "exactly one of value or text" in line for line in found), found
