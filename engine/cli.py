@@ -47,6 +47,26 @@ def build_parser() -> argparse.ArgumentParser:
                            "default: crds/ beside the rules folder, else deploy/crds/ beside it)")
     lint.set_defaults(handler=_lint)
 
+    rbac = subparsers.add_parser(
+        "rbac",
+        help="print the RBAC the rule files need (ServiceAccount, ClusterRole, the Lease's Role)",
+        description="Derive, verb by verb, the rights the rule files need (what inputs read, what actions and "
+        "teardown write, the orders, their status and finalizers) plus the runtime's own (the Lease, Events, "
+        "registration Secrets) and print them as manifests, each verb commented with what needs it. "
+        "Exit status: 0 printed, 1 the rules do not compile or name a kind whose resource is unknown.",
+    )
+    rbac.add_argument("--rules", type=Path, default=Path("rules"), help="rule files folder (default: rules/)")
+    rbac.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules)")
+    rbac.add_argument("--crds", type=Path, action="append",
+                      help="CRD folder or file naming the plurals of the kinds the rules use (repeatable; "
+                           "default: deploy/crds/)")
+    rbac.add_argument("--namespace", default="c5c3-system", help="the operator's namespace: its ServiceAccount "
+                      "and Lease (default: c5c3-system)")
+    rbac.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
+                      help="namespace of the registration Secrets (default: c5c3-clusters; empty: no Role)")
+    rbac.add_argument("--name", default="c5c3-operator", help="ServiceAccount and role name (default: c5c3-operator)")
+    rbac.set_defaults(handler=_rbac)
+
     schema = subparsers.add_parser("schema", help="print the rule-file JSON Schema (for editors)")
     schema.set_defaults(handler=_schema)
 
@@ -159,6 +179,32 @@ def _lint(args: argparse.Namespace) -> int:
     if errors:
         print(f"{len(errors)} error(s)", file=sys.stderr)
         return 1
+    return 0
+
+
+def _rbac(args: argparse.Namespace) -> int:
+    from engine.rules.catalog import load_catalog
+    from engine.rules.errors import RuleErrors
+    from engine.rules.rbac import RbacError, crd_plurals, kind_rights
+    from engine.rules.rbac_manifest import Identity, render
+
+    crds = list(args.crds or [Path("deploy/crds")])
+    for path in (args.rules, *crds):
+        if not path.exists():
+            print(f"engine rbac: {path}: no such file or folder (see --rules, --crds)", file=sys.stderr)
+            return 1
+    try:
+        catalog = load_catalog(args.rules, templates_dir=args.templates)
+        rights = kind_rights(catalog.values(), crd_plurals(crds))
+    except RuleErrors as err:
+        for error in err.errors:
+            print(error, file=sys.stderr)
+        return 1
+    except RbacError as err:
+        print(f"engine rbac: {err}", file=sys.stderr)
+        return 1
+    who = Identity(name=args.name, namespace=args.namespace, clusters_namespace=args.clusters_namespace)
+    print(render(rights, who, f"{args.rules.as_posix().rstrip('/')}/"), end="")
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,26 +10,17 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cli import build_parser
+from engine.cli import build_parser, main
 from engine.rules.catalog import load_catalog
+from engine.rules.rbac import crd_plurals, kind_rights
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy" / "operator"
-CORE_PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "Namespace": "namespaces", "Lease": "leases"}
 
 
 def documents(folder: Path) -> Iterator[dict[str, Any]]:
     for path in sorted(folder.glob("*.yaml")):
         yield from (d for d in yaml.safe_load_all(path.read_text()) if d)
-
-
-def plurals() -> dict[tuple[str, str], str]:
-    """(group, kind) -> plural, from our CRDs and the external kinds' stand-ins."""
-    found = {("", kind): plural for kind, plural in CORE_PLURALS.items()}
-    for folder in (ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external"):
-        for crd in documents(folder):
-            found[(crd["spec"]["group"], crd["spec"]["names"]["kind"])] = crd["spec"]["names"]["plural"]
-    return found
 
 
 def granted() -> dict[tuple[str, str], set[str]]:
@@ -51,62 +43,63 @@ def test_deployment_arguments_are_engine_run_flags() -> None:
     assert parsed.leader_elect is True
 
 
-TEMPLATED_KINDS: dict[str, tuple[str, ...]] = {
-    "{{ storeKind }}": ("SecretStore", "ClusterSecretStore"),
-}
-"""The kinds a templated `kind:` of an input can render to (rules/common/order.yaml's storeKind, whose other
-values the rules refuse before reading), so the RBAC check covers them too."""
+def rights(rules: Path = ROOT / "rules") -> dict[tuple[str, str], set[str]]:
+    """(group, resource) -> verbs `engine rbac` derives from ``rules``."""
+    derived = kind_rights(load_catalog(rules).values(), crd_plurals([ROOT / "deploy" / "crds"]))
+    return {key: set(grant.reasons) for key, grant in derived.grants.items()}
 
 
-def kinds_of(kind: Any) -> tuple[str, ...]:
-    """The kinds an input's `kind:` names: itself when constant, else its entry in TEMPLATED_KINDS."""
-    if kind.is_constant:
-        return (kind.source,)
-    assert kind.source in TEMPLATED_KINDS, f"templated kind {kind.source!r}: list the kinds it renders to"
-    return TEMPLATED_KINDS[kind.source]
+def test_rbac_manifest_is_the_output_of_engine_rbac(capsys: pytest.CaptureFixture[str]) -> None:
+    """deploy/operator/rbac.yaml is what `engine rbac` prints now: a rule change that needs a new right fails here."""
+    assert main(["rbac", "--rules", str(ROOT / "rules"), "--crds", str(ROOT / "deploy" / "crds")]) == 0
+    printed = capsys.readouterr().out.replace(f"{ROOT / 'rules'}/", "rules/")
+    assert printed == (DEPLOY / "rbac.yaml").read_text(), "stale: run `engine rbac > deploy/operator/rbac.yaml`"
 
 
-def uncovered(verbs: dict[tuple[str, str], set[str]]) -> list[str]:
-    """What the rules read or write that the granted verbs do not cover."""
-    names = plurals()
-    missing: list[str] = []
-
-    def need(api_version: str, kind: str, wanted: set[str]) -> None:
-        group = api_version.rpartition("/")[0]
-        plural = names.get((group, kind))
-        if plural is None:
-            missing.append(f"{kind}.{api_version}: no CRD names its plural")
-            return
-        lacking = wanted - verbs.get((group, plural), set())
-        if lacking:
-            missing.append(f"{plural}.{group or 'core'}: {sorted(lacking)}")
-
-    for kind in load_catalog(ROOT / "rules").values():
-        need(kind.api_version, kind.kind, {"get", "list", "watch", "update", "patch"})
-        for watch in kind.watches:
-            need(watch.api_version, watch.kind, {"get", "list", "watch"})
-        for item in kind.inputs.values():
-            if item.verb == "served":
-                continue
-            assert item.api_version.is_constant, f"templated apiVersion {item.api_version.source!r}"
-            for input_kind in kinds_of(item.kind):
-                need(item.api_version.source, input_kind, {"get", "list", "watch"})
-        for action in kind.teardown.actions:
-            if action.op in ("patch", "delete"):
-                need(action.api_version, action.kind, {"get", "list", "watch", "create", "patch", "delete"})
-    return missing
+def test_rbac_grants_verb_by_verb_what_the_rules_do() -> None:
+    """Reads for inputs, create/patch for applied templates, delete for teardown; no update on Secrets."""
+    verbs = granted()
+    assert verbs[("", "secrets")] == {"get", "list", "watch", "create", "patch", "delete"}
+    assert verbs[("c5c3.io", "controlplanes")] == {"get", "list", "watch"}
+    assert verbs[("c5c3.io", "keystoneusers/finalizers")] == {"update"}
+    assert verbs[("openstack.k-orc.cloud", "users/status")] == {"patch"}
+    assert verbs[("external-secrets.io", "secretstores")] == {"get", "list", "watch"}
+    assert verbs[("external-secrets.io", "clustersecretstores")] == {"get", "list", "watch"}
+    assert verbs[("events.k8s.io", "events")] == {"create", "patch"}
 
 
-def test_rbac_covers_every_kind_the_rules_read_and_write() -> None:
-    """Reads (get/list/watch) for every kind read or watched; writes for every kind swept or delivered."""
-    assert uncovered(granted()) == []
+def test_rbac_follows_the_rule_files(tmp_path: Path) -> None:
+    """A rule file that stops applying a template loses the write verbs that template needed."""
+    rules = tmp_path / "rules"
+    shutil.copytree(ROOT / "rules", rules)
+    shutil.copytree(ROOT / "templates", tmp_path / "templates")
+    before = rights(rules)
+    text = (rules / "rabbitmqvhost.yaml").read_text()
+    (rules / "rabbitmqvhost.yaml").unlink()
+    assert "RabbitmqCluster" in text
+    after = rights(rules)
+    assert ("rabbitmq.com", "vhosts") in before
+    assert ("rabbitmq.com", "vhosts") not in after
+    assert ("rabbitmq.com", "rabbitmqclusters") not in after
 
 
-@pytest.mark.parametrize("plural", ["secretstores", "clustersecretstores"])
-def test_rbac_check_sees_the_kinds_a_templated_input_reads(plural: str) -> None:
-    """Without the rights to read a store kind that `kind: "{{ storeKind }}"` can name, the check fails."""
-    verbs = {key: set(v) for key, v in granted().items() if key != ("external-secrets.io", plural)}
-    assert uncovered(verbs) == [f"{plural}.external-secrets.io: ['get', 'list', 'watch']"] * 2
+def test_registration_secrets_and_the_lease_are_namespaced_roles() -> None:
+    """The runtime's own rights stay in their namespaces: the Lease and the registration Secrets."""
+    roles = {d["metadata"]["name"]: d for d in documents(DEPLOY) if d["kind"] == "Role"}
+    lease = roles["c5c3-operator-leader-election"]
+    assert lease["metadata"]["namespace"] == "c5c3-system"
+    assert lease["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                               "verbs": ["create", "get", "update"]}]
+    registrations = roles["c5c3-operator-registrations"]
+    assert registrations["metadata"]["namespace"] == "c5c3-clusters"
+    assert registrations["rules"][0]["resources"] == ["secrets"]
+
+
+def test_engine_rbac_names_a_missing_rules_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder is one line naming the path and the flag, not a traceback."""
+    assert main(["rbac", "--rules", str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"engine rbac: {tmp_path / 'nope'}: no such file or folder (see --rules, --crds)"
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Role"])
