@@ -94,7 +94,8 @@ def crd_plurals(folders: Iterable[Path]) -> dict[tuple[str, str], str]:
 
 
 def _where(kind: CompiledKind, origin: Any) -> str:
-    return f"{Path(str(origin.file)).name}:{origin.line}" if origin is not None else kind.name
+    """The rule file that needs a right (no line: an edit elsewhere in the file leaves the manifest current)."""
+    return Path(str(origin.file)).name if origin is not None else kind.name
 
 
 def template_address(source: str, path: str) -> tuple[str, str]:
