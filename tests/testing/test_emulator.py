@@ -392,6 +392,22 @@ class TestWatch:
         seen = events(dc, widgets, namespace="ns", timeout=1)
         assert [(t, n) for t, n, _ in seen] == [("ADDED", "a"), ("ADDED", "b")]
 
+    def test_a_finished_watch_says_its_connection_closes(self, emulator: Emulator) -> None:
+        """A watch's connection ends with it, and the answer says so up front: a client that pooled it
+        would send its next request into a socket the server is closing (RemoteDisconnected)."""
+        host, port = emulator.url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            conn.request("GET", "/api/v1/namespaces/ns/configmaps?watch=true&timeoutSeconds=1")
+            watch_answer = conn.getresponse()
+            watch_answer.read()
+            assert watch_answer.getheader("Connection") == "close"
+            assert watch_answer.will_close
+            conn.request("GET", "/api/v1/namespaces/ns/configmaps")  # a fresh connection, not the closed one
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
+
     def test_watch_sees_live_changes(self, dc: dynamic.DynamicClient, widgets: Any) -> None:
         """A change made while the watch is open arrives on it."""
         rv = widgets.get(namespace="ns").metadata.resourceVersion

@@ -227,6 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
+        # The connection ends with the stream: said up front, so a client never puts it back in its
+        # pool and sends its next request into a socket this side is closing (RemoteDisconnected).
+        self.send_header("Connection", "close")
         self.end_headers()
         self._streaming = True
         self.close_connection = True
