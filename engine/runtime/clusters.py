@@ -35,6 +35,7 @@ from typing import Protocol, runtime_checkable
 
 from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
 from engine.cluster.kubeconfig import KubeconfigRefused
+from engine.cluster.retry import Backoff
 from engine.metrics import Metrics
 from engine.runtime.kinds import Log
 
@@ -45,7 +46,6 @@ DEFAULT_CLUSTERS_NAMESPACE = "c5c3-clusters"
 SELECTOR = f"{REGISTRATION_LABEL}=true"
 
 WATCH_TIMEOUT = 300.0
-RETRY_MAX = 30.0
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,9 @@ class Registrations:
     # -- threaded ---------------------------------------------------------------
 
     def run(self, stop: threading.Event, *, watch_timeout: float = WATCH_TIMEOUT) -> None:
-        """List, then watch from where the list left off, until ``stop`` is set; re-list on Gone."""
-        failures = 0
+        """List, then watch from where the list left off, until ``stop`` is set; re-list on Gone (at once the
+        first time in a row, then backing off)."""
+        backoff = Backoff()
         listed = False
         while not (stop.is_set() or self._stopped):
             try:
@@ -219,15 +220,19 @@ class Registrations:
                     if stop.is_set() or self._stopped:
                         break
                     self._event(event)
-                failures = 0
+                backoff.reset()
             except Gone:
                 listed = False
+                delay = backoff.after_gone()
+                if delay:
+                    self._log.warning("watching registration Secrets in %r: Gone (410) %d times in a row; "
+                                      "listing again in %.1fs", self.namespace, backoff.streak, delay)
+                    stop.wait(delay)
             except Exception as exc:  # the registration watch must outlive any one failure
                 if self._stopped:
                     return
                 listed = False
-                failures += 1
-                delay = min(RETRY_MAX, 0.5 * 2 ** min(failures, 8))
+                delay = backoff.after_failure()
                 self._log.warning("watching registration Secrets in %r failed: %s; retrying in %.1fs",
                                   self.namespace, exc, delay)
                 stop.wait(delay)

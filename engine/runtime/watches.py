@@ -20,6 +20,9 @@ A kind the cluster does not serve is skipped and checked again later (every pump
 in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
 appears is watched without a restart. A Gone (410) re-lists; the re-list is
 compared with the cache, so objects that vanished meanwhile still map as deletes.
+In threaded mode retries are bounded (``engine.cluster.retry``): only the first Gone
+of a streak re-lists at once, further failures back off with jitter, and warnings
+about one cluster are written at most once a minute.
 
 Deterministic mode: ``Sources.pump()`` drains every informer with a non-blocking
 watch (timeout 0). Threaded mode: ``Sources.start()`` runs one thread per
@@ -35,6 +38,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
+from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.runtime.kinds import Catalog, Log, OrderKind, Watch, label_scopes
@@ -49,8 +53,6 @@ WATCH_TIMEOUT = 300.0
 RECHECK_INTERVAL = 30.0
 """Threaded mode: seconds between checks whether an unserved kind is served now."""
 
-RETRY_MAX = 30.0
-"""Threaded mode: the longest wait after a failed list or watch before trying again."""
 
 
 def _key(obj: Obj) -> Key:
@@ -167,7 +169,7 @@ class Informer:
 
     def run(self, *, watch_timeout: float, recheck: float) -> None:
         """The informer thread's loop, until ``stop`` is set."""
-        failures = 0
+        backoff = Backoff()
         while not self.stop.is_set():
             try:
                 if not self.listed:
@@ -176,17 +178,28 @@ class Informer:
                         continue
                     self._list()
                 self._drain(self._open(timeout=watch_timeout))
-                failures = 0
+                backoff.reset()
             except Gone:
                 self.listed = False
+                delay = backoff.after_gone()
+                if delay:
+                    self._warn(f"the watch answered Gone (410) {backoff.streak} times in a row; "
+                               f"listing again in {delay:.1f}s")
+                    self.stop.wait(delay)
             except NotFound:
                 self.listed = False
                 self.stop.wait(recheck)
             except Exception as exc:  # an informer thread must outlive any one failure
-                failures += 1
-                delay = min(RETRY_MAX, 0.5 * 2 ** min(failures, 8))
-                self._sources.log.warning("%r: %s; retrying in %.1fs", self, exc, delay)
+                delay = backoff.after_failure()
+                self._warn(f"{exc}; retrying in {delay:.1f}s")
                 self.stop.wait(delay)
+
+    def _warn(self, text: str) -> None:
+        """A warning about this informer's cluster, unless one was written for it within the minute."""
+        held = self._sources.warnings.allow(self.cluster_name)
+        if held is not None:
+            self._sources.log.warning("%r: %s%s", self, text, WarningLimiter.suffix(held),
+                                      extra={"cluster": self.cluster_name})
 
     # -- shared ---------------------------------------------------------------
 
@@ -287,13 +300,15 @@ class Sources:
     """Every informer of every engaged cluster, the order index, and the queue they feed."""
 
     def __init__(self, catalog: Catalog, queue: WorkQueue, *, log: Log, recover: bool = False,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, warnings: WarningLimiter | None = None) -> None:
         """recover=True: a watch mapper that raises for any other reason than an expression failing on
-        the object's data is logged and skipped (threaded mode); False: it propagates (a bug)."""
+        the object's data is logged and skipped (threaded mode); False: it propagates (a bug).
+        warnings: at most one warning per cluster a minute (default: the process's limiter)."""
         self._catalog = catalog
         self._queue = queue
         self.log = log
         self._metrics = metrics
+        self.warnings = warnings if warnings is not None else CLUSTER_WARNINGS
         self.recover = recover
         self.lock = threading.RLock()
         self.index = OrderIndex()

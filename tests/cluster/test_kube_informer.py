@@ -14,6 +14,7 @@ from engine.cluster.kube import informer as informer_module
 from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.store import Expectation, Store
 from engine.cluster.kube.wire import ResumingStream, WatchStream
+from engine.cluster.retry import Backoff, WarningLimiter
 from engine.cluster.selectors import parse_fields, parse_labels
 
 LOG = logging.getLogger(__name__)
@@ -229,7 +230,7 @@ class TestInformerLoop:
 
     def test_failures_are_retried(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Any other failure is retried after a pause, from the same resourceVersion, keeping the store."""
-        monkeypatch.setattr(informer_module, "RETRY_MIN", 0.001)
+        monkeypatch.setattr(informer_module, "Backoff", lambda: Backoff(minimum=0.001, maximum=0.001))
         server = FakeServer([ObjectList([obj("a", 1)], "1")])
         server.streams = [ServerError("connection refused"), ServerError("connection refused")]
         informer = start(server)
@@ -239,6 +240,39 @@ class TestInformerLoop:
             assert select(informer.store) == ["ns/a"]
         finally:
             informer.stop()
+
+    def test_a_permanent_gone_backs_off(self) -> None:
+        """Gone on every watch: one re-list at once, then waits doubling with jitter; never more than about
+        one request per second waited (the waits are simulated: the stop event's wait takes no time)."""
+        samples: list[tuple[int, float]] = []
+
+        class AlwaysGone(FakeServer):
+            def watch(self, rv: str) -> Iterator[WatchEvent]:
+                self.watch_calls.append(rv)
+                if len(self.watch_calls) > 1000:
+                    informer.stop(wait=0)
+                raise Gone("too old resource version")
+
+        class SimulatedStop(threading.Event):
+            now = 0.0
+
+            def wait(self, timeout: float | None = None) -> bool:
+                self.now += timeout or 0.0
+                samples.append((server.list_calls + len(server.watch_calls), self.now))
+                if self.now >= 300:
+                    self.set()
+                return self.is_set()
+
+        server = AlwaysGone([ObjectList([], "1")])
+        informer = Informer("fake", server.list, server.watch, log=LOG, cluster="edge-1",
+                            warnings=WarningLimiter(clock=lambda: 0.0))
+        stop = informer._stop = SimulatedStop()
+        informer.start()
+        assert informer._thread is not None
+        informer._thread.join(10)
+        assert stop.now >= 300, f"{len(server.watch_calls)} watches and {stop.now:.0f}s waited"
+        assert all(made <= waited + 6 for made, waited in samples), samples
+        assert server.list_calls >= 5
 
     def test_kind_gone_ends_the_informer(self) -> None:
         """NotFound from the watch means the kind is no longer served: the informer ends, dead."""

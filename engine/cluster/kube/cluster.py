@@ -495,7 +495,7 @@ class KubeCluster:
             lambda rv: self._wire.watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
                                         strip_managed_fields=True, **selector,
                                         **({"resource_version": rv} if rv else {})),
-            log=self._log,
+            log=self._log, cluster=self.name,
         )
         informer.start()  # the first list: its errors (NotFound for an unserved kind) are the read's
         with self._lock:

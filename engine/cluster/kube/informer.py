@@ -2,10 +2,11 @@
 
 The DynamicClient's own watch neither tracks the resourceVersion nor reconnects (see the
 library notes), so this loop does: it resumes from the last resourceVersion seen (bookmarks
-included) whenever the server ends a stream, re-lists on Gone (410), and backs off on any
-other failure while the store keeps answering from what it has. When the kind stops being
-served (NotFound), the informer ends and says so (``dead``); its owner starts a new one on
-the next read.
+included) whenever the server ends a stream, re-lists on Gone (410) (at once the first time in
+a row, then backing off: ``engine.cluster.retry``), and backs off on any other failure while
+the store keeps answering from what it has; its warnings share the per-cluster limit. When
+the kind stops being served (NotFound), the informer ends and says so (``dead``); its owner
+starts a new one on the next read.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from collections.abc import Callable, Iterator
 
 from engine.cluster.api import Gone, NotFound, ObjectList, WatchEvent
 from engine.cluster.kube.store import Store, rv_of
-
-RETRY_MIN = 0.5
-RETRY_MAX = 30.0
-"""Seconds between attempts after a failed list or watch: doubling from RETRY_MIN up to RETRY_MAX."""
+from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 
 Lister = Callable[[], ObjectList]
 Watcher = Callable[[str], Iterator[WatchEvent]]
@@ -29,8 +27,12 @@ Watcher = Callable[[str], Iterator[WatchEvent]]
 class Informer:
     """One kind in one namespace scope on one cluster."""
 
-    def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger) -> None:
+    def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger, cluster: str = "",
+                 warnings: WarningLimiter | None = None) -> None:
+        """cluster: the name its warnings are limited by (one a minute per cluster)."""
         self.name = name
+        self.cluster = cluster
+        self._warnings = warnings if warnings is not None else CLUSTER_WARNINGS
         self.store = Store()
         self._list = list_all
         self._watch = watch_from
@@ -74,7 +76,7 @@ class Informer:
         self.store.replace(answer.items, answer.resource_version)
 
     def _run(self) -> None:
-        failures = 0
+        backoff = Backoff()
         need_list = False
         while not self._stop.is_set():
             try:
@@ -83,10 +85,16 @@ class Informer:
                     self.relists += 1
                     need_list = False
                 self._follow()
-                failures = 0
+                backoff.reset()
             except Gone:
-                self._log.info("%r: resourceVersion expired, listing again", self)
                 need_list = True
+                delay = backoff.after_gone()
+                if not delay:
+                    self._log.info("%r: resourceVersion expired, listing again", self)
+                else:
+                    self._warn(f"the watch answered Gone (410) {backoff.streak} times in a row; "
+                               f"listing again in {delay:.1f}s")
+                    self._stop.wait(delay)
             except NotFound:
                 if self._stop.is_set():
                     break
@@ -96,11 +104,15 @@ class Informer:
             except Exception as exc:  # the thread must outlive any one failure
                 if self._stop.is_set():
                     break
-                failures += 1
-                delay = min(RETRY_MAX, RETRY_MIN * 2 ** min(failures - 1, 8))
-                self._log.warning("%r: %s; trying again in %.1fs", self, exc, delay)
+                delay = backoff.after_failure()
+                self._warn(f"{exc}; trying again in {delay:.1f}s")
                 self._stop.wait(delay)
         self.dead = True
+
+    def _warn(self, text: str) -> None:
+        held = self._warnings.allow(self.cluster)
+        if held is not None:
+            self._log.warning("%r: %s%s", self, text, WarningLimiter.suffix(held))
 
     def _follow(self) -> None:
         """One watch from the store's position to its end, every event into the store."""

@@ -1,0 +1,91 @@
+"""Bounded retries for the loops that run for ever (watches): how long to wait, and how often to say so.
+
+A watch that kept answering Gone (410) used to re-list at once, in a loop (310 requests/s), and
+a cluster that could not be reached filled the log (360 lines a minute for eight clusters). The
+rules, shared by every informer and the registration watch:
+
+- ``Backoff``: the first Gone of a streak re-lists at once (a resourceVersion expiring is
+  normal); each further failure in a row, Gone or any other, waits RETRY_MIN doubling up to
+  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A watch that
+  ends normally ends the streak. So a watch that always fails costs at most about one request a
+  second (a list and a watch per wait of at least a second), soon one per RETRY_MAX / 2.
+- ``WarningLimiter``: at most one warning per cluster per minute; the next one says how many
+  were held back.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+
+RETRY_MIN = 1.0
+RETRY_MAX = 30.0
+JITTER = 0.5
+"""A wait is its nominal length times 1 to 1 + JITTER: never shorter, so the bound holds."""
+
+WARNING_PERIOD = 60.0
+
+
+class Backoff:
+    """The waits of one loop, from its current streak of failures."""
+
+    def __init__(self, *, minimum: float = RETRY_MIN, maximum: float = RETRY_MAX, jitter: float = JITTER,
+                 rand: Callable[[], float] = random.random) -> None:
+        self._minimum = minimum
+        self._maximum = maximum
+        self._jitter = jitter
+        self._rand = rand
+        self.streak = 0
+        """Failures in a row since the last watch that ended normally."""
+
+    def after_gone(self) -> float:
+        """Seconds to wait before listing again after a Gone: none the first time in a streak."""
+        self.streak += 1
+        return 0.0 if self.streak == 1 else self._delay(self.streak - 1)
+
+    def after_failure(self) -> float:
+        """Seconds to wait after any other failure."""
+        self.streak += 1
+        return self._delay(self.streak)
+
+    def reset(self) -> None:
+        """A watch ended normally: the next Gone re-lists at once again."""
+        self.streak = 0
+
+    def _delay(self, n: int) -> float:
+        nominal = min(self._maximum, self._minimum * 2.0 ** min(n - 1, 16))
+        return nominal * (1.0 + self._jitter * self._rand())
+
+
+class WarningLimiter:
+    """At most one warning per key (a cluster's name) per ``period`` seconds."""
+
+    def __init__(self, *, period: float = WARNING_PERIOD, clock: Callable[[], float] = time.monotonic) -> None:
+        self._period = period
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def allow(self, key: str) -> int | None:
+        """None: hold this warning back. Else the warning may be written; the number is how many were
+        held back since the last one."""
+        now = self._clock()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self._period:
+                self._held[key] = self._held.get(key, 0) + 1
+                return None
+            self._last[key] = now
+            return self._held.pop(key, 0)
+
+    @staticmethod
+    def suffix(held: int) -> str:
+        """What to append to the warning that is written."""
+        return f" ({held} more like it in the last minute not shown)" if held else ""
+
+
+CLUSTER_WARNINGS = WarningLimiter()
+"""The process's limiter, shared by every layer that warns about one cluster (its informers, its cache)."""
