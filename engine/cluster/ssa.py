@@ -107,6 +107,29 @@ def record_update(old: Obj | None, new: Obj, manager: str, *, now: str,
     return result
 
 
+def drops_owned(live: Obj, applied: Obj, manager: str, *, subresource: str | None = None) -> bool:
+    """Whether applying ``applied`` would drop a field ``manager`` owns from its last apply.
+
+    Such an apply changes the object (SSA removes the dropped field unless another manager owns
+    it too) even when the live object already holds every applied field. Paths are compared up
+    to the first list item, so a list whose item keys the schema declares counts as the list.
+    """
+    entry = _read_entries(live).get((manager, "Apply", subresource))
+    if entry is None or not entry.fields:
+        return False
+    config = _config(applied, subresource)
+    wanted = {_up_to_list(p) for p in _nodes(config, GRANULAR_LISTS)}
+    return any(_up_to_list(path) not in wanted for path in entry.fields)
+
+
+def _up_to_list(path: Path) -> Path:
+    """``path`` cut before its first list-item token (``k:``/``v:``/``i:``)."""
+    for i, token in enumerate(path):
+        if not token.startswith("f:"):
+            return path[:i]
+    return path
+
+
 def strip_managed_fields(obj: Obj) -> Obj:
     """A copy of obj without metadata.managedFields, for comparing objects by content."""
     out = copy.deepcopy(obj)

@@ -3,7 +3,8 @@
 Write verbs (docs/rules.md lists them): ``apply`` is Server-Side Apply (forced, the kind's
 field manager), ``ensure`` is create, ``patch`` is a JSON merge patch, ``delete`` is delete.
 An apply or patch that would not change the live object is not sent, so a converged pass
-writes nothing.
+writes nothing; an apply that would drop a field the kind's field manager owns from its last
+apply (a key no longer rendered) is sent, and SSA removes that field.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.cluster import ssa
 from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
 from engine.cluster.patches import merge_patch
 from engine.expr.functions import address_only, remember_secrets
 from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
-from engine.rules.model import Action, Outcome
+from engine.rules.model import Action, ClusterScope, Outcome
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def _address(obj: Obj) -> tuple[str, str, str | None, str]:
     return obj["apiVersion"], obj["kind"], meta.get("namespace") or None, meta["name"]
 
 
-def _live(ctx: PassContext, cluster_scope: str, obj: Obj) -> Obj | None:
+def _live(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> Obj | None:
     try:
         return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj)))
     except NotFound:
@@ -98,7 +100,8 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
             return stop(ctx, action.foreign)
         _refuse_foreign(ctx, live)
     want = {"status": rendered.get("status") or {}} if action.status_subresource else rendered
-    if live is not None and contains(live, want):
+    if live is not None and contains(live, want) and not ssa.drops_owned(
+            live, rendered, ctx.kind.field_manager, subresource="status" if action.status_subresource else None):
         result = live
     else:
         result = remember_secrets(ctx.cluster_for(action.cluster).apply(

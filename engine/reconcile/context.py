@@ -15,14 +15,14 @@ from typing import Any
 
 from engine.clock import Clock, format_time
 from engine.cluster.api import ApiError, Cluster, NotFound, Obj
-from engine.cluster.registry import ClusterSet
+from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.errors import ExprError, PassThrough
-from engine.expr.functions import remember_secrets
+from engine.expr.functions import FUNCTIONS, remember_secrets
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.reconcile.conditions import ConditionMarker
-from engine.rules.model import CompiledKind, Input, Requeue, Value
+from engine.rules.model import ClusterScope, CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
 
@@ -34,6 +34,12 @@ class ReadError(PassThrough):
         super().__init__(text)
         self.text = text
         self.cause = cause
+
+
+class ClusterUnavailable(ApiError):
+    """An action or input names a cluster that is not registered (or whose registration is unusable)."""
+
+    code, reason = 503, "ClusterUnavailable"
 
 
 class RuleRuntimeError(PassThrough):
@@ -96,6 +102,7 @@ class PassContext:
         base = {
             "order": order, "cluster": request.cluster, "now": format_time(self.now),
             "status": self.before_status, "conditions": {}, "steps": {},
+            "clusters": clusters.names(),
         }
         self.scope = Scope(base, self._resolve, self._knows)
         self.refresh_progress()
@@ -176,8 +183,18 @@ class PassContext:
 
     # -- reads ---------------------------------------------------------------------------------------
 
-    def cluster_for(self, scope: str) -> Cluster:
-        return self.management if scope == "management" else self.order_cluster
+    def cluster_for(self, scope: ClusterScope) -> Cluster:
+        """The cluster an action or input names; ClusterUnavailable when a named one is not registered."""
+        if scope == "management":
+            return self.management
+        if scope == "order":
+            return self.order_cluster
+        assert isinstance(scope, Text)
+        name = self.render(scope)
+        try:
+            return self.clusters.resolve(name)
+        except ClusterNotFound:
+            raise ClusterUnavailable(f"cluster {go_quote(name)} is not registered") from None
 
     def is_child(self, obj: Obj) -> bool:
         """The order's child: all three ownership labels match AND the name carries the prefix."""
@@ -193,10 +210,10 @@ class PassContext:
         kind = self.render(spec.kind)
         namespace = self.render(spec.namespace) if spec.namespace is not None else None
         name = self.render(spec.object_name) if spec.object_name is not None else None
-        cluster = self.cluster_for(spec.cluster)
-        if spec.verb == "served":
-            return cluster.serves(api_version, kind)
         try:
+            cluster = self.cluster_for(spec.cluster)
+            if spec.verb == "served":
+                return cluster.serves(api_version, kind)
             if spec.verb == "get":
                 assert name is not None
                 try:
@@ -229,6 +246,10 @@ class PassContext:
             sort_query = spec.sort_by
             items.sort(key=lambda item: sort_key(sort_query.evaluate(self.scope.child(item=item))))
         return items
+
+
+def go_quote(text: str) -> str:
+    return str(FUNCTIONS["go_quote"].impl(text))
 
 
 def prepared(scope: Scope, names: frozenset[str]) -> Scope:
@@ -273,6 +294,7 @@ def walk_objects(value: Any) -> Iterator[Obj]:
 
 
 __all__ = [
-    "ExprError", "PassContext", "ReadError", "RuleRuntimeError", "Scope", "as_delta", "requeue_seconds", "sort_key",
+    "ClusterUnavailable", "ExprError", "PassContext",
+    "ReadError", "RuleRuntimeError", "Scope", "as_delta", "requeue_seconds", "sort_key",
     "truthy", "walk_objects",
 ]

@@ -90,7 +90,9 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
             continue
         message = ctx.render(gate.outcome.message)
         for condition in gate.conditions or kind.conditions.types:
-            ctx.conditions.set(condition, False, gate.outcome.reason, message)
+            own_reason, own_message = gate.texts(condition)
+            ctx.conditions.set(condition, False, own_reason or gate.outcome.reason,
+                               message if own_message is None else ctx.render(own_message))
         refused = EventNote(gate.outcome.reason, message)
         if gate.fail:
             return Result(error=PassError(message), event=refused)
@@ -124,6 +126,8 @@ def run_step(ctx: PassContext, step: Step) -> Result:
     recorded: Stop | None = None
     current: Action | None = None
     try:
+        if step.when is not None and not truthy(ctx.evaluate(step.when)):
+            return skip_step(ctx, step)
         for action in step.actions:
             current = action
             verdict = run_action(ctx, action)
@@ -138,7 +142,8 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         scope = ctx.scope.child(error=text)
         message = ctx.render(report.message, scope)
         reason = report.reason or step.error.reason or "Error"
-        ctx.conditions.set(step.condition, False, reason, message)
+        if report.write_condition:
+            ctx.conditions.set(step.condition, False, reason, message)
         wrap = ctx.render(report.wrap, scope) if report.wrap is not None else message
         ctx.steps_done[step.name] = False
         seconds = time.perf_counter() - started
@@ -186,6 +191,15 @@ def _noted(ctx: PassContext, result: Result) -> Result:
         return result
     result.event = dataclasses.replace(note, uid=str(ctx.order.get("metadata", {}).get("uid") or ""))
     return result
+
+
+def skip_step(ctx: PassContext, step: Step) -> Result:
+    """A step whose `when` does not hold: its condition as `otherwise` (or `skipped`) says; done when True."""
+    outcome = step.otherwise or step.skipped
+    assert outcome is not None
+    ctx.conditions.set(step.condition, outcome.status, outcome.reason, ctx.render(outcome.message))
+    ctx.steps_done[step.name] = outcome.status
+    return Result()
 
 
 def log_rule_failure(ctx: PassContext, err: ExprError | RuleRuntimeError) -> None:

@@ -132,10 +132,10 @@ def read(ctx: PassContext, action: TeardownAction) -> None:
 
 def select(ctx: PassContext, action: TeardownAction) -> list[Obj]:
     """The objects an action acts on: listed (or got by name), the order's children only, filtered and sorted."""
-    cluster = ctx.cluster_for(action.cluster)
     namespace = ctx.render(action.namespace) if action.namespace is not None else None
     name = ctx.render(action.object_name) if action.object_name is not None else None
     try:
+        cluster = ctx.cluster_for(action.cluster)
         if name is not None:
             try:
                 found = [remember_secrets(cluster.get(action.api_version, action.kind, namespace or None, name))]
@@ -165,9 +165,15 @@ def select(ctx: PassContext, action: TeardownAction) -> list[Obj]:
 
 def write(ctx: PassContext, action: TeardownAction) -> int:
     """Patch or delete every selected object; the number of deletes issued. ActionFailed on the first error."""
-    cluster = ctx.cluster_for(action.cluster)
+    selected = select(ctx, action)
+    if not selected:
+        return 0
+    try:
+        cluster = ctx.cluster_for(action.cluster)
+    except ApiError as err:
+        raise ActionFailed(write_error_text(ctx, action, selected[0], err)) from None
     issued = 0
-    for obj in select(ctx, action):
+    for obj in selected:
         meta = obj["metadata"]
         address = (action.api_version, action.kind, meta.get("namespace") or None, meta["name"])
         try:

@@ -13,7 +13,8 @@ from engine.rules import model
 from engine.rules.errors import Position, RuleError
 
 CONTEXT_NAMES = frozenset({
-    "order", "cluster", "now", "status", "prefix", "childLabels", "childNamespace", "conditions", "steps",
+    "order", "cluster", "clusters", "now", "status", "prefix", "childLabels", "childNamespace", "conditions",
+    "steps",
 })
 """Names every expression may read: the order, its cluster, the clock, and the naming the engine derives."""
 
@@ -46,7 +47,9 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
     need(kind.children.prefix, kind.origin, defined, "children.prefix")
     need(kind.children.namespace, kind.origin, defined, "children.namespace")
     for item in kind.inputs.values():
-        for text in (item.api_version, item.kind, item.namespace, item.object_name, *sum(item.labels, ())):
+        cluster_text = item.cluster if isinstance(item.cluster, Text) else None
+        for text in (item.api_version, item.kind, item.namespace, item.object_name, cluster_text,
+                     *sum(item.labels, ())):
             need(text, item.origin, defined, f"input {item.name}")
         need(item.where, item.origin, defined | {"item"}, f"input {item.name}.where")
         need(item.sort_by, item.origin, defined | {"item"}, f"input {item.name}.sortBy")
@@ -66,6 +69,9 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
             need_reason(gate.error.reason, gate.origin)
         for condition in gate.conditions:
             need_type(condition, gate.origin)
+        for _type, own_reason, own_message in gate.own:
+            need(own_message, gate.origin, defined, f"{gate.name}.conditions")
+            need_reason(own_reason, gate.origin)
     bound_by_step: dict[str, set[str]] = {}
     step_names = [s.name for s in kind.steps]
     for step in kind.steps:
@@ -77,10 +83,11 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         available = set(defined)
         for req in step.requires:
             available |= bound_by_step.get(req, set())
-        for outcome in (step.skipped,):
+        for outcome in (step.skipped, step.otherwise):
             if outcome:
                 need(outcome.message, outcome.origin, defined, f"step {step.name}.skipped")
                 need_reason(outcome.reason, outcome.origin)
+        need(step.when, step.origin, defined, f"step {step.name}.when")
         need(step.error.message, step.origin, available | {"error"}, f"step {step.name}.error")
         need_reason(step.error.reason, step.origin)
         for action in step.actions:
@@ -123,7 +130,8 @@ def _check_teardown(kind: model.CompiledKind, errors: list[RuleError], defined: 
             need(action.hold.message, action.origin, defined, what)
             need_type(action.condition, action.origin)
             need_reason(action.hold.reason, action.origin)
-        for text in (action.object_name, action.namespace, action.message):
+        cluster_text = action.cluster if isinstance(action.cluster, Text) else None
+        for text in (action.object_name, action.namespace, action.message, cluster_text):
             need(text, action.origin, defined, what)
         for query in (action.where, *action.sort_by):
             need(query, action.origin, defined | {"item"}, what)
@@ -142,6 +150,7 @@ def _check_action(errors: list[RuleError], action: model.Action, available: set[
                   need_reason: Any) -> None:
     what = f"{action.op} action"
     need(action.when, action.origin, available, what)
+    need(action.cluster if isinstance(action.cluster, Text) else None, action.origin, available, f"{what} cluster")
     need(action.query, action.origin, available, what)
     need(action.template, action.origin, available, f"{what} template")
     if action.error:

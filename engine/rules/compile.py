@@ -101,6 +101,12 @@ class Compiler:
         site = next((s for s in self.sites if s.expr is expr), None)
         return None if site is None else word_position(site, name, root=True)
 
+    def cluster(self, loc: Located, value: str) -> model.ClusterScope:
+        """`management`, `order`, or a text naming a registered cluster."""
+        if value in ("management", "order"):
+            return "management" if value == "management" else "order"
+        return self.text(loc, "cluster", value) or "management"
+
     def position(self, loc: Located) -> Position:
         return loc.src.locate(loc.path)
 
@@ -201,7 +207,7 @@ class Compiler:
             kind=self.text(sub, "kind", address.kind) or compile_text(""),
             namespace=self.text(sub, "namespace", getattr(address, "namespace", None)),
             object_name=self.text(sub, "name", getattr(address, "name", None)),
-            labels=labels, cluster=spec.cluster, where=self.query(loc, "where", spec.where),
+            labels=labels, cluster=self.cluster(loc, spec.cluster), where=self.query(loc, "where", spec.where),
             sort_by=self.query(loc, "sortBy", spec.sortBy), children_only=spec.children, live=spec.live,
             unserved_absent=spec.unserved == "absent", error=self.text(loc, "error", spec.error),
             origin=self.position(loc),
@@ -235,7 +241,7 @@ class Compiler:
             return None
         sub = Located(spec, loc.src, (*loc.path, "error"))
         return model.ErrorReport(spec.reason, self.text(sub, "message", spec.message) or compile_text(""),
-                                 self.text(sub, "wrap", spec.wrap))
+                                 self.text(sub, "wrap", spec.wrap), spec.writeCondition)
 
     def compile_gate(self, index: int, loc: Located) -> model.Gate:
         spec: schema.GateSpec = loc.item
@@ -244,10 +250,19 @@ class Compiler:
             assert spec.reason is not None and spec.message is not None
             outcome = model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
                                     self.requeue(loc, "requeue", spec.requeue), self.position(loc))
-        conditions = () if spec.conditions == "all" else tuple(spec.conditions)
+        conditions: tuple[str, ...] = ()
+        own: list[tuple[str, str | None, Text | None]] = []
+        if spec.conditions != "all":
+            for i, item in enumerate(spec.conditions):
+                if isinstance(item, str):
+                    conditions += (item,)
+                    continue
+                conditions += (item.type,)
+                sub = Located(item, loc.src, (*loc.path, "conditions", i))
+                own.append((item.type, item.reason, self.text(sub, "message", item.message)))
         return model.Gate(spec.name or f"gate {index + 1}", self.query(loc, "when", spec.when), conditions, outcome,
                           spec.finalizer, self.requeue(loc, "requeue", spec.requeue), self.position(loc),
-                          fail=spec.fail, error=self.compile_error(loc, spec.error))
+                          fail=spec.fail, error=self.compile_error(loc, spec.error), own=tuple(own))
 
     def template(self, loc: Located, key: str, filename: str) -> ObjectTemplate | None:
         if filename in self.templates:
@@ -281,18 +296,22 @@ class Compiler:
             foreign = None
             if spec.foreign is not None:
                 foreign = self.compile_outcome(Located(spec.foreign, loc.src, (*loc.path, "foreign")), spec.foreign)
-            return model.Action("apply", template=self.template(loc, "apply", spec.apply), cluster=spec.cluster,
+            return model.Action("apply", template=self.template(loc, "apply", spec.apply),
+                                cluster=self.cluster(loc, spec.cluster),
                                 adopt_children_only=spec.adopt == "children", bind=spec.as_,
                                 status_subresource=spec.status, foreign=foreign, **common)
         if isinstance(spec, schema.EnsureSpec):
-            return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure), cluster=spec.cluster,
+            return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure),
+                                cluster=self.cluster(loc, spec.cluster),
                                 bind=spec.as_, **common)
         if isinstance(spec, schema.PatchSpec):
             return model.Action("patch", target=spec.patch, query=self.query(loc, "body", spec.body),
-                                status_subresource=spec.status, bind=spec.as_ or spec.patch, cluster=spec.cluster,
+                                status_subresource=spec.status, bind=spec.as_ or spec.patch,
+                                cluster=self.cluster(loc, spec.cluster),
                                 tolerate=frozenset(spec.tolerate), **common)
         if isinstance(spec, schema.DeleteSpec):
-            return model.Action("delete", query=self.query(loc, "delete", spec.delete), cluster=spec.cluster, **common)
+            return model.Action("delete", query=self.query(loc, "delete", spec.delete),
+                                cluster=self.cluster(loc, spec.cluster), **common)
         if isinstance(spec, schema.WaitSpec):
             otherwise = tuple(self.compile_outcome(Located(b, loc.src, (*loc.path, "otherwise", i)), b, b.when)
                               for i, b in enumerate(spec.otherwise))
@@ -327,8 +346,14 @@ class Compiler:
             skipped = self.compile_outcome(Located(spec.skipped, loc.src, (*loc.path, "skipped")), spec.skipped)
         error = self.compile_error(loc, spec.error) or model.ErrorReport(None, compile_text("{{ error }}"), None)
         done = self.compile_outcome(Located(spec.done, loc.src, (*loc.path, "done")), spec.done)
+        otherwise = None
+        if spec.otherwise is not None:
+            sub = Located(spec.otherwise, loc.src, (*loc.path, "otherwise"))
+            otherwise = model.Outcome(spec.otherwise.reason, self.text(sub, "message", spec.otherwise.message)
+                                      or compile_text(""), model.NO_REQUEUE, self.position(sub),
+                                      status=spec.otherwise.status)
         return model.Step(spec.name, spec.condition, spec.metric, tuple(spec.requires), skipped, error, actions, done,
-                          self.position(loc))
+                          self.position(loc), when=self.query(loc, "when", spec.when), otherwise=otherwise)
 
     def compile_teardown(self, loc: Located) -> model.Teardown:
         spec: schema.TeardownSpec = loc.item
@@ -365,7 +390,8 @@ class Compiler:
         return model.TeardownAction(
             op, api_version=target.apiVersion, kind=target.kind,
             object_name=self.text(target_loc, "name", target.name),
-            namespace=self.text(loc, "namespace", spec.namespace), cluster=spec.cluster, children=spec.children,
+            namespace=self.text(loc, "namespace", spec.namespace), cluster=self.cluster(loc, spec.cluster),
+            children=spec.children,
             where=self.query(loc, "where", spec.where), sort_by=sort_by,
             keep_going=spec.onError == "continue" or bool(patch_only.get("guards")),
             read_error=self.text(loc, "readError", spec.readError), error=self.text(loc, "error", spec.error),
@@ -388,10 +414,13 @@ class Compiler:
                 watches.append(model.CompiledWatch(action.api_version, action.kind, "all", key, "owner",
                                                    action.origin, owner_api_version=order.apiVersion,
                                                    owner_kind=key.rpartition("/")[2]))
-            elif action.cluster == "management" and action.children and labels is not None \
-                    and (action.api_version, action.kind, "labels") not in seen:
-                seen.add((action.api_version, action.kind, "labels"))
-                watches.append(model.CompiledWatch(action.api_version, action.kind, "management", key, "labels",
+            elif action.cluster != "order" and action.children and labels is not None:
+                # Children on the management cluster, or on a cluster the rules name (any cluster).
+                where: Literal["management", "all"] = "management" if action.cluster == "management" else "all"
+                if (action.api_version, action.kind, "labels", where) in seen:
+                    continue
+                seen.add((action.api_version, action.kind, "labels", where))
+                watches.append(model.CompiledWatch(action.api_version, action.kind, where, key, "labels",
                                                    action.origin, labels=labels))
         for loc in merged.lists.get("watches", []):
             spec: schema.WatchSpec = loc.item

@@ -15,7 +15,8 @@ from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.rules.errors import Position
 
-ClusterScope = Literal["management", "order"]
+ClusterScope = Literal["management", "order"] | Text
+"""The management cluster, the order's cluster, or a text naming a registered cluster ("" the management one)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Outcome:
     reason_text: Text | None = None
     """A reason rendered from the pass (``{{ cause.label }}``: one row for a table of causes); the
     rendered reason must be declared in conditions.reasons. Only actions' verdicts take one."""
+    status: bool = False
+    """The condition's status (a step's `otherwise` may write True)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class ErrorReport:
     reason: str | None
     message: Text
     wrap: Text | None
+    write_condition: bool = True
+    """False: the pass returns the error and the step's condition keeps what it held."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,15 @@ class Gate:
     origin: Position
     fail: bool = False
     error: ErrorReport | None = None
+    own: tuple[tuple[str, str | None, Text | None], ...] = ()
+    """(type, reason, message) of conditions with their own texts (None: the gate's)."""
+
+    def texts(self, condition: str) -> tuple[str | None, Text | None]:
+        """The reason and message this gate writes to ``condition`` (None: the gate's own)."""
+        for type_, reason, message in self.own:
+            if type_ == condition:
+                return reason, message
+        return None, None
 
 
 @dataclass(frozen=True)
@@ -143,6 +157,9 @@ class Step:
     actions: tuple[Action, ...]
     done: Outcome
     origin: Position
+    when: Query | None = None
+    otherwise: Outcome | None = None
+    """The condition when ``when`` does not hold (None: ``skipped``)."""
 
 
 TeardownOp = Literal["read", "hold", "patch", "delete", "phase", "log"]

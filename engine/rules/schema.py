@@ -22,6 +22,9 @@ Text = Annotated[str, Field(description="A string; `{{ }}` parts are Jinja, rend
 Duration = Annotated[str, Field(pattern=durations.PATTERN,
                                 description="A Go duration such as 10s, 1m or 720h.")]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="A name usable in expressions.")]
+Cluster = Annotated[str, Field(description="management (the default), order (the order's cluster), or a text "
+                                           "naming a registered cluster (`{{ serverCluster }}`; \"\" is the "
+                                           "management cluster).")]
 
 
 class Spec(BaseModel):
@@ -109,7 +112,7 @@ class InputSpec(Spec):
     get: ObjectAddress | None = None
     list: ListAddress | None = None
     served: KindAddress | None = Field(None, description="True when the cluster serves the kind (discovery).")
-    cluster: Literal["management", "order"] = "management"
+    cluster: Cluster = "management"
     where: Query | None = Field(None, description="list: keep items for which this query (on the item as `@`, "
                                                   "the pass context as `$`) is true.")
     sortBy: Query | None = Field(None, description="list: sort items by this query on each item.")
@@ -159,6 +162,8 @@ class ErrorSpec(Spec):
     reason: str | None = None
     message: Text = Field("{{ error }}", description="The condition message; `{{ error }}` is the error text.")
     wrap: Text | None = Field(None, description="The pass error's text; default: the message.")
+    writeCondition: bool = Field(True, description="false: return the error only; the step's condition keeps "
+                                                   "what it held before the pass.")
 
 
 class OutcomeSpec(Spec):
@@ -173,12 +178,22 @@ class BranchSpec(OutcomeSpec):
     when: Query | None = None
 
 
+class GateConditionSpec(Spec):
+    """A condition a gate writes, with its own reason and message (default: the gate's)."""
+
+    type: str
+    reason: str | None = None
+    message: Text | None = None
+
+
 class GateSpec(Spec):
     """An ordered refusal before any step, or the point where the finalizer is installed."""
 
     name: str | None = None
     when: Query | None = None
-    conditions: Literal["all"] | list[str] = "all"
+    conditions: Literal["all"] | list[str | GateConditionSpec] = Field(
+        "all", description="The conditions written False: all, or a list of types, each a name or "
+                           "{type, reason, message} with its own texts.")
     reason: str | None = None
     message: Text | None = None
     requeue: Duration | Query | None = None
@@ -210,7 +225,7 @@ class ApplySpec(ActionBase):
     """Server-Side Apply a child rendered from a template (skipped when the live object already matches)."""
 
     apply: str = Field(description="The template file, relative to templates/<kind>/.")
-    cluster: Literal["management", "order"] = "management"
+    cluster: Cluster = "management"
     adopt: Literal["children", "any"] = Field(
         "children", description="children: refuse to overwrite a live object that is not the order's child.")
     as_: Name | None = Field(None, alias="as", description="Bind the object as stored to this name.")
@@ -224,7 +239,7 @@ class EnsureSpec(ActionBase):
     """Create a child once if it is absent; never rewrite it (generated secrets)."""
 
     ensure: str
-    cluster: Literal["management", "order"] = "management"
+    cluster: Cluster = "management"
     as_: Name | None = Field(None, alias="as")
 
 
@@ -235,7 +250,7 @@ class PatchSpec(ActionBase):
     body: Query = Field(description="A query giving the merge patch.")
     status: bool = False
     as_: Name | None = Field(None, alias="as")
-    cluster: Literal["management", "order"] = "management"
+    cluster: Cluster = "management"
     tolerate: list[str] = Field(default_factory=list,
                                 description="Error names (NotFound, Conflict, ...) that skip the patch silently.")
 
@@ -244,7 +259,7 @@ class DeleteSpec(ActionBase):
     """Delete the objects a query selects (a bound object or a list)."""
 
     delete: Query = Field(description="A query giving an object or a list of objects to delete.")
-    cluster: Literal["management", "order"] = "management"
+    cluster: Cluster = "management"
 
 
 class WaitSpec(ActionBase):
@@ -326,6 +341,14 @@ ActionSpec = Annotated[
 ]
 
 
+class StepOtherwiseSpec(Spec):
+    """The step's condition when its `when` does not hold (the step is not run)."""
+
+    status: bool = Field(False, description="true: the condition is True and the step counts as done.")
+    reason: str
+    message: Text
+
+
 class StepSpec(Spec):
     """One sub-reconciler: owns one condition and one metrics name, runs actions in order."""
 
@@ -333,10 +356,22 @@ class StepSpec(Spec):
     condition: str
     metric: str = Field(description="The sub_reconciler label of the step's metrics.")
     requires: list[str] = Field(default_factory=list)
+    when: Query | None = Field(None, description="Run the step only when this query is true; otherwise its "
+                                                 "condition is `otherwise` (default: `skipped`).")
+    otherwise: StepOtherwiseSpec | None = None
     skipped: OutcomeSpec | None = Field(None, description="The condition when a required step is not done.")
     error: ErrorSpec | None = None
     do: list[ActionSpec] = Field(min_length=1)
     done: OutcomeSpec
+
+    @model_validator(mode="after")
+    def _when_says_its_condition(self) -> StepSpec:
+        if self.when is not None and self.otherwise is None and self.skipped is None:
+            raise ValueError("a step with `when` needs `otherwise` (or `skipped`): the condition it writes when "
+                             "`when` does not hold")
+        if self.otherwise is not None and self.when is None:
+            raise ValueError("`otherwise` is written when the step's `when` does not hold; the step has no `when`")
+        return self
 
 
 class RefreshSpec(Spec):
@@ -390,7 +425,7 @@ class TeardownTarget(Spec):
 
 class TargetActionBase(TeardownActionBase):
     namespace: Text = Field("{{ childNamespace }}", description="Where the objects live.")
-    cluster: Literal["management", "order"] = Field("management", description="On which cluster.")
+    cluster: Cluster = "management"
     children: bool = Field(True, description="Only the order's children (the ownership labels select the list, "
                                              "then labels and prefix are checked on each item).")
     where: Query | None = Field(None, description="Keep only the items (`item`) for which this is true.")

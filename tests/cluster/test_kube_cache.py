@@ -202,15 +202,20 @@ class TestReadYourWrites:
         with pytest.raises(NotFound):
             kube.get("v1", "Secret", "default", "a")
 
-    def test_managed_fields_are_stripped(self, kube: KubeCluster, make_kube: MakeKube) -> None:
-        """A cached cluster returns no managedFields, from reads or writes; a live one keeps them."""
+    def test_managed_fields_keep_only_apply_entries(self, kube: KubeCluster, make_kube: MakeKube) -> None:
+        """A cached cluster returns, of managedFields, only the Apply entries (what the engine compares
+        an apply with), from reads and writes alike; a live one keeps every entry."""
         kube.list("v1", "Secret")
+        kube.create(secret("a"), field_manager="person")
         applied = kube.apply(secret("a"), field_manager="engine")
-        assert "managedFields" not in applied["metadata"]
-        assert "managedFields" not in kube.get("v1", "Secret", "default", "a")["metadata"]
+
+        def rows(obj: Obj) -> list[tuple[str, str]]:
+            return [(e["manager"], e["operation"]) for e in obj["metadata"].get("managedFields", [])]
+
+        assert rows(applied) == [("engine", "Apply")]
+        assert rows(kube.get("v1", "Secret", "default", "a")) == [("engine", "Apply")]
         live = make_kube(cache=False)
-        assert [e["manager"] for e in live.get("v1", "Secret", "default", "a")["metadata"]["managedFields"]] == [
-            "engine"]
+        assert sorted(rows(live.get("v1", "Secret", "default", "a"))) == [("engine", "Apply"), ("person", "Update")]
 
 
 class TestScope:

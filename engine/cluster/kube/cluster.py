@@ -45,7 +45,7 @@ from engine.cluster.api import (
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
-from engine.cluster.kube.store import Expectation, key_of, version_number
+from engine.cluster.kube.store import Expectation, key_of, slim_metadata, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
@@ -556,13 +556,14 @@ class KubeCluster:
 
     def _out(self, obj: Any, api_version: str, kind: str) -> Obj:
         """An answer as this cluster returns it: with apiVersion and kind (list items of built-in kinds
-        lack them) and, when caching, without managedFields, so reads and write answers compare equal."""
+        lack them) and, when caching, with only the Apply entries of managedFields (as the cache keeps them),
+        so reads and write answers compare equal."""
         if not isinstance(obj, dict):
             raise BadRequest(f"the server answered with {type(obj).__name__}, not an object")
         obj.setdefault("apiVersion", api_version)
         obj.setdefault("kind", kind)
-        if self._cache:
-            (obj.get("metadata") or {}).pop("managedFields", None)
+        if self._cache and isinstance(obj.get("metadata"), dict):
+            obj["metadata"] = slim_metadata(obj["metadata"])
         return obj
 
     def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:

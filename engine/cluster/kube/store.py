@@ -5,7 +5,7 @@ The store only ever reflects the watch stream, so it is a consistent snapshot at
 resourceVersion and a watcher starting there misses nothing. Read-your-writes comes from
 *expectations* instead of from writing responses into the store: after a write, reads wait
 until the stream has delivered it (``position`` at least the write's resourceVersion, or the
-deleted object gone). Objects are stored without managedFields and handed out as copies.
+deleted object gone). Objects are stored with only the Apply entries of managedFields and handed out as copies.
 """
 
 from __future__ import annotations
@@ -53,12 +53,23 @@ def copy_json(value: _T) -> _T:
 
 
 def stripped(obj: Obj) -> Obj:
-    """The object without managedFields, as the cache keeps it (the engine never reads them)."""
+    """The object as the cache keeps it: of managedFields only the Apply entries (the engine reads
+    what its field manager applied, to send an apply that drops a field; the rest is bulk)."""
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = dict(obj)
-        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+        obj["metadata"] = slim_metadata(meta)
     return obj
+
+
+def slim_metadata(meta: Obj) -> Obj:
+    """``meta`` with only the managedFields entries of operation Apply (none: no managedFields)."""
+    out = {k: v for k, v in meta.items() if k != "managedFields"}
+    rows = meta.get("managedFields") or []
+    applied = [row for row in rows if isinstance(row, dict) and row.get("operation") == "Apply"]
+    if applied:
+        out["managedFields"] = applied
+    return out
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from kubernetes.dynamic.resource import Resource
 
 from engine.cluster.api import ApiError, NotFound, Obj, WatchEvent
 from engine.cluster.kube.errors import from_status, no_resource, translated
+from engine.cluster.kube.store import slim_metadata
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection to the API server."""
@@ -275,7 +276,7 @@ class WatchStream(Iterator[WatchEvent]):
                 raise from_status(event.get("object"))
             obj: Obj = event["object"] if isinstance(event.get("object"), dict) else {}
             if self._strip and isinstance(obj.get("metadata"), dict):
-                obj["metadata"].pop("managedFields", None)
+                obj["metadata"] = slim_metadata(obj["metadata"])
             return {"type": str(event.get("type", "")), "object": obj}
 
     def _read_lines(self) -> Iterator[str]:

@@ -23,12 +23,6 @@ MakeCluster = Callable[[str], Cluster]
 
 
 CACHED_DIFFERENCES = {
-    "test_absent_object_is_created": pytest.mark.xfail(
-        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
-    "test_other_managers_keys_stay": pytest.mark.xfail(
-        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
-    "test_status_apply_writes_only_status": pytest.mark.xfail(
-        strict=True, reason="reads managedFields, which a cached KubeCluster strips from all it returns"),
     "test_owner_held_by_finalizer_keeps_dependents": pytest.mark.skip(
         reason="garbage collection is the server's own write: a cache that already holds the dependent sees it"
         " go when the watch delivers the deletion, not at once (on a real cluster it is asynchronous anyway)"),
