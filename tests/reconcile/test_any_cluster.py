@@ -108,7 +108,8 @@ def test_child_on_a_named_cluster_in_another_namespace_then_torn_down(world: Cal
     w.run()
     assert w.conditions()["BuiltReady"] == ("True", "Built", "built with fast")
     part = w.edge.get("v1", "ConfigMap", "db", "w-part")
-    assert part["metadata"]["labels"] == {"example.io/name": "w", "example.io/namespace": "ns", "example.io/cluster": ""}
+    assert part["metadata"]["labels"] == {"example.io/name": "w", "example.io/namespace": "ns",
+                                          "example.io/cluster": ""}
     assert w.management.list("v1", "ConfigMap").items == []
     # A look-alike without the labels is not the order's child, and stays.
     w.edge.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-other", "namespace": "db"}})
