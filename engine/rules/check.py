@@ -105,7 +105,7 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         need(outcome.requeue.query, outcome.origin, defined, "result.refresh")
     _check_teardown(kind, errors, defined, need, need_reason, need_type)
     if kind.index_query is not None:
-        need(kind.index_query, kind.origin, {"order"}, "indexKey")
+        need(kind.index_query, kind.origin, {"order", "cluster"}, "indexKey")
 
 def _check_teardown(kind: model.CompiledKind, errors: list[RuleError], defined: set[str], need: Any,
                     need_reason: Any, need_type: Any) -> None:

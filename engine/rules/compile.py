@@ -430,13 +430,18 @@ class Compiler:
                 watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "index",
                                                    self.position(loc), changed=changed,
                                                    index_query=self.query(loc, "index", spec.index)))
+            elif spec.orders is not None:
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "orders",
+                                                   self.position(loc), changed=changed,
+                                                   orders_query=self.query(loc, "orders", spec.orders)))
             elif spec.name is not None:
                 watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "reference",
                                                    self.position(loc), changed=changed,
                                                    name_query=self.query(loc, "name", spec.name),
                                                    namespace_query=self.query(loc, "namespace", spec.namespace)))
             else:
-                self.error(loc.src, loc.path, "a watch needs `name` (a reference) or `index` (a fan-out)")
+                self.error(loc.src, loc.path, "a watch needs `name` (a reference), `orders` (the orders an object "
+                                              "names) or `index` (a fan-out)")
         return tuple(watches)
 
 _NULL = compile_query("`null`")

@@ -252,12 +252,13 @@ class CompiledWatch:
     kind: str
     clusters: Literal["management", "all"]
     order_kind: str
-    mapping: Literal["order", "owner", "labels", "reference", "index"]
+    mapping: Literal["order", "owner", "labels", "reference", "orders", "index"]
     origin: Position
     changed: tuple[Query, ...] = ()
     name_query: Query | None = None
     namespace_query: Query | None = None
     index_query: Query | None = None
+    orders_query: Query | None = None
     labels: tuple[str, str, str] = ("", "", "")
     owner_api_version: str = ""
     owner_kind: str = ""
@@ -276,7 +277,8 @@ class CompiledWatch:
             return True
         return any(q.evaluate(old) != q.evaluate(new) for q in self.changed)
 
-    def requests(self, obj: Obj, cluster: str, index: Callable[[str], Iterable[tuple[str, str]]]) -> list[Request]:
+    def requests(self, obj: Obj, cluster: str,
+                 index: Callable[[str], Iterable[tuple[str, str, str]]]) -> list[Request]:
         """The orders an event on ``obj`` (seen on ``cluster``) wakes."""
         namespace = _lookup(obj, "metadata", "namespace") or ""
         if self.mapping == "order":
@@ -297,16 +299,45 @@ class CompiledWatch:
             return [Request(self.order_kind, labels.get(cluster_key) or "", order_namespace, name)]
         if self.mapping == "reference":
             assert self.name_query is not None
-            name = self.name_query.evaluate(obj)
             order_namespace = self.namespace_query.evaluate(obj) if self.namespace_query else namespace
-            if not isinstance(name, str) or not name or not isinstance(order_namespace, str) or not order_namespace:
+            if not isinstance(order_namespace, str) or not order_namespace:
                 return []
-            return [Request(self.order_kind, cluster, order_namespace, name)]
+            return [Request(self.order_kind, cluster, order_namespace, name)
+                    for name in names_in(self.name_query.evaluate(obj))]
+        if self.mapping == "orders":
+            assert self.orders_query is not None
+            return [Request(self.order_kind, *key)
+                    for key in order_keys(self.orders_query.evaluate(obj), cluster, namespace)]
         assert self.index_query is not None
-        key = self.index_query.evaluate(obj)
-        if not isinstance(key, str) or not key:
-            return []
-        return [Request(self.order_kind, "", ns, name) for ns, name in sorted(index(key))]
+        found: dict[tuple[str, str, str], None] = {}
+        for key in names_in(self.index_query.evaluate(obj)):
+            found.update(dict.fromkeys(sorted(index(key))))
+        return [Request(self.order_kind, *member) for member in found]
+
+
+def names_in(value: Any) -> list[str]:
+    """A name, or the names in a list (anything else, and empty strings, ignored: cluster data is untrusted)."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, list):
+        return list(dict.fromkeys(v for v in value if isinstance(v, str) and v))
+    return []
+
+
+def order_keys(value: Any, cluster: str, namespace: str) -> list[tuple[str, str, str]]:
+    """(cluster, namespace, name) of the orders a watch's `orders` query names: a name, a list of names, or
+    maps {name, namespace, cluster}; what a name or map leaves out is the event object's own."""
+    items = value if isinstance(value, list) else [value]
+    keys: dict[tuple[str, str, str], None] = {}
+    for item in items:
+        if isinstance(item, str) and item and namespace:
+            keys[(cluster, namespace, item)] = None
+        elif isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"]:
+            order_cluster = item.get("cluster", cluster)
+            order_namespace = item.get("namespace") or namespace
+            if isinstance(order_cluster, str) and isinstance(order_namespace, str) and order_namespace:
+                keys[(order_cluster, order_namespace, item["name"])] = None
+    return list(keys)
 
 
 @dataclass(frozen=True)
@@ -344,9 +375,9 @@ class CompiledKind:
         return tuple((api_version, kind, self.children.name_label)
                      for api_version, kind in self.children.cache_only_labelled)
 
-    def index_key(self, order: Obj) -> str | None:
-        """The order's key in the fan-out index (e.g. the object it references), or None."""
+    def index_keys(self, order: Obj, cluster: str) -> list[str]:
+        """The order's keys in the fan-out index (e.g. the objects it references): a key or a list of keys;
+        ``cluster`` is the order's cluster ("" the management cluster), so a rule may index some clusters only."""
         if self.index_query is None:
-            return None
-        value = self.index_query.evaluate({"order": order})
-        return value if isinstance(value, str) and value else None
+            return []
+        return names_in(self.index_query.evaluate({"order": order, "cluster": cluster}))

@@ -509,10 +509,21 @@ class WatchSpec(Spec):
     kind: str
     clusters: Literal["management", "all"] = "management"
     namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
-    name: Query | None = Field(None, description="The order's name, from the object.")
-    index: Query | None = Field(None, description="Fan out to the orders whose `indexKey` equals this query.")
+    name: Query | None = Field(None, description="The order's name, or a list of names, from the object (the order "
+                                                 "on the event's cluster).")
+    orders: Query | None = Field(None, description="The orders the object names: a name, a list of names, or maps "
+                                                   "{name, namespace, cluster} (left out: the object's namespace, "
+                                                   "the event's cluster).")
+    index: Query | None = Field(None, description="Fan out to the orders, on every cluster, one of whose `indexKey` "
+                                                  "keys equals this key (or one of this list of keys).")
     changed: list[Query] = Field(default_factory=list,
                                  description="An update wakes orders only when one of these differs.")
+
+    @model_validator(mode="after")
+    def _one_mapping(self) -> WatchSpec:
+        if sum(x is not None for x in (self.name, self.orders, self.index)) > 1:
+            raise ValueError("a watch maps its events one way: `name`, `orders` or `index`")
+        return self
 
 
 class RuleFileSpec(Spec):
@@ -523,7 +534,7 @@ class RuleFileSpec(Spec):
     order: OrderSpec | None = None
     conditions: ConditionsSpec | None = None
     children: ChildrenSpec | None = None
-    indexKey: Query | None = Field(None, description="The order's key for `index` watches.")
+    indexKey: Query | None = Field(None, description="The order's key, or list of keys, for `index` watches.")
     inputs: dict[Name, InputSpec] = Field(default_factory=dict)
     values: dict[Name, ValueSpec] = Field(default_factory=dict)
     gates: list[GateSpec] = Field(default_factory=list)

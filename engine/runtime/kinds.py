@@ -17,8 +17,8 @@ from engine.cluster.api import Obj
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
 
-Index = Callable[[str], Iterable[tuple[str, str]]]
-"""index(key): (namespace, name) of the management cluster's orders whose index key is ``key``."""
+Index = Callable[[str], Iterable[tuple[str, str, str]]]
+"""index(key): (cluster, namespace, name) of the orders, on every engaged cluster, with index key ``key``."""
 
 Log = logging.Logger | logging.LoggerAdapter[Any]
 
@@ -81,7 +81,7 @@ class OrderKind(Protocol):
         """Where the index expression is written (``file:line:col``)."""
         ...
 
-    def index_key(self, order: Obj) -> str | None: ...
+    def index_keys(self, order: Obj, cluster: str) -> Sequence[str]: ...
 
 
 Catalog = Mapping[str, OrderKind]

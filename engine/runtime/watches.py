@@ -4,8 +4,10 @@ One informer per (cluster, apiVersion, kind), shared by every compiled watch on
 that kind, keeps the last-seen object of each key (so a watch's update predicate
 sees old and new) and the resourceVersion to resume from. Events become requests
 through the compiled watch's own mapper, never by event type; the queue
-de-duplicates them. The informer of an order kind on the management cluster also
-maintains the fan-out index (index key -> orders) that index-mapped watches read.
+de-duplicates them; an update is mapped through the old object and the new one (a
+reference dropped wakes the order it named). The informer of an order kind on every
+cluster also maintains the fan-out index (index key -> orders, with their cluster)
+that index-mapped watches read.
 
 An object an expression cannot be evaluated on (a poison object: stored without admission, its
 fields of the wrong type) never stalls a watch: the failing index or mapping is logged at error
@@ -41,7 +43,8 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotF
 from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
-from engine.runtime.kinds import Catalog, Log, OrderKind, Watch, label_scopes
+from engine.outcome import Request
+from engine.runtime.kinds import Catalog, Index, Log, OrderKind, Watch, label_scopes
 from engine.runtime.queue import WorkQueue
 
 Key = tuple[str, str]
@@ -65,27 +68,36 @@ def _rv(obj: Obj) -> str | None:
     return str(rv) if rv else None
 
 
+Member = tuple[str, str, str]
+"""(cluster, namespace, name) of an order."""
+
+
 @dataclass
 class OrderIndex:
-    """Per order kind: index key -> the management cluster's orders carrying that key."""
+    """Per order kind: index key -> the orders carrying that key, on every engaged cluster."""
 
-    _keys: dict[str, dict[str, set[Key]]] = field(default_factory=dict)
-    _of: dict[tuple[str, Key], str] = field(default_factory=dict)
+    _keys: dict[str, dict[str, set[Member]]] = field(default_factory=dict)
+    _of: dict[tuple[str, Member], tuple[str, ...]] = field(default_factory=dict)
 
-    def put(self, kind: str, order: Key, key: str | None) -> None:
-        """Record (or, with key None, drop) ``order``'s index key."""
-        previous = self._of.pop((kind, order), None)
-        if previous is not None:
+    def put(self, kind: str, order: Member, keys: Sequence[str]) -> None:
+        """Record ``order``'s index keys (none: drop it)."""
+        for previous in self._of.pop((kind, order), ()):
             members = self._keys[kind][previous]
             members.discard(order)
             if not members:
                 del self._keys[kind][previous]
-        if key is not None:
-            self._of[(kind, order)] = key
-            self._keys.setdefault(kind, {}).setdefault(key, set()).add(order)
+        if keys:
+            self._of[(kind, order)] = tuple(keys)
+            for key in keys:
+                self._keys.setdefault(kind, {}).setdefault(key, set()).add(order)
 
-    def lookup(self, kind: str, key: str) -> list[Key]:
-        """(namespace, name) of the orders of ``kind`` whose index key is ``key``, sorted."""
+    def drop_cluster(self, cluster: str) -> None:
+        """Forget every order of a cluster (it was disengaged)."""
+        for kind, order in [k for k in self._of if k[1][0] == cluster]:
+            self.put(kind, order, ())
+
+    def lookup(self, kind: str, key: str) -> list[Member]:
+        """(cluster, namespace, name) of the orders of ``kind`` whose index keys hold ``key``, sorted."""
         return sorted(self._keys.get(kind, {}).get(key, ()))
 
 
@@ -282,18 +294,19 @@ class Informer:
             old = self._cache.get(key)
             self._cache[key] = new = obj
         for order_kind in self._indexes:
-            self._sources.index.put(order_kind.key, key, None if new is None else self._index_key(order_kind, new))
+            self._sources.index.put(order_kind.key, (self.cluster_name, *key),
+                                    () if new is None else self._index_keys(order_kind, new))
         for watch in self.watches:
             self._sources.map_event(watch, self.cluster_name, old, new, obj)
         return 1
 
-    def _index_key(self, order_kind: OrderKind, order: Obj) -> str | None:
-        """The order's index key; None (out of the index) when the expression fails on its data."""
+    def _index_keys(self, order_kind: OrderKind, order: Obj) -> Sequence[str]:
+        """The order's index keys; none (out of the index) when the expression fails on its data."""
         try:
-            return order_kind.index_key(order)
+            return order_kind.index_keys(order, self.cluster_name)
         except ExprError as err:
             self._sources.event_error(self.kind, self.cluster_name, order, "index", order_kind.index_origin, err)
-            return None
+            return ()
 
 
 class Sources:
@@ -328,9 +341,8 @@ class Sources:
         namespaces: watch only these (one informer per kind and namespace); None: every namespace."""
         self.remove_cluster(name)
         plan: dict[tuple[str, str], tuple[list[Watch], list[OrderKind]]] = {}
-        if name == MANAGEMENT_CLUSTER:  # order kinds first: the index is filled before fan-out watches map
-            for order_kind in self._catalog.values():
-                plan.setdefault((order_kind.api_version, order_kind.kind), ([], []))[1].append(order_kind)
+        for order_kind in self._catalog.values():  # order kinds first: the index is filled before fan-out watches map
+            plan.setdefault((order_kind.api_version, order_kind.kind), ([], []))[1].append(order_kind)
         for order_kind in self._catalog.values():
             for watch in order_kind.watches:
                 if name != MANAGEMENT_CLUSTER and watch.clusters == "management":
@@ -352,10 +364,11 @@ class Sources:
         return built
 
     def remove_cluster(self, name: str) -> None:
-        """Stop and drop a cluster's informers (the index is fed by the management cluster only)."""
+        """Stop and drop a cluster's informers and its orders' index entries."""
         with self.lock:
             gone = [k for k in self._informers if k[0] == name]
             informers = [self._informers.pop(k) for k in gone]
+            self.index.drop_cluster(name)
         for informer in informers:
             informer.halt()
 
@@ -392,7 +405,7 @@ class Sources:
         try:
             if not watch.passes(old, new):
                 return
-            requests = watch.requests(obj, cluster, lambda key: self.index.lookup(watch.order_kind, key))
+            requests = mapped(watch, cluster, old, new, obj, lambda key: self.index.lookup(watch.order_kind, key))
         except ExprError as err:
             self.event_error(watch.kind, cluster, obj, f"watch for {watch.order_kind}", watch.origin, err)
             return
@@ -426,3 +439,11 @@ class Sources:
         )
         informer.thread = thread
         thread.start()
+
+
+def mapped(watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj, index: Index) -> list[Request]:
+    """The orders an event wakes: those the new object maps to, then those the old one did (each once)."""
+    seen: dict[Request, None] = {}
+    for source in [o for o in (new, old) if o is not None] or [obj]:
+        seen.update(dict.fromkeys(watch.requests(source, cluster, index)))
+    return list(seen)

@@ -80,7 +80,7 @@ class FakeWatch:
                 return []
             namespace, name = owner.split(".", 1)
             return [Request(self.order_kind, cluster, namespace, name)]
-        return [Request(self.order_kind, "", ns, name) for ns, name in index(meta["name"])]
+        return [Request(self.order_kind, *member) for member in index(meta["name"])]
 
 
 @dataclass(frozen=True)
@@ -101,12 +101,16 @@ class FakeKind:
     def index_origin(self) -> str:
         return "rules/widget.yaml:7:11"
 
-    def index_key(self, order: Obj) -> str | None:
-        """spec.hub; a hub that is a list fails as a compiled expression fails on data of the wrong type."""
-        hub = (order.get("spec") or {}).get("hub")
+    def index_keys(self, order: Obj, cluster: str) -> list[str]:
+        """spec.hubs (a list of keys) or spec.hub; a hub that is a list fails as a compiled expression fails
+        on data of the wrong type."""
+        spec = order.get("spec") or {}
+        if isinstance(spec.get("hubs"), list):
+            return [h for h in spec["hubs"] if isinstance(h, str)]
+        hub = spec.get("hub")
         if isinstance(hub, list):
             raise ExprError("spec.hub", "expected a string, got array")
-        return hub if isinstance(hub, str) and hub else None
+        return [hub] if isinstance(hub, str) and hub else []
 
 
 def widget_kind(*extra: FakeWatch) -> FakeKind:

@@ -141,7 +141,7 @@ def test_the_index_fans_out_to_the_orders_that_reference_a_hub() -> None:
     cluster.patch(API, "Hub", "ns", "h1", {"spec": {"ready": False}})
     sources.pump()
     assert drain(queue) == []
-    assert sources.index.lookup(ORDER, "h2") == [("ns", "a"), ("ns", "b")]
+    assert sources.index.lookup(ORDER, "h2") == [("", "ns", "a"), ("", "ns", "b")]
 
 
 def test_a_poison_order_is_skipped_for_the_index_logged_counted_and_still_queued(
@@ -323,3 +323,36 @@ def test_a_label_scoped_kind_is_watched_per_label_and_holds_only_labelled_object
     assert sources.pump() == 1
     assert drain(queue) == [":ns/a"]
     assert not any(("ns", "mine") in i.cached() for i in sources.informers() if i.kind == "Gadget")
+
+
+def test_the_index_fans_out_to_orders_on_every_cluster() -> None:
+    """Orders on target clusters are indexed too (several keys each); a hub event wakes them on their own
+    cluster, and a disengaged cluster's orders leave the index."""
+    hub = FakeWatch("Hub", mapping="index", clusters="management")
+    management, edge = memory(), memory("edge")
+    management.create(obj("Widget", "a", spec={"hub": "h1"}))
+    edge.create(obj("Widget", "b", spec={"hubs": ["h2", "h1"]}))
+    edge.create(obj("Widget", "c", spec={"hub": "h2"}))
+    management.create(obj("Hub", "h1"))
+    sources, queue = sources_for(widget_kind(hub), management=management, edge=edge)
+    sources.pump()
+    drain(queue)
+    management.patch(API, "Hub", "ns", "h1", {"spec": {"ready": True}})
+    sources.pump()
+    assert drain(queue) == [":ns/a", "edge:ns/b"]
+    assert sources.index.lookup(ORDER, "h2") == [("edge", "ns", "b"), ("edge", "ns", "c")]
+    sources.remove_cluster("edge")
+    assert sources.index.lookup(ORDER, "h1") == [("", "ns", "a")]
+
+
+def test_an_update_wakes_the_orders_of_the_old_object_and_of_the_new() -> None:
+    """A child relabelled from one order to another wakes both: the one it left and the one it joined."""
+    child = FakeWatch("Gadget", mapping="labels")
+    cluster = memory()
+    cluster.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    sources, queue = sources_for(widget_kind(child), management=cluster)
+    sources.pump()
+    drain(queue)
+    cluster.patch(API, "Gadget", "ns", "g", {"metadata": {"labels": {OWNER_LABEL: "ns.b"}}})
+    sources.pump()
+    assert sorted(drain(queue)) == [":ns/a", ":ns/b"]
