@@ -32,7 +32,7 @@ steps:
 """), "reason 'Huge' is not declared in conditions.reasons"),
     ("unknown name in a cluster", WIDGET.replace("      - apply: part.yaml.j2\n",
                                                  "      - apply: part.yaml.j2\n        cluster: \"{{ targt }}\"\n"),
-     "widget.yaml:23:9: apply action cluster: unknown name 'targt'"),
+     "widget.yaml:24:22: apply action cluster: unknown name 'targt'"),
     ("unknown name in a teardown cluster", WIDGET.replace("    - delete: {apiVersion: v1, kind: ConfigMap}\n",
                                                           "    - delete: {apiVersion: v1, kind: ConfigMap}\n"
                                                           "      cluster: \"{{ targt }}\"\n"),
