@@ -29,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
         "files or folders. Exit status: 0 all passed, 1 any failed, 2 a scenario file is invalid.",
     )
     test.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="scenario files or folders (recursive)")
-    test.add_argument("--rules", type=Path, help="rule files folder (default: rules/)")
-    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster (default: deploy/crds/)")
+    test.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
+    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster (default: deploy/crds/, else the "
+                      "installed CRDs)")
     test.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
     test.set_defaults(handler=_test)
 
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile every rule file and template; print each error as file:line:col: message. "
         "Exit status: 0 clean, 1 errors.",
     )
-    lint.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="rule files or folders (default: rules/)")
+    lint.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                      help="rule files or folders (default: rules/, else the installed rules)")
     lint.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules folder)")
     lint.add_argument("--crds", type=Path, action="append",
                       help="CRD folder or file to check paths read from the order and inputs against (repeatable; "
@@ -55,11 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         "registration Secrets) and print them as manifests, each verb commented with what needs it. "
         "Exit status: 0 printed, 1 the rules do not compile or name a kind whose resource is unknown.",
     )
-    rbac.add_argument("--rules", type=Path, default=Path("rules"), help="rule files folder (default: rules/)")
+    rbac.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
     rbac.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules)")
     rbac.add_argument("--crds", type=Path, action="append",
                       help="CRD folder or file naming the plurals of the kinds the rules use (repeatable; "
-                           "default: deploy/crds/)")
+                           "default: deploy/crds/, else the installed CRDs)")
     rbac.add_argument("--namespace", default="c5c3-system", help="the operator's namespace: its ServiceAccount "
                       "and Lease (default: c5c3-system)")
     rbac.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
@@ -97,10 +99,11 @@ def _add_run(subparsers: Any) -> None:
     run.add_argument("--kubeconfig", type=Path, help="kubeconfig of the management cluster (default: in-cluster "
                      "configuration in a pod, else the embedded clusters)")
     run.add_argument("--context", help="kubeconfig context (default: the current one)")
-    run.add_argument("--rules", type=Path, default=Path("rules"), help="rule files folder (default: rules/)")
+    run.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
     run.add_argument("--templates", type=Path, help="templates folder (default: templates/ beside the rules)")
-    run.add_argument("--crds", type=Path, default=Path("deploy/crds"),
-                     help="CRDs installed in the embedded clusters (default: deploy/crds/, and its external/)")
+    run.add_argument("--crds", type=Path,
+                     help="CRDs installed in the embedded clusters (default: deploy/crds/, else the installed CRDs; "
+                     "and its external/)")
     run.add_argument("--max-concurrent-reconciles", type=_positive, default=8, metavar="N",
                      help="passes run at once (default: 8, enough to keep the API server busy while passes wait "
                      "on it); one order never has two")
@@ -148,10 +151,26 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _missing(command: str, flags: Sequence[tuple[str, Path]]) -> bool:
+    """Whether a folder a flag names (or its default) is missing: said in one line naming the path and the flag."""
+    for flag, path in flags:
+        if not path.exists():
+            print(f"engine {command}: {path}: no such file or folder (set {flag})", file=sys.stderr)
+            return True
+    return False
+
+
 def _run(args: argparse.Namespace) -> int:
     import os
 
     from engine.operator import Options, run
+    from engine.rules.bundle import default_folder
+
+    args.rules = args.rules or default_folder("rules")
+    args.crds = args.crds or default_folder("crds")
+    embedded_run = args.kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST")
+    if _missing("run", [("--rules", args.rules), *([("--crds", args.crds)] if embedded_run else [])]):
+        return 1
 
     options = Options(
         rules=args.rules, templates=args.templates, kubeconfig=args.kubeconfig, context=args.context,
@@ -171,9 +190,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
+    from engine.rules.bundle import default_folder
     from engine.rules.lint import lint_paths
 
-    errors = lint_paths(list(args.paths) or [Path("rules")], templates_root=args.templates, crds=args.crds)
+    paths = list(args.paths) or [default_folder("rules")]
+    if _missing("lint", [*(("PATH", p) for p in paths), *(("--crds", c) for c in args.crds or ())]):
+        return 1
+    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds)
     for error in errors:
         print(error)
     if errors:
@@ -183,16 +206,16 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _rbac(args: argparse.Namespace) -> int:
+    from engine.rules.bundle import default_folder
     from engine.rules.catalog import load_catalog
     from engine.rules.errors import RuleErrors
     from engine.rules.rbac import RbacError, crd_plurals, kind_rights
     from engine.rules.rbac_manifest import Identity, render
 
-    crds = list(args.crds or [Path("deploy/crds")])
-    for path in (args.rules, *crds):
-        if not path.exists():
-            print(f"engine rbac: {path}: no such file or folder (see --rules, --crds)", file=sys.stderr)
-            return 1
+    args.rules = args.rules or default_folder("rules")
+    crds = list(args.crds or [default_folder("crds")])
+    if _missing("rbac", [("--rules", args.rules), *(("--crds", c) for c in crds)]):
+        return 1
     try:
         catalog = load_catalog(args.rules, templates_dir=args.templates)
         rights = kind_rights(catalog.values(), crd_plurals(crds))
@@ -236,8 +259,13 @@ def _lab(name: str, needed_by: str) -> Callable[..., Any] | None:
 
 
 def _test(args: argparse.Namespace) -> int:
+    from engine.rules.bundle import default_folder
     from engine.testing.scenario.runner import command  # loaded only when scenarios run
 
+    args.rules = args.rules or default_folder("rules")
+    args.crds = args.crds or default_folder("crds")
+    if _missing("test", [("--rules", args.rules), ("--crds", args.crds)]):  # a missing PATH is reported per path
+        return 2
     return command(args)
 
 

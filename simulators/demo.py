@@ -30,6 +30,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
+from engine.rules.bundle import installed
 from engine.rules.catalog import load_catalog
 from engine.runtime.manager import Manager
 from engine.testing.clock import SimulatedClock
@@ -38,7 +39,7 @@ from simulators.base import Simulator, find_condition, pending, react
 from simulators.timeline import Stream, Timeline
 
 ROOT = Path(__file__).resolve().parent.parent
-"""The checkout: rules/, templates/ and deploy/crds/ are read from here."""
+"""The checkout: rules/, templates/ and deploy/crds/ are read from here when no install carries them."""
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 REACTION = dt.timedelta(seconds=1)
@@ -91,18 +92,20 @@ class StoryFailed(Exception):
 class Demo:
     """The world of the story: cluster, clock, operator, simulated controllers and the timeline."""
 
-    def __init__(self, out: TextIO, root: Path = ROOT) -> None:
+    def __init__(self, out: TextIO) -> None:
+        rules = installed("rules") or ROOT / "rules"
+        crds = installed("crds") or ROOT / "deploy" / "crds"
         self.out = out
         self.clock = SimulatedClock(START)
         self.cluster = MemoryCluster(MANAGEMENT_CLUSTER, clock=self.clock, permissive=True)
-        for path in sorted((root / "deploy" / "crds").glob("*.yaml")):
+        for path in sorted(crds.glob("*.yaml")):
             for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     self.cluster.create(doc)
         for obj in WORLD:
             self.cluster.seed(obj)
         self.manager: Manager[Any] = Manager(
-            load_catalog(root / "rules"), ClusterSet(self.cluster), clock=self.clock,
+            load_catalog(rules), ClusterSet(self.cluster), clock=self.clock,
             metrics=Metrics(CollectorRegistry()), log=logging.getLogger("engine.demo"),
         )
         self.korc = korc.KorcSimulator(self.cluster, self.clock)

@@ -99,7 +99,7 @@ def test_engine_rbac_names_a_missing_rules_folder(tmp_path: Path, capsys: pytest
     """A missing folder is one line naming the path and the flag, not a traceback."""
     assert main(["rbac", "--rules", str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
-    assert err.strip() == f"engine rbac: {tmp_path / 'nope'}: no such file or folder (see --rules, --crds)"
+    assert err.strip() == f"engine rbac: {tmp_path / 'nope'}: no such file or folder (set --rules)"
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "ClusterRole", "ClusterRoleBinding", "ServiceAccount", "Role"])

@@ -39,7 +39,7 @@ class Grant:
     group: str
     resource: str
     reasons: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    """verb -> what needs it -> where (rule-file lines)."""
+    """verb -> what needs it -> where (the rule files)."""
     namespaces: set[str] = field(default_factory=set)
 
     def add(self, verbs: Iterable[str], reason: str, where: str = "") -> None:
