@@ -197,7 +197,7 @@ def test_seconds_reads_go_durations_and_plain_numbers() -> None:
 def test_run_flags_and_their_defaults() -> None:
     """engine run's flags parse with controller-runtime's defaults, except 8 workers (decision 0011)."""
     args = build_parser().parse_args(["run"])
-    assert args.rules == Path("rules")
+    assert args.rules is None  # resolved at run: rules/ of the working directory, else the installed rules
     assert args.max_concurrent_reconciles == 8 == Options().max_concurrent_reconciles
     assert args.clusters_namespace == "c5c3-clusters"
     assert args.leader_elect is False
