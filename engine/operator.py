@@ -140,7 +140,7 @@ def bind_endpoints(options: Options) -> list[Endpoint]:
 
 
 def scope_by_labels(cluster: Cluster, scopes: LabelScopes) -> Cluster:
-    """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (decision 11)."""
+    """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (decision 14)."""
     scope = getattr(cluster, "scope_by_labels", None)
     if callable(scope) and scopes:
         scope(scopes)
