@@ -61,12 +61,20 @@ class TestStatusBodies:
         assert type(from_api_exception(status(code, reason, "m"))) is expected
 
     def test_body_that_is_not_a_status(self) -> None:
-        """An answer without a Status body (a proxy's page) still names the status and what came back."""
+        """An answer without a Status body (a proxy's page) names the status and what kind of body came
+        back, never its content: such a body may be a cut-off object holding Secret data."""
         exc = ApiException(status=502, reason="Bad Gateway")
         exc.body = "<html>upstream down</html>"
         err = from_api_exception(exc)
         assert isinstance(err, ServerError) and err.code == 502
-        assert err.message == "502 Bad Gateway: <html>upstream down</html>"
+        assert err.message == "502 Bad Gateway: an HTML page of 26 bytes (content not shown)"
+
+    def test_body_that_is_not_a_status_is_not_quoted(self) -> None:
+        """A non-Status body carrying Secret data never reaches the error text."""
+        exc = ApiException(status=500, reason="Internal Server Error")
+        exc.body = '{"kind": "Secret", "data": {"password": "aHVudGVyMg=="}}'
+        err = from_api_exception(exc)
+        assert "aHVudGVyMg" not in err.message and "not a Status" in err.message
 
     def test_no_answer_at_all(self) -> None:
         """A request the client could not make (status 0) is a ServerError."""

@@ -67,8 +67,15 @@ def from_api_exception(exc: ApiException) -> ApiError:
         return from_status(doc, code=status, reason=reason)
     text = f"{status} {reason}".strip()
     if body:
-        text += f": {str(body)[:200]}"
+        text += f": {describe_unparsed(str(body))}"
     return error_from_status(status, reason, text)
+
+
+def describe_unparsed(body: str) -> str:
+    """What came back, without its content: an answer that is not a Status may be anything (a proxy's
+    page, a cut-off object holding Secret data), and error texts reach logs and conditions."""
+    kind = "an HTML page" if body.lstrip()[:1] == "<" else "an answer that is not a Status"
+    return f"{kind} of {len(body.encode('utf-8', 'replace'))} bytes (content not shown)"
 
 
 def from_transport(exc: BaseException) -> ApiError:

@@ -268,7 +268,8 @@ class WatchStream(Iterator[WatchEvent]):
                 event = json.loads(line)
             except ValueError:
                 self.close()
-                raise ApiError(f"the watch stream sent a line that is not JSON: {line[:200]!r}") from None
+                raise ApiError("the watch stream sent a line that is not JSON "
+                               f"({len(line)} characters, content not shown)") from None
             if not isinstance(event, dict):
                 continue
             if event.get("type") == "ERROR":
