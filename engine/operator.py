@@ -291,7 +291,16 @@ def run(
     if not lint_clean(options, out):
         return _unbind(endpoints or [])
     sink = SecretSink()
-    current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
+    token = current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
+    try:
+        return _run_with_sink(options, sink, management=management, stop=stop, target_factory=target_factory,
+                              endpoints=endpoints)
+    finally:
+        current_sink.reset(token)  # a caller running the operator in-process gets its own context back
+
+
+def _run_with_sink(options: Options, sink: SecretSink, *, management: Cluster | None, stop: threading.Event | None,
+                   target_factory: Callable[[Registration], Cluster] | None, endpoints: list[Endpoint] | None) -> int:
     logs.configure(options.log_level, sink=sink)
     stop = stop if stop is not None else threading.Event()
     if endpoints is None:

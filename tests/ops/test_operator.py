@@ -237,3 +237,15 @@ def _get(url: str) -> str | None:
             return str(answer.read().decode())
     except OSError:
         return None
+
+
+def test_run_gives_the_caller_its_secret_sink_back(rules_dir: Callable[..., Path], cluster: MemoryCluster) -> None:
+    """An in-process run installs its own secret sink for its workers and restores the caller's on return,
+    so passwords generated later in the same thread are not collected by a stopped operator's sink."""
+    from engine.expr import current_sink
+
+    stop = threading.Event()
+    stop.set()
+    before = current_sink.get()
+    assert run(options(rules_dir()), management=cluster, stop=stop, out=io.StringIO()) == 0
+    assert current_sink.get() is before
