@@ -205,6 +205,22 @@ def test_a_core_v1_event_is_stored_as_events_k8s_io(kubectl: Any, cluster: Memor
     assert (stored["note"], stored["regarding"]["name"], stored["deprecatedCount"]) == ("written as core v1", "u", 1)
 
 
+def test_a_core_v1_event_is_patched_as_client_go_patches_a_series(kubectl: Any, cluster: MemoryCluster,
+                                                                  tmp_path: Path) -> None:
+    """kubectl patch (strategic merge, merge, JSON patch) of a core v1 Event updates the one stored Event,
+    as client-go's recorder patches count and lastTimestamp of a repeated Event."""
+    core = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "ns"},
+            "involvedObject": {"kind": "KeystoneUser", "namespace": "ns", "name": "u"},
+            "type": "Warning", "reason": "Tested", "message": "first", "count": 1}
+    assert kubectl("create", "-f", write(tmp_path, yaml.safe_dump(core), "event.yaml")).returncode == 0
+    for kind, patch in (("strategic", '{"count": 2}'), ("merge", '{"message": "again"}'),
+                        ("json", '[{"op": "replace", "path": "/count", "value": 3}]')):
+        result = kubectl("patch", "event", "e", "-n", "ns", "--type", kind, "-p", patch)
+        assert result.returncode == 0, result.stderr
+    stored = cluster.get("events.k8s.io/v1", "Event", "ns", "e")
+    assert (stored["deprecatedCount"], stored["note"], stored["regarding"]["name"]) == (3, "again", "u")
+
+
 def test_the_install_applies_with_server_dry_run(kubectl: Any, cluster: MemoryCluster) -> None:
     """``kubectl apply --dry-run=server`` of the operator's install: every kind of deploy/ is served."""
     result = kubectl("apply", "--server-side", "--dry-run=server", "-f", str(ROOT / "deploy" / "operator"))

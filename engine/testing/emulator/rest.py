@@ -30,6 +30,7 @@ from engine.cluster.api import (
     UnsupportedMediaType,
 )
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
 from engine.testing.emulator.routes import Document, Target, parse_route
@@ -289,8 +290,28 @@ class Rest:
         if method == "DELETE" and target.subresource is None:
             return self._delete(stored, target, body) if target.name else self._delete_collection(
                 request, stored, target)
-        raise MethodNotAllowed("the emulator writes core v1 Events by create and update only; patch them as "
-                               "events.k8s.io/v1 Events")
+        if method == "PATCH" and target.name is not None and target.subresource is None:
+            return self._patch_core_event(request, info, target, body)
+        raise MethodNotAllowed("the server does not allow this method on the requested resource")
+
+    def _patch_core_event(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        """A merge, strategic merge (an Event has no merge-keyed lists, so the same) or JSON patch of the
+        core view of a stored Event, written back as the events.k8s.io/v1 Event it is (as client-go's
+        recorder patches a series' count and lastTimestamp)."""
+        assert target.name is not None
+        media = request.content_type.partition(";")[0].strip().lower()
+        if media not in (*MERGE, JSON_PATCH):
+            raise UnsupportedMediaType(
+                f"the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, "
+                f"{MERGE[0]}, {MERGE[1]}")
+        stored = self._stored(info)
+        live = events.to_core(self.cluster.get(stored.api_version, stored.kind, target.namespace, target.name))
+        patched = json_patch(live, body) if media == JSON_PATCH else merge_patch(live, body)
+        if not isinstance(patched, dict):
+            raise BadRequest("the patch does not leave an object")
+        manager = request.query.get("fieldManager") or None
+        updated = self.cluster.update(events.to_stored(_addressed(patched, info, target)), field_manager=manager)
+        return Reply(200, events.to_core(updated))
 
     def _watch(self, request: Request, info: ResourceInfo, target: Target) -> Stream:
         query = request.query
