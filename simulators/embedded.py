@@ -37,6 +37,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.memory import MemoryCluster
 from engine.operator import Options, bind_endpoints, run
 from engine.ops import BindError
+from engine.rules.bundle import default_folder
 from engine.runtime.clusters import KUBECONFIG_KEY, REGISTRATION_LABEL
 from engine.testing.emulator import Emulator, write_kubeconfig
 from simulators import eso, korc, topology
@@ -193,6 +194,7 @@ def embedded_clusters(crds: Path, kubeconfig_out: Path | None = None) -> Iterato
 def banner(embedded: Embedded, out: TextIO) -> None:
     """Where the kubeconfig is and how to use it."""
     path = embedded.kubeconfig
+    orders = default_folder("orders")  # the checkout's examples/orders, else the installed copy
     out.write(
         "engine run: no --kubeconfig and not in a pod, so running on embedded clusters:\n"
         f"  management  {embedded.management_server.url}  (context {MANAGEMENT_CONTEXT})\n"
@@ -200,9 +202,9 @@ def banner(embedded: Embedded, out: TextIO) -> None:
         f"ControlPlane {CP_NAMESPACE}/{CP_NAME} assigns namespace {TENANT} on both; K-ORC, ESO and the RabbitMQ\n"
         "topology operator are simulated. Try, in another shell:\n"
         f"  export KUBECONFIG={path}\n"
-        "  kubectl apply --server-side -f examples/orders/keystoneuser.yaml -f examples/orders/rabbitmqvhost.yaml\n"
+        f"  kubectl apply --server-side -f {orders / 'keystoneuser.yaml'} -f {orders / 'rabbitmqvhost.yaml'}\n"
         f"  kubectl wait --for=condition=Ready keystoneuser/workflow rabbitmqvhost/messaging -n {TENANT}\n"
-        f"  kubectl --context {TARGET} apply --server-side -f examples/orders/keystoneuser-edge-1.yaml\n"
+        f"  kubectl --context {TARGET} apply --server-side -f {orders / 'keystoneuser-edge-1.yaml'}\n"
         f"  kubectl --context {TARGET} wait --for=condition=Ready keystoneuser/billing -n {TENANT}\n"
         f"  kubectl get keystoneusers,rabbitmqvhosts -A; kubectl --context {TARGET} get keystoneusers -A\n"
         "Stop with Ctrl-C. Logs follow as JSON lines on stderr.\n"

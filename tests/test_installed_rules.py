@@ -4,6 +4,7 @@ missing folder is one line naming the path and the flag."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -95,16 +96,20 @@ def test_run_on_the_embedded_clusters_from_another_directory(tmp_path: Path) -> 
     output = (tmp_path / "run.log").read_text()
     assert code == 0, output
     assert "NotFound" not in output and "no such rule file" not in output, output[-3000:]
+    offered = re.findall(r"kubectl .*?-f (\S+)(?: -f (\S+))?", output)  # the banner's example orders
+    paths = [tmp_path / path for pair in offered for path in pair if path]
+    assert len(paths) == 3 and all(path.is_file() for path in paths), paths  # the installed copies, found from here
 
 
 def test_the_build_carries_the_rules_templates_and_crds(tmp_path: Path) -> None:
-    """The build of the package (setuptools' build_py, the step a wheel is made of) holds rules/, templates/ and
-    the CRDs as package data, the checkout's links followed."""
+    """The build of the package (setuptools' build_py, the step a wheel is made of) holds rules/, templates/,
+    the CRDs and the example orders as package data, the checkout's links followed."""
     source = tmp_path / "source"
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     for name in ("engine", "simulators", "c5c3_rules", "rules", "templates"):
         shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=skip)
     shutil.copytree(ROOT / "deploy" / "crds", source / "deploy" / "crds")
+    shutil.copytree(ROOT / "examples" / "orders", source / "examples" / "orders")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     lib = tmp_path / "lib"
@@ -117,4 +122,5 @@ def test_the_build_carries_the_rules_templates_and_crds(tmp_path: Path) -> None:
                  for p in (ROOT / "templates").rglob("*.j2")}
     expected |= {f"c5c3_rules/crds/{p.relative_to(ROOT / 'deploy' / 'crds')}"
                  for p in (ROOT / "deploy" / "crds").rglob("*.yaml")}
+    expected |= {f"c5c3_rules/orders/{p.name}" for p in (ROOT / "examples" / "orders").glob("*.yaml")}
     assert expected <= names, sorted(expected - names)
