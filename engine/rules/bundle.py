@@ -1,7 +1,8 @@
 """Where the rule files, templates and CRDs are when no flag names them: the working directory's, else the install's.
 
 The install carries them in the package ``c5c3_rules`` (package data: ``rules/``, ``templates/``,
-``crds/``, and the example ``orders/`` the embedded run's banner names), so an installed `engine` works from any directory. In a checkout that package's
+``crds/``, and the example ``orders/`` the embedded run's banner names), so an installed `engine`
+works from any directory. In a checkout that package's
 folders are links to the checkout's own, so both read the same files.
 """
 
@@ -30,7 +31,8 @@ def installed(name: str) -> Path | None:
 
 
 def default_folder(name: str) -> Path:
-    """``rules/``, ``deploy/crds/`` or ``examples/orders/`` of the working directory when it has one, else the install's.
+    """``rules/``, ``deploy/crds/`` or ``examples/orders/`` of the working directory when it has one, else the
+    install's.
 
     Without either, the working directory's path, so the error names what was looked for."""
     local = LOCAL[name]
