@@ -2,8 +2,8 @@
 
 The install carries them in the package ``c5c3_rules`` (package data: ``rules/``, ``templates/``,
 ``crds/``, and the example ``orders/`` the embedded run's banner names), so an installed `engine`
-works from any directory. In a checkout that package's
-folders are links to the checkout's own, so both read the same files.
+works from any directory. In a checkout that package's folders are links to the checkout's own, so
+both read the same files.
 """
 
 from __future__ import annotations
