@@ -113,9 +113,9 @@ class InputSpec(Spec):
     list: ListAddress | None = None
     served: KindAddress | None = Field(None, description="True when the cluster serves the kind (discovery).")
     cluster: Cluster = "management"
-    where: Query | None = Field(None, description="list: keep items for which this query (on the item as `@`, "
-                                                  "the pass context as `$`) is true.")
-    sortBy: Query | None = Field(None, description="list: sort items by this query on each item.")
+    where: Query | None = Field(None, description="list: keep items for which this query is true; it reads the "
+                                                  "item as `item`, beside every name of the pass.")
+    sortBy: Query | None = Field(None, description="list: sort items by this query, reading each as `item`.")
     children: bool = Field(False, description="list: keep only the order's own children (labels and prefix).")
     live: bool = Field(False, description="Read from the API server, never from a cache.")
     unserved: Literal["absent", "error"] = Field(
