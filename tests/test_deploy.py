@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from engine.cli import build_parser, main
+from engine.operator import Options
 from engine.rules.catalog import load_catalog
 from engine.rules.rbac import crd_plurals, kind_rights
 
@@ -41,6 +42,15 @@ def test_deployment_arguments_are_engine_run_flags() -> None:
     parsed = build_parser().parse_args(args)
     assert parsed.command == "run"
     assert parsed.leader_elect is True
+
+
+def test_the_deployment_runs_the_default_worker_count() -> None:
+    """The Deployment does not hold the operator below the worker count `engine run` defaults to (and the
+    README and the benchmarks assume): it passes no --max-concurrent-reconciles, or the default."""
+    deployment = next(d for d in documents(DEPLOY) if d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    default = build_parser().parse_args(["run"]).max_concurrent_reconciles
+    assert build_parser().parse_args(args).max_concurrent_reconciles == default == Options().max_concurrent_reconciles
 
 
 def rights(rules: Path = ROOT / "rules") -> dict[tuple[str, str], set[str]]:
