@@ -300,6 +300,27 @@ class Watcher(Protocol):
         ...
 
 
+class WatchFeed(Protocol):
+    """A cluster's read cache of one (kind, namespace scope, label) kept current by the caller's own watch
+    (``KubeCluster.share_watch``), so one watch serves both the caller's events and the cluster's reads."""
+
+    def replace(self, items: list[Obj], resource_version: str) -> None:
+        """Everything, as a list answered it (the first list, or a list again after Gone)."""
+        ...
+
+    def apply(self, event: WatchEvent) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED or BOOKMARK), before the caller maps it."""
+        ...
+
+    def lost(self) -> None:
+        """The kind is no longer served: reads go to the server until the next ``replace``."""
+        ...
+
+    def release(self) -> None:
+        """The caller's watch ends for good: the cluster keeps its cache by a watch of its own again."""
+        ...
+
+
 class Discovery(Protocol):
     def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
         """How a kind is served; NotFound when this cluster does not serve it."""

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent
+from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent, WatchFeed
 from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
@@ -135,6 +135,10 @@ class Informer:
         self._stream: Iterator[WatchEvent] | None = None
         self._expect_seen = getattr(cluster, "expect_seen", None)
         """A cached cluster's read barrier (KubeCluster.expect_seen), or None."""
+        share = getattr(cluster, "share_watch", None)
+        self._feed: WatchFeed | None = share(api_version, kind, namespace, label) if callable(share) else None
+        """The cluster's read cache of this kind and scope, kept by this informer's watch (one watch per kind),
+        or None (a cluster without a cache of its own, or one that does not cover this scope as such)."""
         self.thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -159,6 +163,7 @@ class Informer:
             try:
                 mapped += self._list()
             except NotFound:
+                self._lose()
                 return 0
             except ApiError as exc:
                 self._sources.log.warning("%r: list failed, trying again at the next pump: %s", self, exc)
@@ -172,7 +177,7 @@ class Informer:
             except ApiError as exc:
                 self._sources.log.warning("%r: re-list failed, trying again at the next pump: %s", self, exc)
         except NotFound:
-            self.listed = False
+            self._lose()
         except ApiError as exc:
             self._sources.log.warning("%r: watch failed, trying again at the next pump: %s", self, exc)
         return mapped
@@ -199,7 +204,7 @@ class Informer:
                                f"listing again in {delay:.1f}s")
                     self.stop.wait(delay)
             except NotFound:
-                self.listed = False
+                self._lose()
                 self.stop.wait(recheck)
             except Exception as exc:  # an informer thread must outlive any one failure
                 delay = backoff.after_failure()
@@ -216,9 +221,18 @@ class Informer:
     # -- shared ---------------------------------------------------------------
 
     def halt(self) -> None:
-        """Stop the thread's loop and close its watch, so a thread blocked in a long watch ends now."""
+        """Stop the thread's loop and close its watch, so a thread blocked in a long watch ends now; the
+        cluster's cache this watch kept goes back to a watch of the cluster's own."""
         self.stop.set()
         self._close(self._stream)
+        if self._feed is not None:
+            self._feed.release()
+
+    def _lose(self) -> None:
+        """The kind is not served (any more): list again once it is; the cluster reads it live meanwhile."""
+        self.listed = False
+        if self._feed is not None:
+            self._feed.lost()
 
     def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
         self._stream = self._cluster.watch(
@@ -246,10 +260,18 @@ class Informer:
         return mapped
 
     def _list(self) -> int:
-        """List, and reconcile the cache with the answer as a stream of events (an initial list adds all)."""
-        answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label)
+        """List, and reconcile the cache with the answer as a stream of events (an initial list adds all).
+
+        A shared watch lists from the server (the cluster's cache is what it keeps) and hands the answer
+        to the cluster's cache before mapping anything, so the passes it wakes read what it listed."""
+        if self._feed is not None:
+            answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label, live=True)
+        else:
+            answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label)
         mapped = 0
         with self._sources.lock:
+            if self._feed is not None:
+                self._feed.replace(answer.items, answer.resource_version)
             seen: set[Key] = set()
             for obj in answer.items:
                 key = _key(obj)
@@ -257,9 +279,9 @@ class Informer:
                 old = self._cache.get(key)
                 if old is not None and _rv(old) is not None and _rv(old) == _rv(obj):
                     continue
-                mapped += self._apply("MODIFIED" if old is not None else "ADDED", obj)
+                mapped += self._apply("MODIFIED" if old is not None else "ADDED", obj, fed=True)
             for key in [k for k in self._cache if k not in seen]:
-                mapped += self._apply("DELETED", self._cache[key])
+                mapped += self._apply("DELETED", self._cache[key], fed=True)
             self._rv = answer.resource_version or None
             self.listed = True
         return mapped
@@ -272,19 +294,24 @@ class Informer:
             raise ApiError(str(obj.get("message") or "watch error"))
         with self._sources.lock:
             if kind == "BOOKMARK":
+                if self._feed is not None and _rv(obj):
+                    self._feed.apply(event)
                 self._rv = _rv(obj) or self._rv
                 return 0
             mapped = self._apply(kind, obj)
             self._rv = _rv(obj) or self._rv
             return mapped
 
-    def _apply(self, kind: str, obj: Obj) -> int:
+    def _apply(self, kind: str, obj: Obj, *, fed: bool = False) -> int:
         """Update the cache and the index, then map the event through every watch (lock held).
 
-        A cluster that reads from caches of its own is told first what this event showed, so the
-        passes the event wakes never read an older state than the one that woke them."""
+        The cluster's cache this watch keeps gets the event first (fed: it has it already, from the list),
+        and a cluster reading from caches of its own is told what this event showed, so the passes the event
+        wakes never read an older state than the one that woke them."""
         key = _key(obj)
         rv = _rv(obj)
+        if self._feed is not None and not fed and rv is not None:
+            self._feed.apply({"type": kind, "object": obj})
         if rv is not None and callable(self._expect_seen):
             self._expect_seen(self.api_version, self.kind, key[0] or None, rv, obj)
         if kind == "DELETED":

@@ -417,3 +417,62 @@ class TestLabelScopes:
         assert eventually(lambda: names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1", "unrelated-0"])
         memory.patch("v1", "Secret", "default", "unrelated-0", {"metadata": {"labels": {OWNER_A: None}}})
         assert eventually(lambda: names(scoped.list("v1", "Secret", labels=OWNER_A).items) == ["a1"])
+
+
+class TestSharedWatch:
+    """``share_watch``: the runtime's watch of a kind keeps the read cache, so the cluster opens no watch of
+    its own for it (one watch per kind); reads wait for its first list, go live while the kind is lost, and
+    the cluster watches by itself again once the shared watch is released."""
+
+    @staticmethod
+    def fed(kube: KubeCluster) -> Any:
+        feed = kube.share_watch("v1", "Secret", None, None)
+        assert feed is not None
+        answer = kube.list("v1", "Secret", live=True)  # as the runtime's informer lists
+        feed.replace(answer.items, answer.resource_version)
+        return feed
+
+    def test_reads_come_from_the_fed_cache_and_the_cluster_opens_no_watch(self, memory: MemoryCluster,
+                                                                         kube: KubeCluster) -> None:
+        memory.create(secret("a"))
+        feed = self.fed(kube)
+        requests = Requests(kube)
+        assert kube.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
+        added = memory.create(secret("b"))
+        feed.apply({"type": "ADDED", "object": added})
+        assert names(kube.list("v1", "Secret").items) == ["a", "b"]
+        time.sleep(0.2)
+        assert requests.seen == []
+
+    def test_a_write_is_read_back_once_the_shared_watch_delivers_it(self, memory: MemoryCluster,
+                                                                    kube: KubeCluster) -> None:
+        feed = self.fed(kube)
+        written = kube.create(secret("mine"))
+        threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
+        assert kube.get("v1", "Secret", "default", "mine")["metadata"]["uid"] == written["metadata"]["uid"]
+
+    def test_a_read_waits_for_the_first_list(self, kube: KubeCluster) -> None:
+        feed = kube.share_watch("v1", "Secret", None, None)
+        assert feed is not None
+        only_listed = {**secret("listed"), "metadata": {"name": "listed", "namespace": "default",
+                                                        "resourceVersion": "1"}}
+        threading.Timer(0.2, feed.replace, args=([only_listed], "1")).start()
+        assert kube.get("v1", "Secret", "default", "listed")["metadata"]["name"] == "listed"
+
+    def test_lost_reads_live_and_released_watches_again(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        memory.create(secret("a"))
+        feed = self.fed(kube)
+        feed.lost()
+        requests = Requests(kube)
+        kube.get("v1", "Secret", "default", "a")
+        assert [(m, p) for m, p, _ in requests.seen] == [("GET", "/api/v1/namespaces/default/secrets/a")]
+        feed.release()
+        kube.get("v1", "Secret", "default", "a")
+        assert eventually(lambda: len(requests.watches()) == 1)
+
+    def test_a_scope_the_cache_does_not_cover_is_not_shared(self, make_kube: MakeKube) -> None:
+        assert make_kube(namespaces=["default"]).share_watch("v1", "Secret", None, None) is None
+        assert make_kube(namespaces=["default"]).share_watch("v1", "Secret", "other", None) is None
+        assert make_kube().share_watch("v1", "Secret", "default", None) is None
+        assert make_kube(cache=False).share_watch("v1", "Secret", None, None) is None
+        assert make_kube(namespaces=["default"]).share_watch("v1", "Secret", "default", None) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from conftest import (
@@ -92,6 +93,27 @@ def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: Ope
             assert password
             assert password not in logs
             assert base64.b64encode(password.encode()).decode() not in logs
+
+
+def test_each_kind_is_watched_once_per_cluster(world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """One watch per kind (and label selector) on each cluster feeds both the operator's read cache and the
+    events that wake orders: no kind is watched twice, so no event is decoded and stored twice."""
+    wait_for(lambda: ready(world.management, "KeystoneUser", "workflow"), message="an order Ready")
+
+    def once(server: Any) -> dict[tuple[str, str], int]:
+        """The open watches once each is alone (a stream just closed counts until the emulator notices)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not all(n == 1 for n in server.open_watches().values()):
+            time.sleep(0.1)
+        watching: dict[tuple[str, str], int] = server.open_watches()
+        assert watching and all(count == 1 for count in watching.values()), watching
+        return watching
+
+    management, target = once(world.server), once(edge1.server)
+    paths = {path for path, _ in management}
+    assert "/apis/c5c3.io/v1alpha1/keystoneusers" in paths and "/apis/openstack.k-orc.cloud/v1alpha1/users" in paths
+    assert ("/api/v1/secrets", "c5c3.io/keystoneuser-name") in management
+    assert "/apis/c5c3.io/v1alpha1/keystoneusers" in {path for path, _ in target}
 
 
 def test_metrics_count_the_passes(operator: OperatorProcess) -> None:

@@ -41,9 +41,10 @@ from engine.cluster.api import (
     PrinterColumn,
     ResourceInfo,
     WatchEvent,
+    WatchFeed,
 )
 from engine.cluster.kube.errors import no_resource
-from engine.cluster.kube.informer import Informer
+from engine.cluster.kube.informer import FedInformer, Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.store import Expectation, key_of, slim_metadata, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
@@ -116,7 +117,7 @@ class KubeCluster:
         digest = hashlib.sha256(f"{name}\0{host}".encode()).hexdigest()[:16]
         self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json", request_timeout=request_timeout)
         self._lock = threading.Lock()
-        self._informers: dict[InformerKey, Informer] = {}
+        self._informers: dict[InformerKey, Informer | FedInformer] = {}
         self._starting: dict[InformerKey, threading.Lock] = {}
         self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         """(group, kind) -> the label keys whose objects alone are cached (``scope_by_labels``)."""
@@ -148,7 +149,7 @@ class KubeCluster:
                 shutil.rmtree(directory, ignore_errors=True)
         self._tmpdir = self._private_dir = None
 
-    def informers(self) -> builtins.list[Informer]:
+    def informers(self) -> builtins.list[Informer | FedInformer]:
         """The informers running now (for probes and tests)."""
         with self._lock:
             return [i for i in self._informers.values() if not i.dead]
@@ -164,6 +165,31 @@ class KubeCluster:
             dropped = [self._informers.pop(key) for key in stale]
         for informer in dropped:
             informer.stop()
+
+    def share_watch(self, api_version: str, kind: str, namespace: str | None, label: str | None) -> WatchFeed | None:
+        """Let the caller's watch of this kind keep the read cache of the same scope and label, instead of a
+        watch of the cluster's own (one watch per kind: the runtime's informers call it as they are built).
+
+        namespace: the caller's scope (None: every namespace); label: the label key it selects on (None: every
+        object). None when the cache would not answer reads of that scope (caching off, or a namespace the
+        cache does not cover as such): the caller watches alone. An informer of the cluster's own already
+        running for that scope stops; reads wait for the caller's first list."""
+        if not self._cache or (namespace is None) != (self._namespaces is None):
+            return None
+        if namespace is not None and self._namespaces is not None and namespace not in self._namespaces:
+            return None
+        key = (api_version, kind, namespace, label)
+        where = f" in {namespace}" if namespace else ""
+        labelled = f" labelled {label}" if label else ""
+        fed = FedInformer(f"{kind}.{api_version}{where}{labelled} on {self.name or 'the management cluster'}")
+        with self._lock:
+            if self._stopped:
+                return None
+            previous = self._informers.get(key)
+            self._informers[key] = fed
+        if previous is not None:
+            previous.stop()
+        return fed
 
     def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str,
                     obj: Obj | None = None) -> None:
@@ -457,7 +483,7 @@ class KubeCluster:
         return False, None
 
     def _informer(self, api_version: str, kind: str, namespace: str | None,
-                  label: str | None = None) -> Informer | None:
+                  label: str | None = None) -> Informer | FedInformer | None:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
         label: the label key the informer selects on (a label-scoped kind); None: every object."""
@@ -479,13 +505,15 @@ class KubeCluster:
                     informer = self._start(api_version, kind, scope, label)
                     if informer is None:
                         return None
+        if isinstance(informer, FedInformer) and not informer.wait_listed(self._settle_timeout):
+            return None  # the feeding watch has not listed (or its kind is unserved, or it ended): read live
         if not informer.store.settle(self._settle_timeout):
             self._log.warning("%r: the watch did not deliver this cluster's writes within %.1fs; reading live",
                               informer, self._settle_timeout)
             return None
         return informer
 
-    def _start(self, api_version: str, kind: str, scope: Scope, label: str | None) -> Informer | None:
+    def _start(self, api_version: str, kind: str, scope: Scope, label: str | None) -> Informer | FedInformer | None:
         where = f" in {scope}" if scope else ""
         labelled = f" labelled {label}" if label else ""
         selector = {"label_selector": label} if label else {}
@@ -499,14 +527,19 @@ class KubeCluster:
         )
         informer.start()  # the first list: its errors (NotFound for an unserved kind) are the read's
         with self._lock:
-            if self._stopped:
-                informer.stop()
-                return None
-            self._informers[(api_version, kind, scope, label)] = informer
+            shared = self._informers.get((api_version, kind, scope, label))
+            if self._stopped or (isinstance(shared, FedInformer) and not shared.dead):
+                stopped = True  # stopped meanwhile, or a watch shared meanwhile: that one answers
+            else:
+                stopped = False
+                self._informers[(api_version, kind, scope, label)] = informer
+        if stopped:
+            informer.stop()
+            return None if self._stopped else shared
         return informer
 
     def _covering(self, api_version: str, kind: str, namespace: str | None,
-                  obj: Obj | None = None) -> builtins.list[Informer]:
+                  obj: Obj | None = None) -> builtins.list[Informer | FedInformer]:
         """Informers whose objects include this one's: same group and kind, scope all or its namespace, and
         for a label-scoped informer, ``obj`` carries its label or it holds ``obj`` now (it will see it go)."""
         group = api_version.rpartition("/")[0]

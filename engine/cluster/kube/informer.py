@@ -15,7 +15,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 
-from engine.cluster.api import Gone, NotFound, ObjectList, WatchEvent
+from engine.cluster.api import Gone, NotFound, Obj, ObjectList, WatchEvent
 from engine.cluster.kube.store import Store, rv_of
 from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 
@@ -138,3 +138,53 @@ def _close(stream: Iterator[WatchEvent] | None) -> None:
     close = getattr(stream, "close", None)
     if close is not None:
         close()
+
+
+class FedInformer:
+    """A Store kept current by a watch the cluster does not own (``KubeCluster.share_watch``): the runtime's
+    informer of the same kind, scope and label lists and watches once and feeds it here, so the kind is
+    watched once, decoded once, and (objects shared with the runtime's cache) held once.
+
+    Until its first list arrives a read waits for it (at most the cluster's settle timeout); once the
+    kind is lost (unserved) reads go to the server; once released the cluster starts a watch of its own."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.store = Store()
+        self._listed = threading.Event()
+        self._lost = False
+        self.dead = False
+        """True once released: the cluster's next read replaces it with an informer of its own."""
+
+    def __repr__(self) -> str:
+        return f"<FedInformer {self.name}>"
+
+    # -- the feed (WatchFeed) ---------------------------------------------------
+
+    def replace(self, items: list[Obj], resource_version: str) -> None:
+        self.store.replace(items, resource_version)
+        self._lost = False
+        self._listed.set()
+
+    def apply(self, event: WatchEvent) -> None:
+        self.store.apply(event)
+
+    def lost(self) -> None:
+        self._lost = True
+
+    def release(self) -> None:
+        self.dead = True
+        self._listed.set()  # a read waiting for the first list goes on (and reads live)
+
+    # -- as the cluster reads it --------------------------------------------------
+
+    def wait_listed(self, timeout: float) -> bool:
+        """Whether reads can use the store: listed (waiting up to ``timeout`` for the first list), served, fed."""
+        return self._listed.wait(timeout) and not self._lost and not self.dead
+
+    def has_synced(self) -> bool:
+        """Readiness of the feeding watch is its owner's (the runtime's informers): never held back here."""
+        return True
+
+    def stop(self, *, wait: float = 5.0) -> None:
+        self.release()

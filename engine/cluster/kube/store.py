@@ -56,10 +56,18 @@ def stripped(obj: Obj) -> Obj:
     """The object as the cache keeps it: of managedFields only the Apply entries (the engine reads
     what its field manager applied, to send an apply that drops a field; the rest is bulk)."""
     meta = obj.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
+    if isinstance(meta, dict) and "managedFields" in meta and not _slim(meta):
         obj = dict(obj)
         obj["metadata"] = slim_metadata(meta)
     return obj
+
+
+def _slim(meta: Obj) -> bool:
+    """Whether ``meta`` is as ``slim_metadata`` leaves it already (it is then kept as it is, not copied:
+    an object the runtime's watch caches is the one object in memory, not one per cache)."""
+    rows = meta.get("managedFields")
+    return isinstance(rows, list) and bool(rows) and all(
+        isinstance(row, dict) and row.get("operation") == "Apply" for row in rows)
 
 
 def slim_metadata(meta: Obj) -> Obj:

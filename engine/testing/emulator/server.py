@@ -8,6 +8,7 @@ peer's delayed ACK (about 40 ms) between the header and body writes.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -56,6 +57,8 @@ class _Server(ThreadingHTTPServer):
         self.stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self.watching: collections.Counter[tuple[str, str]] = collections.Counter()
+        """Watch streams open now, by (path, label selector); under ``_connections_lock``."""
 
     def server_bind(self) -> None:
         """Bind without HTTPServer's reverse DNS lookup of the host, which can stall where DNS is absent."""
@@ -69,6 +72,12 @@ class _Server(ThreadingHTTPServer):
                 self._connections.add(conn)
             else:
                 self._connections.discard(conn)
+
+    def count_watch(self, watched: tuple[str, str], delta: int) -> None:
+        with self._connections_lock:
+            self.watching[watched] += delta
+            if self.watching[watched] <= 0:
+                del self.watching[watched]
 
     def close_connections(self) -> None:
         """Hang up on every client, so that watches and idle keep-alive connections end."""
@@ -233,10 +242,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self._streaming = True
         self.close_connection = True
-        for event in stream.events(self._alive):
-            data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.write(b"0\r\n\r\n")
+        url = urlsplit(self.path)
+        watched = (url.path, dict(parse_qsl(url.query)).get("labelSelector", ""))
+        self.server.count_watch(watched, +1)
+        try:
+            for event in stream.events(self._alive):
+                data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(b"0\r\n\r\n")
+        finally:
+            self.server.count_watch(watched, -1)
 
     def _alive(self) -> bool:
         """Whether to go on streaming: the server runs and the client has not hung up."""
@@ -301,6 +316,13 @@ class Emulator:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.stop()
+
+    def open_watches(self) -> dict[tuple[str, str], int]:
+        """The watch streams open now, by (path, label selector): how many watches each client keeps.
+
+        A stream the client has closed counts until the emulator notices (at its next event or heartbeat)."""
+        with self._server._connections_lock:
+            return dict(self._server.watching)
 
     def kubeconfig(self, name: str = "emulator", *, namespace: str | None = None) -> Obj:
         """A kubeconfig document with one cluster, user and context called ``name``."""
