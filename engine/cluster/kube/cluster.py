@@ -2,7 +2,8 @@
 
 Writes and watches go to the API server. Reads are answered by an informer cache per
 (kind, namespace scope), started on the first read of the kind and kept current by a watch,
-so a converged pass reads from memory; ``live=True`` reads, and reads outside the namespaces
+so a converged pass reads from memory; a kind the runtime watches anyway is kept by the
+runtime's watch instead (``share_watch``: one watch per kind); ``live=True`` reads, and reads outside the namespaces
 the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
 label-selected informer per label key, so objects carrying none of the keys are never held in
 memory; a get they do not answer goes to the server (the object may exist unlabelled), a list

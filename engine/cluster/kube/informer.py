@@ -6,7 +6,8 @@ included) whenever the server ends a stream, re-lists on Gone (410) (at once the
 a row, then backing off: ``engine.cluster.retry``), and backs off on any other failure while
 the store keeps answering from what it has; its warnings share the per-cluster limit. When
 the kind stops being served (NotFound), the informer ends and says so (``dead``); its owner
-starts a new one on the next read.
+starts a new one on the next read. A ``FedInformer`` is the same store kept by a watch the
+cluster does not own (the runtime's, through ``KubeCluster.share_watch``).
 """
 
 from __future__ import annotations
