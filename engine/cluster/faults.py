@@ -22,6 +22,7 @@ from engine.cluster.api import (
     ObjectList,
     PatchType,
     ResourceInfo,
+    ServerError,
     Verb,
     WatchEvent,
 )
@@ -57,6 +58,8 @@ class FaultyCluster:
         self.name = cluster_name
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
+        self.unreachable = False
+        """While set, every call fails as a connection the API server never answered."""
 
     def inject(
         self,
@@ -85,6 +88,9 @@ class FaultyCluster:
         call = Call(self.name, verb, api_version, kind, namespace or None, name or None,
                     extra={k: v for k, v in extra.items() if v is not None})
         self.calls.append(call)
+        if self.unreachable:
+            call.failed = True
+            raise ServerError(f"cannot reach the API server of cluster {self.name!r} (made unreachable)")
         for fault in self.faults:
             if fault.matches(call):
                 fault.times -= 1

@@ -3,8 +3,8 @@
 Every function is registered once, with its JMESPath argument types and its implementation;
 ``jmes.py`` turns the registry into JMESPath custom functions, ``jinja.py`` into Jinja globals
 and filters, and ``engine lint`` reads it to report unknown functions. All functions are pure
-except ``password``. Implementations raise ``FunctionError`` with messages that never quote an
-argument, since arguments may be secrets.
+except ``password`` and the cluster questions (``cluster_state``). Implementations raise
+``FunctionError`` with messages that never quote an argument, since arguments may be secrets.
 """
 
 from __future__ import annotations
@@ -775,5 +775,6 @@ def join_host_port(host: str, port: str) -> str:
 FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
 """Every registered function by name."""
 
-# The string and map functions live in their own module and register themselves on import.
-from engine.expr import strings_and_maps  # noqa: E402, F401
+# The string and map functions, and the cluster questions, live in their own modules and register
+# themselves on import.
+from engine.expr import cluster_state, strings_and_maps  # noqa: E402, F401

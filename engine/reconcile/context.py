@@ -102,7 +102,7 @@ class PassContext:
         base = {
             "order": order, "cluster": request.cluster, "now": format_time(self.now),
             "status": self.before_status, "conditions": {}, "steps": {},
-            "clusters": clusters.names(),
+            "clusters": clusters.reachable_names(),
         }
         self.scope = Scope(base, self._resolve, self._knows)
         self.refresh_progress()

@@ -18,6 +18,7 @@ from typing import Any
 from engine.clock import Clock
 from engine.cluster.api import ApiError, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
+from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
 from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
@@ -31,6 +32,12 @@ LOG = logging.getLogger("engine.reconcile")
 def run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clock: Clock,
              log: logging.Logger | logging.LoggerAdapter[Any] | None = None) -> Result:
     """Reconcile one order once. API errors come back in Result.error; nothing here retries."""
+    with clusters_in_view(clusters):  # cluster_registered() and cluster_reachable() answer from this set
+        return _run_pass(kind, request, clusters=clusters, clock=clock, log=log)
+
+
+def _run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clock: Clock,
+              log: logging.Logger | logging.LoggerAdapter[Any] | None) -> Result:
     logger = log or LOG
     extra = {"order": f"{request.namespace}/{request.name}", "kind": kind.kind, "cluster": request.cluster}
     try:

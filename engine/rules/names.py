@@ -2,7 +2,9 @@
 
 A value, input or bound name (``as``, ``set``) called like a template function hides that
 function in every template (``password`` hid ``password()``: lint was clean and the first pass
-failed), so it is refused here; JMESPath keeps functions and names apart, Jinja does not.
+failed), so it is refused here; JMESPath keeps functions and names apart, Jinja does not. A
+name the engine gives every expression (``clusters``, ``order``, ``item``, ...) is reserved the
+same way: the engine's meaning would win silently over the rule's.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ import re
 from engine.expr.functions import FUNCTIONS
 from engine.expr.jinja import environment
 from engine.rules import model
+from engine.rules.check import CONTEXT_NAMES
 from engine.rules.errors import Position, RuleError
 
-__all__ = ["check_names"]
+__all__ = ["RESERVED_NAMES", "check_names"]
+
+RESERVED_NAMES = CONTEXT_NAMES | {"item", "error"}
+"""Names the engine binds in expressions and templates: no input, value or bound name may take one."""
 
 
 def _template_functions() -> frozenset[str]:
@@ -37,6 +43,10 @@ def check_names(kind: model.CompiledKind, errors: list[RuleError]) -> None:
         if name in functions:
             errors.append(RuleError(origin, f"{what} {name!r} hides the function {name}() in every template: "
                                             "rename it"))
+        if name in RESERVED_NAMES:
+            errors.append(RuleError(origin, f"{what} {name!r} takes the reserved name {name!r}, which the engine "
+                                            "gives every expression and template (the engine's would win): "
+                                            "rename it"))
 
     data = {**{name: "input" for name in kind.inputs}, **{name: "value" for name in kind.values}}
 
@@ -47,15 +57,15 @@ def check_names(kind: model.CompiledKind, errors: list[RuleError]) -> None:
                                             "a value/input (one per pass) or bound by a step; rename one"))
 
     for item in kind.inputs.values():
-        shadow("input", item.name, item.origin)
+        shadow(f"inputs.{item.name}: input", item.name, item.origin)
     for value in kind.values.values():
-        shadow("value", value.name, value.origin)
+        shadow(f"values.{value.name}: value", value.name, value.origin)
     for step in kind.steps:
         for action in step.actions:
             if action.bind and action.op != "patch":
-                rebind(f"the name bound by `as` in step {step.name}", action.bind, action.origin)
+                rebind(f"as: the name bound by `as` in step {step.name}", action.bind, action.origin)
             for binding in action.bindings:
-                rebind(f"the name set in step {step.name}", binding.name, binding.origin)
+                rebind(f"set.{binding.name}: the name set in step {step.name}", binding.name, binding.origin)
 
 _NAMED = re.compile(r"unknown name '([^']+)'|requires '([^']+)'")
 

@@ -84,6 +84,13 @@ class Engager(Protocol):
 
 
 @runtime_checkable
+class KnowsUnusable(Protocol):
+    """An engager that also keeps registrations it cannot engage (registered, never reachable)."""
+
+    def unusable(self, name: str, why: str) -> None: ...
+
+
+@runtime_checkable
 class Stoppable(Protocol):
     def stop(self) -> None: ...
 
@@ -142,6 +149,8 @@ class Registrations:
         self._lock = threading.RLock()
         self._engaged: dict[str, tuple[str, Cluster]] = {}
         """Cluster name -> (fingerprint of its registration, its client)."""
+        self._unusable: set[str] = set()
+        """Registrations whose kubeconfig is refused or cannot be used: registered, not reachable."""
         self._rv: str | None = None
         self._stream: Iterator[WatchEvent] | None = None
         self._stopped = False
@@ -163,7 +172,7 @@ class Registrations:
             for secret in answer.items:
                 present.add(str(secret["metadata"]["name"]))
                 self.handle("MODIFIED", secret)
-            for name in [n for n in self._engaged if n not in present]:
+            for name in [n for n in (*self._engaged, *self._unusable) if n not in present]:
                 self._disengage(name, "its registration Secret is gone")
             self._rv = answer.resource_version or None
         self.synced.set()
@@ -257,6 +266,7 @@ class Registrations:
             cluster = self._factory(registration)
         except KubeconfigRefused as refused:
             self._disengage(name, "its kubeconfig is refused", quiet=True)
+            self._mark_unusable(name, "its kubeconfig is refused")
             self._log.error("cluster %r: refused the kubeconfig of Secret %s/%s: %s", name, self.namespace, name,
                             refused, extra={"cluster": name})
             if self._metrics is not None:
@@ -264,10 +274,12 @@ class Registrations:
             return
         except Exception as exc:
             self._disengage(name, "its kubeconfig cannot be used", quiet=True)
+            self._mark_unusable(name, "its kubeconfig cannot be used")
             self._log.error("cluster %r: cannot use the kubeconfig of Secret %s/%s: %s: %s", name, self.namespace,
                             name, type(exc).__name__, registration.scrub(str(exc)), extra={"cluster": name})
             return
         previous = self._engaged.get(name)
+        self._unusable.discard(name)
         self._engaged[name] = (registration.fingerprint(), cluster)
         self._engager.engage(name, cluster, namespaces=registration.namespaces)
         if previous is not None:
@@ -276,7 +288,15 @@ class Registrations:
         self._log.info("cluster %r %s (%s)", name, "engaged afresh" if again else "engaged", where,
                        extra={"cluster": name})
 
+    def _mark_unusable(self, name: str, why: str) -> None:
+        if isinstance(self._engager, KnowsUnusable):
+            self._unusable.add(name)
+            self._engager.unusable(name, why)
+
     def _disengage(self, name: str, why: str, *, quiet: bool = False) -> None:
+        if name in self._unusable:
+            self._unusable.discard(name)
+            self._engager.disengage(name)
         engaged = self._engaged.pop(name, None)
         if engaged is None:
             return

@@ -194,7 +194,7 @@ class Manager(Generic[K]):
         self._namespaces[name] = tuple(namespaces) if namespaces is not None else None
         if not self._started:
             return
-        self.sources.add_cluster(name, cluster, self._namespaces[name])
+        self.sources.add_cluster(name, self.clusters.resolve(name), self._namespaces[name])
         if not self._threaded:
             self.sources.pump(name)
 
@@ -203,6 +203,11 @@ class Manager(Generic[K]):
         self.clusters.disengage(name)
         self._namespaces.pop(name, None)
         self.sources.remove_cluster(name)
+
+    def unusable(self, name: str, why: str) -> None:
+        """A registration names a cluster that cannot be engaged: registered, not reachable, no sources."""
+        self.disengage(name)
+        self.clusters.unusable(name, why)
 
     # -- threaded ---------------------------------------------------------------
 

@@ -144,11 +144,12 @@ class TestErrors:
         ("scenario: ''\nsteps: []\n", ["bad.yaml:1:11: `scenario` must not be empty"]),
         ("scenario: x\nsteps:\n  - settle: {}\n    advance: 1m\n",
          ["bad.yaml:3:5: a step needs exactly one of: create, update, patchStatus, delete, removeFinalizers, settle, "
-          "advance, reconcile, fail, serve, deregister, register, expect (found settle, advance)"]),
+          "advance, reconcile, fail, serve, deregister, register, unreachable, reachable, expect "
+          "(found settle, advance)"]),
         ("scenario: x\nsteps:\n  - wait: 1m\n",
          ["bad.yaml:3:5: unknown key 'wait' in a step; expected one of: create, update, patchStatus, delete, "
-          "removeFinalizers, settle, advance, reconcile, fail, serve, deregister, register, expect "
-          "(with cluster, expectError, statusFrom beside it)"]),
+          "removeFinalizers, settle, advance, reconcile, fail, serve, deregister, register, unreachable, reachable, "
+          "expect (with cluster, expectError, statusFrom beside it)"]),
         ("scenario: x\nsteps:\n  - settle: {}\n    expectError: x\n",
          ["bad.yaml:4:5: `expectError` goes with create, update, patchStatus, delete, removeFinalizers, reconcile, "
           "not with `settle`"]),

@@ -29,7 +29,8 @@ FAIL_ERRORS = ("Conflict", "NotFound", "AlreadyExists", "Invalid", "ServerError"
 
 TOP_KEYS = ("scenario", "rules", "clusters", "unserved", "now", "objects", "steps")
 WRITE_STEPS = ("create", "update", "patchStatus", "delete", "removeFinalizers")
-STEP_KEYS = (*WRITE_STEPS, "settle", "advance", "reconcile", "fail", "serve", "deregister", "register", "expect")
+STEP_KEYS = (*WRITE_STEPS, "settle", "advance", "reconcile", "fail", "serve", "deregister", "register",
+             "unreachable", "reachable", "expect")
 ERROR_STEPS = (*WRITE_STEPS, "reconcile")
 ASSERTION_KEYS = ("present", "absent", "conditions", "message", "count", "requeueAfter", "secretData",
                   "calls", "metric", "noSecretLeak")
@@ -411,7 +412,7 @@ class _Loader:
                 base["cluster"] = self._cluster(body.child("cluster"))
             return m.Serve(**base, api_version=self._text(body.child("apiVersion"), "`apiVersion`"),
                            kind=self._text(body.child("kind"), "`kind`"))
-        if verb in ("register", "deregister"):
+        if verb in ("register", "deregister", "unreachable", "reachable"):
             return self._register(base, node, body, verb)
         return m.Expect(**base, assertions=self._assertions(body))
 
@@ -456,7 +457,9 @@ class _Loader:
         if target == MANAGEMENT_CLUSTER:
             raise target_node.error(f"the management cluster cannot {verb}; name a target cluster")
         base = {**base, "cluster": target}
-        return m.Register(**base, target=target) if verb == "register" else m.Deregister(**base, target=target)
+        step = {"register": m.Register, "deregister": m.Deregister, "unreachable": m.Unreachable,
+                "reachable": m.Reachable}[verb]
+        return step(**base, target=target)
 
     # -- assertions ------------------------------------------------------------------------------
 

@@ -198,6 +198,22 @@ class Deregister(Step):
 
 
 @dataclass(frozen=True)
+class Unreachable(Step):
+    """A registered target cluster stops answering: every call to it fails as a refused connection."""
+
+    target: str = ""
+    verb = "unreachable"
+
+
+@dataclass(frozen=True)
+class Reachable(Step):
+    """A target cluster made unreachable answers again."""
+
+    target: str = ""
+    verb = "reachable"
+
+
+@dataclass(frozen=True)
 class Expect(Step):
     assertions: tuple[Assertion, ...] = ()
     verb = "expect"

@@ -167,6 +167,16 @@ def _deregister(world: World, step: m.Step) -> None:
     world.manager.disengage(step.target)
 
 
+def _unreachable(world: World, step: m.Step) -> None:
+    assert isinstance(step, m.Unreachable)
+    world.faulty[step.target].unreachable = True
+
+
+def _reachable(world: World, step: m.Step) -> None:
+    assert isinstance(step, m.Reachable)
+    world.faulty[step.target].unreachable = False
+
+
 def _expect_step(world: World, step: m.Step) -> None:
     assert isinstance(step, m.Expect)
     lines: list[str] = []
@@ -192,5 +202,7 @@ _STEPS: dict[type[m.Step], Callable[[World, m.Step], None]] = {
     m.Serve: _serve,
     m.Register: _register,
     m.Deregister: _deregister,
+    m.Unreachable: _unreachable,
+    m.Reachable: _reachable,
     m.Expect: _expect_step,
 }
