@@ -18,6 +18,23 @@ CONTEXT_NAMES = frozenset({
 })
 """Names every expression may read: the order, its cluster, the clock, and the naming the engine derives."""
 
+OBJECT_FIELDS = frozenset({"apiVersion", "kind", "metadata", "spec", "status", "data", "stringData", "binaryData",
+                           "type"})
+"""Top-level fields of Kubernetes objects: a watch's query may read them whatever the pass calls a name."""
+
+
+def pass_names_in_watch(inputs: Iterable[str], values: Iterable[str]) -> frozenset[str]:
+    """Names of the pass that a watch's query cannot read (it reads the watched object only)."""
+    return frozenset((CONTEXT_NAMES | set(inputs) | set(values)) - OBJECT_FIELDS)
+
+
+def watch_queries(watch: model.CompiledWatch) -> list[tuple[str, Query]]:
+    """The queries of a declared watch, each with its key: all evaluated on the watched object."""
+    found = [(key, query) for key, query in (("name", watch.name_query), ("namespace", watch.namespace_query),
+                                             ("index", watch.index_query), ("orders", watch.orders_query))
+             if query is not None]
+    return found + [("changed", query) for query in watch.changed]
+
 
 def check_kind(kind: model.CompiledKind, errors: list[RuleError],
                locate: Callable[[object, str], Position | None] | None = None) -> None:
@@ -106,6 +123,22 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
     _check_teardown(kind, errors, defined, need, need_reason, need_type)
     if kind.index_query is not None:
         need(kind.index_query, kind.origin, {"order", "cluster"}, "indexKey")
+    _check_watches(kind, errors, locate)
+
+
+def _check_watches(kind: model.CompiledKind, errors: list[RuleError],
+                   locate: Callable[[object, str], Position | None] | None) -> None:
+    """A declared watch's query reads the watched object: a name of the pass there is a mistake (always null)."""
+    pass_names = pass_names_in_watch(kind.inputs, kind.values)
+    for watch in kind.watches:
+        if watch.mapping not in ("reference", "orders", "index"):
+            continue
+        for key, query in watch_queries(watch):
+            for name in sorted(query.names & pass_names):
+                at = (locate(query, name) if locate is not None else None) or watch.origin
+                errors.append(RuleError(at, f"watch {key}: unknown name {name!r}: a watch's query reads the "
+                                            f"{watch.kind} of the event (metadata, spec, status, ...), not the "
+                                            "pass's names"))
 
 def _check_teardown(kind: model.CompiledKind, errors: list[RuleError], defined: set[str], need: Any,
                     need_reason: Any, need_type: Any) -> None:

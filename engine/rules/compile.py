@@ -18,7 +18,7 @@ from engine.expr.errors import ExprSyntaxError
 from engine.expr.jinja import ObjectTemplate, Text, compile_document, compile_object_template, compile_text
 from engine.expr.jmes import Query, compile_query
 from engine.rules import model, schema
-from engine.rules.check import check_kind
+from engine.rules.check import check_kind, pass_names_in_watch
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.load import Loader, Located, Merged, Path_, display
 from engine.rules.names import about_broken, check_names
@@ -42,6 +42,10 @@ class Compiler:
         self.templates_dir = templates_root
         self.sites: list[Site] = []
         """Every compiled expression and template with where it came from (for `engine lint`'s path check)."""
+        self.watch_sites: list[tuple[Site, str, str, str]] = []
+        """A declared watch's queries: (site, apiVersion, kind watched, key), checked against that kind's CRD."""
+        self.pass_names: frozenset[str] = frozenset()
+        """The names of the pass (context, inputs, values) a watch's query cannot read."""
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -133,6 +137,7 @@ class Compiler:
         self.templates_dir = templates_dir
         inputs = {name: self.compile_input(name, loc) for name, loc in merged.maps.get("inputs", {}).items()}
         values = {name: self.compile_value(name, loc) for name, loc in merged.maps.get("values", {}).items()}
+        self.pass_names = pass_names_in_watch(inputs, values)
         gates = tuple(self.compile_gate(i, loc) for i, loc in enumerate(merged.lists.get("gates", [])))
         steps = tuple(self.compile_step(loc) for loc in merged.lists.get("steps", []))
         refresh: tuple[model.Outcome, ...] = ()
@@ -424,21 +429,30 @@ class Compiler:
                                                    action.origin, labels=labels))
         for loc in merged.lists.get("watches", []):
             spec: schema.WatchSpec = loc.item
+
+            def watch_query(key: str, source: str | None, at: Located = loc, index: int | None = None,
+                            spec: schema.WatchSpec = spec) -> Query | None:
+                query = self.query(at, key if index is None else index, source)
+                if query is not None:
+                    self.watch_sites.append((self.sites[-1], spec.apiVersion, spec.kind, key))
+                return query
+
+            changed_loc = Located(spec.changed, loc.src, (*loc.path, "changed"))
             changed = tuple(q for i, c in enumerate(spec.changed)
-                            if (q := self.query(Located(spec.changed, loc.src, (*loc.path, "changed")), i, c)))
+                            if (q := watch_query("changed", c, changed_loc, i)))
             if spec.index is not None:
                 watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "index",
                                                    self.position(loc), changed=changed,
-                                                   index_query=self.query(loc, "index", spec.index)))
+                                                   index_query=watch_query("index", spec.index)))
             elif spec.orders is not None:
                 watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "orders",
                                                    self.position(loc), changed=changed,
-                                                   orders_query=self.query(loc, "orders", spec.orders)))
+                                                   orders_query=watch_query("orders", spec.orders)))
             elif spec.name is not None:
                 watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "reference",
                                                    self.position(loc), changed=changed,
-                                                   name_query=self.query(loc, "name", spec.name),
-                                                   namespace_query=self.query(loc, "namespace", spec.namespace)))
+                                                   name_query=watch_query("name", spec.name),
+                                                   namespace_query=watch_query("namespace", spec.namespace)))
             else:
                 self.error(loc.src, loc.path, "a watch needs `name` (a reference), `orders` (the orders an object "
                                               "names) or `index` (a fan-out)")

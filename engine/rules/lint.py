@@ -10,7 +10,7 @@ from engine.rules.catalog import rule_files
 from engine.rules.compile import Compiler
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.schema import RuleFileSpec
-from engine.rules.schema_paths import Schemas, check_paths, crd_folders, load_schemas
+from engine.rules.schema_paths import Schemas, check_paths, check_watch_paths, crd_folders, load_schemas
 
 
 def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
@@ -42,10 +42,12 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
             errors.append(RuleError(Position(str(path), 1, 1), f"internal error while compiling: {type(err).__name__}"))
             continue
         folders = tuple(crds if crds is not None else crd_folders(root))
-        if kind is not None and folders:
+        if folders:
             if folders not in schemas:
                 schemas[folders] = load_schemas(folders)
-            errors.extend(check_paths(kind, compiler.sites, schemas[folders]))
+            if kind is not None:
+                errors.extend(check_paths(kind, compiler.sites, schemas[folders]))
+            errors.extend(check_watch_paths(compiler.watch_sites, schemas[folders], compiler.pass_names))
         for template in compiler.templates.values():  # the templates that compiled, even when the kind did not
             for line in untojsoned_outputs(template):
                 errors.append(RuleError(Position(template.path, line, 1),

@@ -27,8 +27,8 @@ from engine.rules import model
 from engine.rules.errors import Position, RuleError
 from engine.rules.source import SourceFile
 
-__all__ = ["Schemas", "Site", "UnknownField", "check_paths", "crd_folders", "load_schemas", "unknown_field",
-           "word_position"]
+__all__ = ["Schemas", "Site", "UnknownField", "check_paths", "check_watch_paths", "crd_folders", "load_schemas",
+           "unknown_field", "word_position"]
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader; libyaml's when built with it
 _ANY: Mapping[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
@@ -203,6 +203,29 @@ def check_paths(kind: model.CompiledKind, sites: Iterable[Site], schemas: Schema
                 continue
             seen.add((id(site), found.path))
             errors.append(RuleError(word_position(site, found.field), found.message))
+    return errors
+
+
+def check_watch_paths(watch_sites: Iterable[tuple[Site, str, str, str]], schemas: Schemas,
+                      skip_roots: frozenset[str] = frozenset()) -> list[RuleError]:
+    """An error for each path a watch's query reads from the watched object that the kind's CRD does not declare.
+
+    skip_roots: top-level names reported already (a name of the pass read in a watch)."""
+    errors: list[RuleError] = []
+    for site, api_version, kind, key in watch_sites:
+        schema = schemas.get(api_version, kind)
+        if schema is None or not isinstance(site.expr, Query):
+            continue
+        seen: set[tuple[str, ...]] = set()
+        for path in sorted(query_paths(site.expr.source)):
+            if path[0] in skip_roots:
+                continue
+            found = unknown_field(schema, path, kind)
+            if found is None or found.path in seen:
+                continue
+            seen.add(found.path)
+            errors.append(RuleError(word_position(site, found.field, root=len(found.path) == 1),
+                                    f"watch {key}: {found.message}"))
     return errors
 
 
