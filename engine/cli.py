@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     rbac.add_argument("--name", default="c5c3-operator", help="ServiceAccount and role name (default: c5c3-operator)")
     rbac.set_defaults(handler=_rbac)
 
+    _add_render(subparsers)
+
     schema = subparsers.add_parser("schema", help="print the rule-file JSON Schema (for editors)")
     schema.set_defaults(handler=_schema)
 
@@ -83,6 +85,46 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_run(subparsers)
     return parser
+
+
+def _add_render(subparsers: Any) -> None:
+    render = subparsers.add_parser(
+        "render",
+        help="print what a pass over an order would write, and why it stopped, without a cluster",
+        description="Run the rules over one order, offline, against the objects given (the scenario fixture "
+        "format: YAML documents), and print as YAML documents the order with its status, every object the pass "
+        "wrote, and a Result naming the gate, step and action that ended the pass with its condition's reason "
+        "and message. A pass that only installs the finalizer is followed by the next one. Secret values are "
+        "redacted. Exit status: 0 rendered, 1 an input file or the rules are invalid (file:line:col).",
+    )
+    render.add_argument("order", type=Path, metavar="ORDER",
+                        help="YAML file holding the order (its other documents join the world, on its cluster)")
+    render.add_argument("world", nargs="*", type=Path, metavar="WORLD",
+                        help="YAML files of the objects the pass may read (on the management cluster)")
+    render.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
+    render.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
+    render.add_argument("--crds", type=Path, help="CRDs installed in the clusters (default: deploy/crds/, else the "
+                        "installed CRDs)")
+    render.add_argument("--cluster", metavar="NAME", help="the order (and its file's other objects) live on this "
+                        "registered target cluster (default: the management cluster)")
+    render.add_argument("--now", type=_moment, metavar="TIME",
+                        help="the clock during the passes, RFC 3339 (default: now)")
+    render.add_argument("--passes", type=_positive, metavar="N",
+                        help="run exactly N passes, one after the other (default: one, and the next after a pass "
+                        "that only installed the finalizer)")
+    render.add_argument("--show-secrets", action="store_true",
+                        help="print Secret data and generated values as they are (never in the log)")
+    render.add_argument("--log", action="store_true", help="print the passes' log lines on stderr (secrets masked)")
+    render.set_defaults(handler=_render)
+
+
+def _moment(text: str) -> Any:
+    from engine.clock import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an RFC 3339 time (2026-01-01T00:00:00Z)") from None
 
 
 def _add_run(subparsers: Any) -> None:
@@ -229,6 +271,17 @@ def _rbac(args: argparse.Namespace) -> int:
     who = Identity(name=args.name, namespace=args.namespace, clusters_namespace=args.clusters_namespace)
     print(render(rights, who, f"{args.rules.as_posix().rstrip('/')}/"), end="")
     return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    from engine.rules.bundle import default_folder
+    from engine.testing.render import command  # loaded only to render
+
+    args.rules = args.rules or default_folder("rules")
+    args.crds = args.crds or default_folder("crds")
+    if _missing("render", [("--rules", args.rules), ("--crds", args.crds)]):
+        return 1
+    return command(args)
 
 
 def _schema(args: argparse.Namespace) -> int:
