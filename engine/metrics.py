@@ -21,15 +21,24 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
   auth-provider, token-file, file-path, unknown-key, malformed).
 - ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
+- ``<p>_orders{kind,condition,status,reason}``, ``<p>_order_time_to_ready_seconds{kind}`` and
+  ``<p>_order_not_ready_seconds{kind}``: computed at scrape time from the orders the runtime last saw
+  (``OrdersCollector``, registered by the operator).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import collections
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
 
+from engine.clock import parse_time
 from engine.outcome import StepOutcome
 
 DEFAULT_PREFIX = "c5c3_operator"
@@ -163,3 +172,105 @@ class Metrics:
 
     def record_refused_registration(self, reason: str) -> None:
         self.registrations_refused.labels(reason=reason).inc()
+
+
+TIME_TO_READY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0)
+"""Seconds: from a few seconds (the converge path) to a day (an order waiting on a person)."""
+STATUSES = frozenset({"True", "False", "Unknown"})
+
+
+@dataclass(frozen=True)
+class OrderKindView:
+    """What the orders collector reads of one order kind: its conditions and the orders last seen."""
+
+    kind: str
+    condition_types: tuple[str, ...]
+    """The sub-conditions, then the aggregate."""
+    ready_type: str
+    reasons: frozenset[str]
+    orders: Iterable[dict[str, Any]]
+
+
+class OrdersCollector:
+    """Orders by condition, time to Ready and time not Ready, computed at scrape time from the orders the
+    runtime last saw (its watch caches: no API call). Labels are bounded by the rules (order data is untrusted):
+    only declared condition types are counted, a reason the rules do not declare as ``Other``, a status other than
+    True/False as Unknown.
+
+    - ``<p>_orders{kind,condition,status,reason}``: gauge, orders by each declared condition's status and
+      reason (``status="Unknown",reason=""``: the order carries no such condition yet).
+    - ``<p>_order_time_to_ready_seconds{kind}``: gauge histogram over the orders Ready now: seconds from
+      creation to their Ready condition's last transition to True.
+    - ``<p>_order_not_ready_seconds{kind}``: gauge histogram over the orders not Ready now: seconds since
+      their Ready condition's last transition (since creation when they have none), for "not Ready for long"."""
+
+    def __init__(self, prefix: str, views: Callable[[], Iterable[OrderKindView]], clock: Callable[[], dt.datetime]
+                 ) -> None:
+        self.prefix = prefix
+        self._views = views
+        self._now = clock
+
+    def describe(self) -> list[Metric]:
+        return []  # computed at scrape time: registering must not run a scrape
+
+    def collect(self) -> Iterator[Metric]:
+        p = self.prefix
+        orders = GaugeMetricFamily(f"{p}_orders", "Orders last seen, by kind and each condition's status and reason.",
+                                   labels=["kind", "condition", "status", "reason"])
+        to_ready = GaugeHistogramMetricFamily(
+            f"{p}_order_time_to_ready_seconds",
+            "Orders Ready now, by the seconds from their creation to their Ready condition's last transition.",
+            labels=["kind"])
+        not_ready = GaugeHistogramMetricFamily(
+            f"{p}_order_not_ready_seconds",
+            "Orders not Ready now, by the seconds since their Ready condition's last transition (else creation).",
+            labels=["kind"])
+        now = self._now()
+        for view in self._views():
+            counts: collections.Counter[tuple[str, str, str]] = collections.Counter()
+            ready_ages: list[float] = []
+            waiting_ages: list[float] = []
+            for order in view.orders:
+                conditions = _conditions(order)
+                for ctype in view.condition_types:
+                    found = conditions.get(ctype)
+                    status = str(found.get("status")) if found is not None else "Unknown"
+                    reason = str(found.get("reason") or "") if found is not None else ""
+                    counts[(ctype, status if status in STATUSES else "Unknown",
+                            reason if reason in view.reasons or reason == "" else "Other")] += 1
+                ready = conditions.get(view.ready_type)
+                created = _time((order.get("metadata") or {}).get("creationTimestamp"))
+                moved = _time(ready.get("lastTransitionTime")) if ready is not None else None
+                if ready is not None and ready.get("status") == "True":
+                    if created is not None and moved is not None:
+                        ready_ages.append(max((moved - created).total_seconds(), 0.0))
+                elif (since := moved or created) is not None:
+                    waiting_ages.append(max((now - since).total_seconds(), 0.0))
+            for (ctype, status, reason), count in sorted(counts.items()):
+                orders.add_metric([view.kind, ctype, status, reason], count)
+            to_ready.add_metric([view.kind], _buckets(ready_ages), sum(ready_ages))
+            not_ready.add_metric([view.kind], _buckets(waiting_ages), sum(waiting_ages))
+        return iter([orders, to_ready, not_ready])
+
+
+def _conditions(order: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    status = order.get("status")
+    listed = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(listed, list):
+        return {}
+    return {str(c.get("type")): c for c in listed if isinstance(c, dict)}
+
+
+def _time(value: object) -> dt.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def _buckets(values: list[float]) -> list[tuple[str, float]]:
+    """Cumulative bucket counts (``le`` as text, ``+Inf`` last), as a histogram exposes them."""
+    out = [(str(bound), float(sum(1 for v in values if v <= bound))) for bound in TIME_TO_READY_BUCKETS]
+    return [*out, ("+Inf", float(len(values)))]

@@ -34,7 +34,7 @@ from engine import durations, logs
 from engine.cluster.api import Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
-from engine.metrics import Metrics
+from engine.metrics import Metrics, OrderKindView, OrdersCollector
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
@@ -199,6 +199,7 @@ class Operator:
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
             watch_timeout=options.watch_timeout, events=self.events.record,
         )
+        self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
         self.registrations = (
             Registrations(management, options.clusters_namespace, self.manager, scoped_target, metrics=self.metrics)
             if options.clusters_namespace else None
@@ -220,6 +221,19 @@ class Operator:
             )
         else:
             self.metrics.set_leader(True)
+
+    def order_views(self) -> list[OrderKindView]:
+        """Each order kind of the running rules with the orders its informers last saw, on every cluster: what
+        the orders metrics count at scrape time."""
+        catalog = self.manager.catalog
+        seen: dict[str, list[Any]] = {}
+        for informer in self.manager.sources.informers():
+            key = f"{informer.api_version}/{informer.kind}"
+            if key in catalog:
+                seen.setdefault(key, []).extend(informer.cached().values())
+        return [OrderKindView(kind.kind, (*kind.conditions.types, kind.conditions.ready_type),
+                              kind.conditions.ready_type, kind.conditions.reasons, seen.get(key, []))
+                for key, kind in catalog.items()]
 
     def ready(self) -> bool:
         """Caches synced: the manager's informers, the registrations, the management client's own cache."""

@@ -18,6 +18,8 @@ SILENCERS = {"skip", "skipif", "xfail", "importorskip"}
 REVIEWED: dict[tuple[str, str, str], str] = {
     ("integration/test_embedded.py", "test_kubectl_wait_and_delete_as_the_readme_says", "skipif"):
         "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
+    ("test_monitoring.py", "test_the_component_renders_with_kustomize", "skipif"):
+        "drives the real kubectl binary (kustomize); CI installs it, a laptop without it cannot run the test",
     ("testing/test_emulator_kubectl.py", "<module>", "skipif"):
         "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
     ("testing/test_emulator_kubectl_server.py", "<module>", "skipif"):
