@@ -274,6 +274,8 @@ def _rbac(args: argparse.Namespace) -> int:
 
 
 def _render(args: argparse.Namespace) -> int:
+    if not _harness("render"):
+        return 1
     from engine.rules.bundle import default_folder
     from engine.testing.render import command  # loaded only to render
 
@@ -303,15 +305,32 @@ def _lab(name: str, needed_by: str) -> Callable[..., Any] | None:
     from importlib.metadata import entry_points
 
     found = entry_points(group=LAB_ENTRY_POINTS, name=name)
-    if not found:
-        print(f"{needed_by} needs the lab (package simulators) and it is not installed: no {name!r} entry point "
-              f"in group {LAB_ENTRY_POINTS}", file=sys.stderr)
-        return None
-    loaded: Callable[..., Any] = next(iter(found)).load()
+    try:
+        loaded: Callable[..., Any] | None = next(iter(found)).load() if found else None
+    except ImportError:  # the operator image's wheel leaves the lab out; its entry points stay in the metadata
+        loaded = None
+    if loaded is None:
+        print(f"{needed_by} needs the lab (package simulators), which this install leaves out (the operator image "
+              f"holds the operator only; entry point {name!r} of group {LAB_ENTRY_POINTS}): use a full install, "
+              "`pip install c5c3-order-engine`, or a checkout", file=sys.stderr)
     return loaded
 
 
+def _harness(command: str) -> bool:
+    """Whether the test harness (engine.testing: scenarios, render) is installed; said in one line when not."""
+    from importlib.util import find_spec
+
+    if find_spec("engine.testing") is not None:
+        return True
+    print(f"engine {command} needs the test harness (engine.testing), which this install leaves out (the operator "
+          "image holds the operator only): use a full install, `pip install c5c3-order-engine`, or a checkout",
+          file=sys.stderr)
+    return False
+
+
 def _test(args: argparse.Namespace) -> int:
+    if not _harness("test"):
+        return 2
     from engine.rules.bundle import default_folder
     from engine.testing.scenario.runner import command  # loaded only when scenarios run
 

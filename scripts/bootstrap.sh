@@ -8,8 +8,8 @@
 # install is never taken for a working one. Test tools are added to a complete runtime in place.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# The stamp for a need: the need and a checksum of pyproject.toml (a changed dependency list reinstalls).
-_bootstrap_stamp() { echo "$1 $(cksum <"$ROOT/pyproject.toml" | cut -d' ' -f1)"; }
+# The stamp for a need: the need and a checksum of pyproject.toml and the lock (a changed dependency reinstalls).
+_bootstrap_stamp() { echo "$1 $(cat "$ROOT/pyproject.toml" "$ROOT/requirements/operator.lock" | cksum | cut -d' ' -f1)"; }
 
 _bootstrap_has() { grep -qxF "$(_bootstrap_stamp "$1")" "$2/.bootstrap-stamp" 2>/dev/null; }
 
@@ -17,10 +17,15 @@ _bootstrap_ready() {
   _bootstrap_has "$1" "$ROOT/.venv" || { [ "$1" = runtime ] && _bootstrap_has test "$ROOT/.venv"; }
 }
 
-# pip's own output (what it collects and installs) goes to stderr: an install is never silent.
+# pip's own output (what it collects and installs) goes to stderr: an install is never silent. The
+# operator's dependencies come from the image's lock first (hash-checked), so the tests run the versions
+# the image runs; the project and, for tests, its test tools follow.
 _bootstrap_pip() {
   local venv=$1 need=$2 spec="$ROOT"
   [ "$need" = test ] && spec="$ROOT[test]"
+  echo "bootstrap: installing the locked dependencies (requirements/operator.lock) into .venv with pip ..." >&2
+  "$venv/bin/python" -m pip install --disable-pip-version-check --require-hashes --no-deps \
+    -r "$ROOT/requirements/operator.lock" >&2 || return 1
   echo "bootstrap: installing the project ($need) into .venv with pip ..." >&2
   "$venv/bin/python" -m pip install --disable-pip-version-check -e "$spec" >&2
 }

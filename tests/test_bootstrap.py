@@ -18,6 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 60.0
+LOCK = "-r operator.lock"
+"""How the stand-in pip records the install of the image's lock, which comes first."""
 
 FAKE_PYTHON = r'''#!{python}
 """A stand-in python3: `-m venv DIR`, and inside a venv `-m pip install ...` and `-c "import X"`."""
@@ -40,7 +42,7 @@ if args[:1] == ["-c"]:
     module = args[1].split()[-1]
     sys.exit(0 if module in installed["modules"] and not (venv / "corrupt").exists() else 1)
 if args[:3] == ["-m", "pip", "install"] and "--upgrade" not in args:
-    spec = args[args.index("-e") + 1]
+    spec = args[args.index("-e") + 1] if "-e" in args else "-r " + Path(args[args.index("-r") + 1]).name
     print(f"Collecting {{spec}}", file=sys.stderr)
     try:
         busy = os.open(venv / ".pip-busy", os.O_CREAT | os.O_EXCL)
@@ -69,9 +71,10 @@ sys.exit(0)
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A fresh clone's worth: the scripts and pyproject.toml, no .venv."""
+    """A fresh clone's worth: the scripts, pyproject.toml and the lock, no .venv."""
     clone = tmp_path / "clone"
     shutil.copytree(ROOT / "scripts", clone / "scripts")
+    shutil.copytree(ROOT / "requirements", clone / "requirements")
     shutil.copy(ROOT / "pyproject.toml", clone / "pyproject.toml")
     fakebin = tmp_path / "fakebin"
     fakebin.mkdir()
@@ -116,12 +119,13 @@ def test_two_first_runs_at_once_leave_a_working_venv(checkout: Path) -> None:
 def test_scripts_engine_installs_the_runtime_only_and_says_so(checkout: Path) -> None:
     rc, _out, err = finish(start(checkout, "scripts/engine", "--version"))
     assert rc == 0, err
-    assert installed(checkout)["pips"] == [str(checkout)]
+    assert installed(checkout)["pips"] == [LOCK, str(checkout)]
     assert "pytest_timeout" not in installed(checkout)["modules"]
+    assert "installing the locked dependencies" in err
     assert "installing the project (runtime)" in err and "Collecting" in err
     rc, _out, err = finish(start(checkout, "scripts/test"))
     assert rc == 0, err
-    assert installed(checkout)["pips"] == [str(checkout), f"{checkout}[test]"]
+    assert installed(checkout)["pips"] == [LOCK, str(checkout), LOCK, f"{checkout}[test]"]
 
 
 def test_an_interrupted_first_install_is_not_taken_for_a_working_one(checkout: Path) -> None:
