@@ -22,6 +22,7 @@ from engine.rules.check import check_kind, pass_names_in_watch
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.load import Loader, Located, Merged, Path_, display
 from engine.rules.names import about_broken, check_names
+from engine.rules.rbac import constant_address
 from engine.rules.schema_paths import Site, word_position
 from engine.rules.source import SourceFile
 
@@ -157,7 +158,7 @@ class Compiler:
             return None
         order: schema.OrderSpec = merged.single["order"].item
         key = f"{order.apiVersion}/{kind_name}"
-        watches = self.derive_watches(key, order, merged, children, teardown)
+        watches = self.derive_watches(key, order, merged, children, teardown, steps)
         compiled = model.CompiledKind(
             name=path.stem, api_version=order.apiVersion, kind=kind_name, plural=order.plural,
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
@@ -403,8 +404,9 @@ class Compiler:
             **patch_only, **common)
 
     def derive_watches(self, key: str, order: schema.OrderSpec, merged: Merged, children: model.Children | None,
-                       teardown: model.Teardown) -> tuple[model.CompiledWatch, ...]:
-        """The order, the objects it controls, its labelled children, and the declared watches."""
+                       teardown: model.Teardown, steps: tuple[model.Step, ...] = ()) -> tuple[model.CompiledWatch, ...]:
+        """The order, the objects it controls, its labelled children (those the teardown deletes or patches, and
+        those a step applies or ensures on a cluster the rules name), and the declared watches."""
         origin = merged.main.locate(("order",))
         watches = [model.CompiledWatch(order.apiVersion, key.rpartition("/")[2], "all", key, "order", origin,
                                        changed=tuple(compile_query(q) for q in model.ORDER_CHANGES))]
@@ -427,6 +429,22 @@ class Compiler:
                 seen.add((action.api_version, action.kind, "labels", where))
                 watches.append(model.CompiledWatch(action.api_version, action.kind, where, key, "labels",
                                                    action.origin, labels=labels))
+        for step in steps:
+            for step_action in step.actions:
+                if step_action.op not in ("apply", "ensure") or not isinstance(step_action.cluster, Text) \
+                        or step_action.template is None or labels is None:
+                    continue
+                # A child on a cluster the rules name: its drift or deletion there wakes the order.
+                address = constant_address(step_action.template.source)
+                if address is None:
+                    self.errors.append(RuleError(step_action.origin, f"{step_action.op} action: a child on a "
+                                                 "cluster the rules name is watched there, so its template needs a "
+                                                 "constant apiVersion and kind"))
+                    continue
+                if (*address, "labels", "all") not in seen:
+                    seen.add((*address, "labels", "all"))
+                    watches.append(model.CompiledWatch(*address, "all", key, "labels", step_action.origin,
+                                                       labels=labels))
         for loc in merged.lists.get("watches", []):
             spec: schema.WatchSpec = loc.item
 

@@ -98,13 +98,21 @@ def _where(kind: CompiledKind, origin: Any) -> str:
     return Path(str(origin.file)).name if origin is not None else kind.name
 
 
-def template_address(source: str, path: str) -> tuple[str, str]:
-    """A template's constant top-level apiVersion and kind (a templated one cannot be granted)."""
+def constant_address(source: str) -> tuple[str, str] | None:
+    """A template's top-level apiVersion and kind when both are constants, else None."""
     found = {key: pattern.search(source) for key, pattern in _TOP.items()}
     values = {key: m.group(1) for key, m in found.items() if m is not None}
     if len(values) != 2 or any("{" in v for v in values.values()):
-        raise RbacError(f"{path}: apiVersion and kind must be constant for `engine rbac` to grant their rights")
+        return None
     return values["apiVersion"], values["kind"]
+
+
+def template_address(source: str, path: str) -> tuple[str, str]:
+    """A template's constant top-level apiVersion and kind (a templated one cannot be granted)."""
+    address = constant_address(source)
+    if address is None:
+        raise RbacError(f"{path}: apiVersion and kind must be constant for `engine rbac` to grant their rights")
+    return address
 
 
 def _order_rights(rights: Rights, kind: CompiledKind) -> None:
