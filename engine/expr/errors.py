@@ -24,16 +24,24 @@ def _snippet(source: str) -> str:
 class ExprSyntaxError(ValueError):
     """An expression or template that cannot be compiled: bad syntax, or an unknown function.
 
-    ``offset`` is the 0-based character offset in a JMESPath expression; ``line`` is the 1-based
-    line in a template. Either may be None when the parser gave no position.
+    ``offset`` is the 0-based character offset in the expression or template text (the offending
+    token); ``line`` is the 1-based line in a template. Either may be None when no position is known.
     """
 
-    def __init__(self, message: str, offset: int | None = None, *, line: int | None = None, source: str = "") -> None:
+    def __init__(self, message: str, offset: int | None = None, *, line: int | None = None, source: str = "",
+                 others: tuple[ExprSyntaxError, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.offset = offset
         self.line = line
         self.source = source
+        self.others = others
+        """Further problems of the same text, found in the same look (every unknown function of a template)."""
+
+    @property
+    def problems(self) -> tuple[ExprSyntaxError, ...]:
+        """This problem and the others, in the order they occur."""
+        return (self, *self.others)
 
     def __str__(self) -> str:
         where = []

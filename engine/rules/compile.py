@@ -72,7 +72,7 @@ class Compiler:
         try:
             compiled = compile_text(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
-            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            self.text_errors(loc, key, err)
             return None
         self.sites.append(Site(compiled, loc.src, (*loc.path, key)))
         return compiled
@@ -82,8 +82,14 @@ class Compiler:
         try:
             return compile_document(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
-            self.error(loc.src, (*loc.path, key), f"{key}: {err.message}", value=True)
+            self.text_errors(loc, key, err)
             return None
+
+    def text_errors(self, loc: Located, key: str | int, err: ExprSyntaxError) -> None:
+        """Every problem of a rule string, each at its token in the rule file."""
+        for problem in err.problems:
+            position = loc.src.locate_token((*loc.path, key), problem.offset)
+            self.errors.append(RuleError(position, f"{key}: {problem.message}"))
 
     def requeue(self, loc: Located, key: str, value: str | None) -> model.Requeue:
         if value is None:
@@ -281,8 +287,8 @@ class Compiler:
         try:
             compiled = compile_object_template(text, display(path))
         except ExprSyntaxError as err:
-            line = err.line or 1
-            self.errors.append(RuleError(Position(display(path), line, 1), err.message))
+            for problem in err.problems:
+                self.errors.append(RuleError(template_position(display(path), text, problem), problem.message))
             return None
         for pattern, what in zip(_TEMPLATE_KEYS, ("apiVersion", "kind", "metadata.name"), strict=True):
             if not pattern.search(text):
@@ -477,6 +483,14 @@ class Compiler:
         return tuple(watches)
 
 _NULL = compile_query("`null`")
+
+
+def template_position(path: str, text: str, problem: ExprSyntaxError) -> Position:
+    """Where a problem of a template file sits: its token's line and column, else its line."""
+    if problem.offset is not None and 0 <= problem.offset <= len(text):
+        line_start = text.rfind("\n", 0, problem.offset) + 1
+        return Position(path, text.count("\n", 0, problem.offset) + 1, problem.offset - line_start + 1)
+    return Position(path, problem.line or 1, 1)
 
 
 def compile_kind(path: Path, *, rules_dir: Path | None = None,

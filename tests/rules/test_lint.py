@@ -182,7 +182,7 @@ class TestRuleText:
         (WIDGET.add_after("values:\n", "  doc:\n    text: |\n      a: {{ sise }}\n"),
          "widget.yaml:17:3: value doc: unknown name 'sise'"),
         (WIDGET.add_after("values:\n", "  doc:\n    text: \"{{ size \"\n"),
-         "widget.yaml:18:11: text: template syntax error"),
+         "widget.yaml:18:19: text: template syntax error"),  # where the template ends, unclosed
         (WIDGET.swap("reason: Waiting", "reason: \"{{ sise }}\""),
          "widget.yaml:26:21: wait action: unknown name 'sise'"),
         (WIDGET.swap("done: {reason: Built,", "done: {reason: \"{{ size }}\","),
