@@ -98,7 +98,7 @@ class Demo:
         self.out = out
         self.clock = SimulatedClock(START)
         self.cluster = MemoryCluster(MANAGEMENT_CLUSTER, clock=self.clock, permissive=True)
-        for path in sorted(crds.glob("*.yaml")):
+        for path in sorted(crds.rglob("*.yaml")):  # with external/: the children are admitted as upstream would
             for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     self.cluster.create(doc)

@@ -90,7 +90,10 @@ def management_world() -> list[Obj]:
             "apiVersion": "rabbitmq.com/v1beta1", "kind": "RabbitmqCluster",
             "metadata": {"name": "cp-rabbitmq", "namespace": CP_NAMESPACE},
             "status": {
-                "defaultUser": {"secretReference": {"name": "cp-rabbitmq-default-user"}},
+                "defaultUser": {"secretReference": {
+                    "name": "cp-rabbitmq-default-user", "namespace": CP_NAMESPACE,
+                    "keys": {key: key for key in ("username", "password", "host", "port")},
+                }},
                 "conditions": [{"type": "AllReplicasReady", "reason": "AllPodsAreReady", **READY}],
             },
         },

@@ -3,9 +3,9 @@
 It answers as the real operator does on the fields the rules read: an object it has not yet
 reconciled at its current generation gets ``status.observedGeneration`` and a Ready True
 condition (``SuccessfulCreateOrUpdate``); a User also gets ``status.username`` (read from its
-credentials Secret) and ``status.credentials``, which the operator's User status requires. A User
-whose ``spec.importCredentialsSecret`` is missing reports Ready False instead, as the operator
-cannot create it. It keeps no broker and
+credentials Secret) and ``status.credentials``; the operator's User status requires ``username``. A User
+whose ``spec.importCredentialsSecret`` is missing reports Ready False instead (its ``username`` empty
+until known), as the operator cannot create it. It keeps no broker and
 holds no finalizers: a deleted object goes at once.
 """
 
@@ -53,8 +53,10 @@ class TopologySimulator:
                 if condition_is(obj, "Ready", "False", "FailedCreateOrUpdate") and observed == generation:
                     return None
                 note = f"User {key(obj)}: credentials Secret {secret!r} not found (Ready=False)"
+                # The operator's User status always carries username (required; empty until it is known).
+                known = {"username": str((obj.get("status") or {}).get("username") or "")}
                 return self._status(kind, obj, note, "False", "FailedCreateOrUpdate",
-                                    f"failed to get credentials Secret {secret!r}")
+                                    f"failed to get credentials Secret {secret!r}", known)
         if condition_is(obj, "Ready", "True") and observed == generation:
             return None
         extra = self._user_status(obj) if kind == "User" else {}

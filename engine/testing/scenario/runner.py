@@ -81,7 +81,9 @@ def _load_crds(crds_dir: Path | None) -> list[dict[str, Any]]:
         if crds_dir is None:
             return []
         raise SetupError(f"{path}: no such CRD folder or file")
-    files = sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml")) if path.is_dir() else [path]
+    # Every YAML file below the folder: deploy/crds/external/ holds the stand-ins of the kinds other
+    # controllers serve, so the children a rule writes are admitted against their schemas too.
+    files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()) if path.is_dir() else [path]
     crds: list[dict[str, Any]] = []
     for file in files:
         try:
