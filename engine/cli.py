@@ -30,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     test.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="scenario files or folders (recursive)")
     test.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
-    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster, every *.yaml below it (default: deploy/crds/, else the "
-                      "installed CRDs)")
+    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster, every *.yaml below it "
+                      "(default: deploy/crds/, else the installed CRDs)")
     test.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
     test.set_defaults(handler=_test)
 

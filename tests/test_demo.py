@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.cluster.api import Invalid
 from engine.expr.functions import SecretSink, use_sink
 from simulators import demo as story
 from simulators import korc
@@ -101,3 +102,17 @@ def test_demo_into_a_closed_pipe_ends_quietly() -> None:
                           text=True, check=False)
     assert "Traceback" not in done.stderr
     assert "BrokenPipeError" not in done.stderr
+
+
+def test_the_demo_cluster_admits_children_against_the_external_schemas() -> None:
+    """The demo's cluster carries the stand-in schemas of deploy/crds/external/: a K-ORC User with an
+    empty cloud name is refused there as K-ORC's CRD refuses it."""
+    world = story.Demo(io.StringIO())
+    user = {
+        "apiVersion": "openstack.k-orc.cloud/v1alpha1", "kind": "User",
+        "metadata": {"name": "billing-user", "namespace": story.CP_NAMESPACE},
+        "spec": {"cloudCredentialsRef": {"secretName": "k-orc-clouds-yaml", "cloudName": ""},
+                 "resource": {"name": "billing"}},
+    }
+    with pytest.raises(Invalid, match=r"spec\.cloudCredentialsRef\.cloudName"):
+        world.cluster.create(user)

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+from pathlib import Path
+
+import yaml
 
 from engine.cluster.memory import MemoryCluster
 from engine.testing.clock import SimulatedClock
 from simulators.base import react
 from simulators.topology import API_VERSION, TopologySimulator
 
+STAND_INS = Path(__file__).resolve().parents[2] / "deploy" / "crds" / "external" / "rabbitmq.com.yaml"
+
 
 def world() -> tuple[MemoryCluster, TopologySimulator]:
+    """A cluster with the topology kinds' stand-in CRDs: every status the simulator writes is admitted."""
     clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     cluster = MemoryCluster("", clock=clock, permissive=True)
+    for crd in yaml.safe_load_all(STAND_INS.read_text(encoding="utf-8")):
+        cluster.create(crd)
     return cluster, TopologySimulator(cluster, clock)
 
 
@@ -39,3 +47,15 @@ def test_a_vhost_gets_no_user_fields() -> None:
                     "spec": {"name": "v", "rabbitmqClusterReference": {"name": "bus"}}})
     react([topology])
     assert set(cluster.get(API_VERSION, "Vhost", "ns", "v")["status"]) == {"observedGeneration", "conditions"}
+
+
+def test_a_user_whose_credentials_are_missing_fails_with_the_status_the_crd_requires() -> None:
+    """Ready False/FailedCreateOrUpdate, and status.username present (empty) as the operator writes it."""
+    cluster, topology = world()
+    cluster.create({"apiVersion": API_VERSION, "kind": "User", "metadata": {"name": "u", "namespace": "ns"},
+                    "spec": {"rabbitmqClusterReference": {"name": "bus"}, "importCredentialsSecret": {"name": "pw"}}})
+    react([topology])
+    status = cluster.get(API_VERSION, "User", "ns", "u")["status"]
+    assert status["username"] == ""
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Ready", "False", "FailedCreateOrUpdate")]

@@ -83,7 +83,9 @@ def _load_crds(crds_dir: Path | None) -> list[dict[str, Any]]:
         raise SetupError(f"{path}: no such CRD folder or file")
     # Every YAML file below the folder: deploy/crds/external/ holds the stand-ins of the kinds other
     # controllers serve, so the children a rule writes are admitted against their schemas too.
-    files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()) if path.is_dir() else [path]
+    files = [path]
+    if path.is_dir():
+        files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
     crds: list[dict[str, Any]] = []
     for file in files:
         try:
