@@ -72,8 +72,10 @@ def test_the_simulated_keystone_refuses_a_second_user_of_one_name_in_a_domain() 
         demo.cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {**meta, "name": f"{name}-pw"},
                              "data": {"password": "cGFzc3dvcmQ="}})
         resource = {"name": user_name, "domainRef": "d", "passwordRef": f"{name}-pw"}
+        credentials = {"secretName": "k-orc-clouds-yaml", "cloudName": "admin"}  # K-ORC's CRD requires them
         demo.cluster.create({"apiVersion": korc.API_VERSION, "kind": korc.KIND, "metadata": meta,
-                             "spec": {"managementPolicy": "managed", "resource": resource}})
+                             "spec": {"managementPolicy": "managed", "cloudCredentialsRef": credentials,
+                                      "resource": resource}})
         for _ in range(3):
             for reaction in sim.reactions():
                 reaction.apply()
