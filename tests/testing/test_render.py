@@ -156,3 +156,17 @@ def test_a_message_template_matches_what_it_renders(message: str, matches: bool)
     template = ("user {{ go_quote(name) }} is provisioned at generation\n  {{ gen }}{% if held %}; the rotation "
                 "waits for {{ go_quote_list(held) }} to be deleted{% endif %}")
     assert (_pattern(template).fullmatch(message) is not None) is matches
+
+
+def test_an_order_on_a_target_cluster_and_an_ambiguous_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    """--cluster puts the order on that target cluster. Two gates write NamespaceNotAssigned with the same message
+    template: render lists both as candidates rather than guess."""
+    code, docs, err = render(capsys, ORDER, WORLD, "--cluster", "edge-1")
+    assert code == 0, err
+    result = by_kind(docs, "Result")[0]
+    assert result["order"]["cluster"] == "edge-1"
+    assert {w.get("cluster") for w in result["writes"]} == {"edge-1"}
+    stopped = result["stoppedBy"]
+    assert stopped["reason"] == "NamespaceNotAssigned" and 'target cluster "edge-1"' in stopped["message"]
+    assert [c["by"] for c in stopped["candidates"]] == ["gate controlplane-hidden-on-target-clusters",
+                                                        "gate namespace-assignment"]
