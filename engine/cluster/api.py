@@ -8,7 +8,7 @@ exception types. Two implementations honour it: ``memory`` (in-process) and
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypedDict
 
@@ -223,9 +223,13 @@ LabelSelector = str | Mapping[str, str] | None
 
 
 class Reader(Protocol):
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
+            carries: Collection[str] = ()) -> Obj:
         """The object, or NotFound. live=True reads from the API server even where a cache could answer
-        (an implementation without a cache ignores it)."""
+        (an implementation without a cache ignores it). carries: label keys the wanted object carries
+        (an order's ownership labels); where the kind is cached only by one of them, that cache alone
+        answers and a miss there is NotFound (an unlabelled object of that name is not the one wanted).
+        An implementation without label-scoped caches ignores it."""
         ...
 
     def list(

@@ -7,7 +7,7 @@ reaches the wrapped cluster, so the world is unchanged, as with a dropped reques
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,10 +107,11 @@ class FaultyCluster:
 
     # Reader
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
+            carries: Collection[str] = ()) -> Obj:
         call = self._enter("get", api_version, kind, namespace, name, live=live or None)
         with _failed_on_error(call):
-            return self.inner.get(api_version, kind, namespace, name, live=live)
+            return self.inner.get(api_version, kind, namespace, name, live=live, carries=carries)
 
     def list(
         self,

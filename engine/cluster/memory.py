@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -220,8 +220,9 @@ class MemoryCluster:
     # -----------------------------------------------------------------------
     # Reads.
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
-        """The stored object; live is ignored: every read here is live."""
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
+            carries: Collection[str] = ()) -> Obj:
+        """The stored object; live and carries are ignored: every read here is live."""
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
             return self._out(k, self._existing(k, self._scope(k, namespace), name))

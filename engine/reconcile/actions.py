@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cluster import ssa
-from engine.cluster.api import AlreadyExists, ApiError, Invalid, NotFound, Obj
+from engine.cluster.api import AlreadyExists, ApiError, Cluster, Invalid, NotFound, Obj
 from engine.cluster.patches import merge_patch
 from engine.expr.functions import address_only, remember_secrets
 from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
@@ -72,8 +72,11 @@ def _address(obj: Obj) -> tuple[str, str, str | None, str]:
 
 
 def _live(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> Obj | None:
+    """The stored object of ``obj``'s name. The labels ``obj`` carries tell a cluster that caches its kind
+    only by label that its cache answers alone: an object of ours would be there (decision 19)."""
+    carries = tuple(((obj.get("metadata") or {}).get("labels") or {}).keys())
     try:
-        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj)))
+        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj), carries=carries))
     except NotFound:
         return None
 
@@ -116,7 +119,9 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
 
     A live object is *claimed*: the rendered labels are merged into its own (others kept) and a
     field it lacks or holds empty is filled from the template, in one merge patch; nothing else
-    of it is written, and no owner reference is set."""
+    of it is written, and no owner reference is set. Not found where the cluster caches the kind
+    by the rendered labels, the object is created at once: a name someone else took (an unlabelled
+    object the cache cannot hold) answers AlreadyExists, and that object is read and claimed."""
     assert action.template is not None
     cluster = ctx.cluster_for(action.cluster)
     with address_only():  # learn the name first: a generated secret is made only when it is needed
@@ -127,14 +132,18 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
         try:
             live = remember_secrets(cluster.create(rendered))
         except AlreadyExists:
-            live = remember_secrets(cluster.get(*_address(rendered)))
+            live = _claimed(cluster, remember_secrets(cluster.get(*_address(rendered))), rendered)
     elif claim(live, addressed):
-        body = claim(live, ctx.render_object(action.template))
-        if body:
-            live = remember_secrets(cluster.patch(*_address(live), body))
+        live = _claimed(cluster, live, ctx.render_object(action.template))
     if action.bind:
         ctx.scope[action.bind] = live
     return None
+
+
+def _claimed(cluster: Cluster, live: Obj, rendered: Obj) -> Obj:
+    """``live`` claimed for the rendered object (one merge patch), or as it is when nothing is missing."""
+    body = claim(live, rendered)
+    return remember_secrets(cluster.patch(*_address(live), body)) if body else live
 
 
 def claim(live: Obj, rendered: Obj) -> Obj:

@@ -196,6 +196,11 @@ class PassContext:
         except ClusterNotFound:
             raise ClusterUnavailable(f"cluster {go_quote(name)} is not registered") from None
 
+    def ownership_labels(self) -> tuple[str, ...]:
+        """The label keys every child (and delivered object) of the order carries."""
+        children = self.kind.children
+        return (children.name_label, children.namespace_label, children.cluster_label)
+
     def is_child(self, obj: Obj) -> bool:
         """The order's child: all three ownership labels match AND the name carries the prefix."""
         meta = obj.get("metadata") or {}
@@ -217,7 +222,9 @@ class PassContext:
             if spec.verb == "get":
                 assert name is not None
                 try:
-                    return remember_secrets(cluster.get(api_version, kind, namespace or None, name, live=spec.live))
+                    carries = self.ownership_labels() if spec.labelled else ()
+                    return remember_secrets(cluster.get(api_version, kind, namespace or None, name, live=spec.live,
+                                                        carries=carries))
                 except NotFound:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}

@@ -222,7 +222,7 @@ class Compiler:
             labels=labels, cluster=self.cluster(loc, spec.cluster), where=self.query(loc, "where", spec.where),
             sort_by=self.query(loc, "sortBy", spec.sortBy), children_only=spec.children, live=spec.live,
             unserved_absent=spec.unserved == "absent", error=self.text(loc, "error", spec.error),
-            origin=self.position(loc),
+            origin=self.position(loc), labelled=spec.labelled,
         )
 
     def compile_value(self, name: str, loc: Located) -> model.Value:

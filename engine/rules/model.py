@@ -76,6 +76,8 @@ class Input:
     unserved_absent: bool
     error: Text | None
     origin: Position
+    labelled: bool = False
+    """A get of an object carrying the ownership labels: a label-scoped cache's miss is absent."""
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,9 @@ class InputSpec(Spec):
     sortBy: Query | None = Field(None, description="list: sort items by this query, reading each as `item`.")
     children: bool = Field(False, description="list: keep only the order's own children (labels and prefix).")
     live: bool = Field(False, description="Read from the API server, never from a cache.")
+    labelled: bool = Field(False, description="get: the object carries the order's ownership labels (a child, a "
+                                              "delivered object): of a kind in children.cacheOnlyLabelled, the "
+                                              "cache alone answers (not there reads null, with no request).")
     unserved: Literal["absent", "error"] = Field(
         "absent", description="A kind the cluster does not serve reads as absent (get: null, list: []) or fails.")
     error: Text | None = Field(None, description="The pass error when the read fails; `{{ error }}` is the cause.")
@@ -126,6 +129,8 @@ class InputSpec(Spec):
     def _one_read(self) -> InputSpec:
         if sum(x is not None for x in (self.get, self.list, self.served)) != 1:
             raise ValueError("an input has exactly one of get, list or served")
+        if self.labelled and (self.get is None or self.live):
+            raise ValueError("labelled is for a get that is not live")
         return self
 
 

@@ -389,6 +389,21 @@ class TestLabelScopes:
             ("GET", "/api/v1/namespaces/default/secrets/unrelated-3"),
             ("GET", "/api/v1/namespaces/default/secrets/nowhere")]
 
+    def test_a_get_of_an_object_carrying_a_scope_label_is_answered_by_its_cache(self, scoped: KubeCluster) -> None:
+        """The caller says the object it wants carries a scope key: that key's cache alone answers, and a miss
+        is NotFound without a request (an unlabelled object of that name is not the one wanted)."""
+        scoped.get("v1", "Secret", "default", "a1")
+        scoped.get("v1", "Secret", "other", "b1")
+        requests = Requests(scoped)
+        assert scoped.get("v1", "Secret", "default", "a1", carries=(OWNER_A, "k"))["metadata"]["name"] == "a1"
+        for name in ("unrelated-3", "nowhere"):
+            with pytest.raises(NotFound, match=f'^secrets "{name}" not found$'):
+                scoped.get("v1", "Secret", "default", name, carries=(OWNER_A,))
+        assert requests.seen == []
+        # A key that scopes no cache tells nothing: the miss is read from the server.
+        assert scoped.get("v1", "Secret", "default", "unrelated-3", carries=("k",))["metadata"]["name"] == "unrelated-3"
+        assert [(m, p) for m, p, _ in requests.seen] == [("GET", "/api/v1/namespaces/default/secrets/unrelated-3")]
+
     def test_a_list_without_a_scope_label_asks_the_server(self, scoped: KubeCluster) -> None:
         scoped.list("v1", "Secret", labels=OWNER_A)
         requests = Requests(scoped)

@@ -138,3 +138,12 @@ def test_every_file_reported_in_one_run(rules_dir: Callable[..., Path]) -> None:
     found = lines(rules)
     assert any("widget.yaml" in line and "Wating" in line for line in found), found
     assert any("gadget.yaml" in line for line in found), found
+
+
+def test_labelled_is_for_a_get_from_a_cache(rules_dir: Callable[..., Path]) -> None:
+    """`labelled` says a got object carries the ownership labels; on a list or a live read it means nothing."""
+    rule = WIDGET.replace("values:\n", "inputs:\n  cms: {list: {apiVersion: v1, kind: ConfigMap}, labelled: true}\n"
+                          "  cm: {get: {apiVersion: v1, kind: ConfigMap, name: x}, live: true, labelled: true}\n"
+                          "  ok: {get: {apiVersion: v1, kind: ConfigMap, name: x}, labelled: true}\nvalues:\n")
+    found = [line for line in lines(rules_dir(rule)) if "labelled is for a get that is not live" in line]
+    assert len(found) == 2, found

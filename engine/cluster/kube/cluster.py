@@ -6,7 +6,8 @@ so a converged pass reads from memory; a kind the runtime watches anyway is kept
 runtime's watch instead (``share_watch``: one watch per kind); ``live=True`` reads, and reads outside the namespaces
 the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
 label-selected informer per label key, so objects carrying none of the keys are never held in
-memory; a get they do not answer goes to the server (the object may exist unlabelled), a list
+memory; a get they do not answer goes to the server (the object may exist unlabelled) unless the
+caller says the object carries one of the keys (``carries``), a list
 answers from them only when its selector requires one of the keys. A read right after a write waits until the watch has
 delivered that write (see ``store``), so the engine reads its own writes while every list
 stays a consistent snapshot a watch can resume from.
@@ -21,7 +22,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -257,11 +258,12 @@ class KubeCluster:
     # -----------------------------------------------------------------------
     # Reads.
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
+            carries: Collection[str] = ()) -> Obj:
         namespace = self._namespace(api_version, kind, namespace)
         labels = () if live else self._keys_of(api_version, kind)
         if labels:
-            return self._labelled_get(api_version, kind, namespace, name, labels)
+            return self._labelled_get(api_version, kind, namespace, name, labels, carries)
         informer = None if live else self._informer(api_version, kind, namespace)
         if informer is None:
             return self._live_get(api_version, kind, namespace, name)
@@ -298,16 +300,20 @@ class KubeCluster:
         return ObjectList(items, position)
 
     def _labelled_get(self, api_version: str, kind: str, namespace: str | None, name: str,
-                      labels: Sequence[str]) -> Obj:
+                      labels: Sequence[str], carries: Collection[str]) -> Obj:
         """A get of a label-scoped kind: from the cache of a label the object carries, else from the server
-        (a miss does not mean absent: the object may exist without the labels)."""
-        for label in labels:
+        (a miss does not mean absent: the object may exist without the labels), unless the caller says
+        the object it wants carries one of the labels: then that label's cache alone answers."""
+        known = [label for label in labels if label in carries]
+        for label in known or labels:
             informer = self._informer(api_version, kind, namespace, label)
             if informer is None:
                 break
             found = informer.store.get((namespace or "", name))
             if found is not None:
                 return found
+            if known:
+                raise self._not_found(api_version, kind, name)
         return self._live_get(api_version, kind, namespace, name)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:

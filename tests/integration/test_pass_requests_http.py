@@ -1,0 +1,147 @@
+"""What a KeystoneUser order costs in requests on its way to Ready, counted over HTTP (issue 11).
+
+An in-process operator (the real rules, a KubeCluster over HTTP to the emulated management
+cluster, Secrets cached by label as decision 14 has them) converges orders while every request
+its management client sends is recorded. A Secret the label-scoped cache can answer (a child of
+the order, its delivered Secret once delivered) is never read from the API server; the only live
+Secret read is the delivered Secret's owner check before it is first delivered. A password Secret
+made by hand (unlabelled, so in no cache) is still found and claimed: its create answers
+AlreadyExists and it is read live.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import contextvars
+import hashlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from conftest import API, ROOT, TENANT, World, condition, get, order, secret_value, wait_for
+
+from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
+from engine.operator import Operator, Options
+
+Request = tuple[str, str]
+"""(method, path) of one request that is not a watch."""
+
+
+class Recorder:
+    """Every request the management client sends, watches left out."""
+
+    def __init__(self, cluster: KubeCluster) -> None:
+        self._seen: list[Request] = []
+        self._lock = threading.Lock()
+        rest: Any = cluster.api_client.rest_client
+        original = rest.request
+
+        def recorded(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            parts = urlsplit(url)
+            if parse_qs(parts.query).get("watch") != ["true"]:
+                with self._lock:
+                    self._seen.append((method, parts.path))
+            return original(method, url, *args, **kwargs)
+
+        rest.request = recorded
+
+    def since(self, start: int, *names: str) -> list[Request]:
+        """The requests from the ``start``-th on that name one of these objects (or its status), and the
+        creates (POST to a collection)."""
+        with self._lock:
+            seen = self._seen[start:]
+        return [(m, p) for m, p in seen
+                if m == "POST" or p.rsplit("/", 1)[-1] in names or any(p.endswith(f"/{n}/status") for n in names)]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self._seen)
+
+
+def prefix(name: str) -> str:
+    return f"{name}-{hashlib.sha256(f'/{TENANT}/{name}'.encode()).hexdigest()[:8]}-user-"
+
+
+def quiet(recorder: Recorder, for_s: float = 1.0) -> None:
+    """Wait (bounded) until no request has been sent for ``for_s`` seconds: the order's last passes are done."""
+    deadline = time.monotonic() + 10
+    last, since = recorder.count(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = recorder.count()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= for_s:
+            return
+
+
+@pytest.fixture(scope="module")
+def operator(world: World) -> Iterator[Recorder]:
+    management = kube_cluster_from_kubeconfig("", world.kubeconfig, context="management")
+    recorder = Recorder(management)
+    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
+                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
+    running = Operator(options, management)
+    stop = threading.Event()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
+    thread.start()
+    try:
+        wait_for(running.ready, message="the in-process operator to be ready")
+        yield recorder
+    finally:
+        stop.set()
+        thread.join(20)
+        with contextlib.suppress(Exception):
+            management.stop()
+
+
+def converge(world: World, recorder: Recorder, name: str) -> list[Request]:
+    """Create a KeystoneUser, wait until it is Ready and its passes are over; the requests about it and its
+    children (every path naming the order, a child or the delivered Secret)."""
+    quiet(recorder)
+    start = recorder.count()
+    world.management.create(order("KeystoneUser", name))
+    wait_for(lambda: condition(get(world.management, API, "KeystoneUser", TENANT, name), "Ready") == "True",
+             message=f"KeystoneUser {name} Ready")
+    quiet(recorder)
+    children = [prefix(name) + suffix for suffix in ("user-probe", "user", "password-v1", "source", "backup")]
+    return recorder.since(start, name, f"{name}-credentials", *children)
+
+
+def test_a_converging_order_reads_no_secret_its_cache_holds(world: World, operator: Recorder) -> None:
+    requests = converge(world, operator, "counted")
+    p = prefix("counted")
+    secret_reads = [path for method, path in requests if method == "GET" and "/secrets" in path]
+    # The owner check of the delivered Secret before its first delivery; nothing else is read live.
+    assert secret_reads == [f"/api/v1/namespaces/{TENANT}/secrets/counted-credentials"]
+    # Each child is written once: the password created, the source and the backup (its stamp folded in) applied.
+    writes = [(method, path) for method, path in requests if method != "GET"]
+    assert writes.count(("POST", "/api/v1/namespaces/openstack/secrets")) == 1
+    assert writes.count(("PATCH", f"/api/v1/namespaces/openstack/secrets/{p}source")) == 1
+    assert writes.count(("PATCH", f"/apis/external-secrets.io/v1alpha1/namespaces/openstack/pushsecrets/{p}backup")) == 1
+    assert writes.count(("PATCH", f"/api/v1/namespaces/{TENANT}/secrets/counted-credentials")) == 1
+    push = get(world.management, "external-secrets.io/v1alpha1", "PushSecret", "openstack", f"{p}backup")
+    assert push is not None and push["metadata"]["annotations"]["c5c3.io/keystoneuser-push-hash"]
+
+
+def test_a_password_secret_made_by_hand_is_still_read_live_and_claimed(world: World, operator: Recorder) -> None:
+    p = prefix("claimed")
+    hand_made = "made-by-hand-0123456789-abcdefghijklmnop"
+    world.management.create({"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": f"{p}password-v1", "namespace": "openstack"},
+                             "data": {"password": base64.b64encode(hand_made.encode()).decode()}})
+    requests = converge(world, operator, "claimed")
+    password = [(method, path) for method, path in requests if path.endswith(f"{p}password-v1")
+                or (method == "POST" and path == "/api/v1/namespaces/openstack/secrets")]
+    # Not in the labelled cache: the create answers AlreadyExists, the Secret is read live and claimed.
+    assert password == [("POST", "/api/v1/namespaces/openstack/secrets"),
+                        ("GET", f"/api/v1/namespaces/openstack/secrets/{p}password-v1"),
+                        ("PATCH", f"/api/v1/namespaces/openstack/secrets/{p}password-v1")]
+    claimed = get(world.management, "v1", "Secret", "openstack", f"{p}password-v1")
+    assert claimed is not None and claimed["metadata"]["labels"]["c5c3.io/keystoneuser-name"] == "claimed"
+    delivered = get(world.management, "v1", "Secret", TENANT, "claimed-credentials")
+    assert secret_value(delivered, "password") == hand_made
