@@ -122,7 +122,8 @@ def test_a_converging_order_reads_no_secret_its_cache_holds(world: World, operat
     writes = [(method, path) for method, path in requests if method != "GET"]
     assert writes.count(("POST", "/api/v1/namespaces/openstack/secrets")) == 1
     assert writes.count(("PATCH", f"/api/v1/namespaces/openstack/secrets/{p}source")) == 1
-    assert writes.count(("PATCH", f"/apis/external-secrets.io/v1alpha1/namespaces/openstack/pushsecrets/{p}backup")) == 1
+    pushsecrets = "/apis/external-secrets.io/v1alpha1/namespaces/openstack/pushsecrets"
+    assert writes.count(("PATCH", f"{pushsecrets}/{p}backup")) == 1
     assert writes.count(("PATCH", f"/api/v1/namespaces/{TENANT}/secrets/counted-credentials")) == 1
     push = get(world.management, "external-secrets.io/v1alpha1", "PushSecret", "openstack", f"{p}backup")
     assert push is not None and push["metadata"]["annotations"]["c5c3.io/keystoneuser-push-hash"]

@@ -312,6 +312,7 @@ class KubeCluster:
             found = informer.store.get((namespace or "", name))
             if found is not None:
                 return found
+        else:
             if known:
                 raise self._not_found(api_version, kind, name)
         return self._live_get(api_version, kind, namespace, name)
