@@ -9,7 +9,7 @@ backoff, so the state follows within one retry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from engine.cluster.api import ApiError, Cluster, LabelSelector, Obj, ObjectList, PatchType, ResourceInfo, WatchEvent
@@ -53,8 +53,10 @@ class Tracked:
 
     # Reader
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False) -> Obj:
-        result: Obj = self._call(lambda: self.inner.get(api_version, kind, namespace, name, live=live))
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
+            carries: Collection[str] = ()) -> Obj:
+        result: Obj = self._call(lambda: self.inner.get(api_version, kind, namespace, name, live=live,
+                                                        carries=carries))
         return result
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, labels: LabelSelector = None,
