@@ -113,13 +113,48 @@ def drops_owned(live: Obj, applied: Obj, manager: str, *, subresource: str | Non
     Such an apply changes the object (SSA removes the dropped field unless another manager owns
     it too) even when the live object already holds every applied field. Paths are compared up
     to the first list item, so a list whose item keys the schema declares counts as the list.
+    Runs on every converged apply: it walks the manager's fieldsV1 tree beside the applied object
+    (no parsed field sets, no copies), an owned map key the applied object lacks (or holds null)
+    answering at once.
     """
-    entry = _read_entries(live).get((manager, "Apply", subresource))
-    if entry is None or not entry.fields:
-        return False
-    config = _config(applied, subresource)
-    wanted = {_up_to_list(p) for p in _nodes(config, GRANULAR_LISTS)}
-    return any(_up_to_list(path) not in wanted for path in entry.fields)
+    if subresource == "status":
+        config, skip = ({"status": applied["status"]} if "status" in applied else {}), frozenset[str]()
+    elif subresource is None:
+        config, skip = applied, _ROOT_SKIP
+    else:
+        raise ValueError(f"apply to subresource {subresource!r} is not supported")
+    for row in (live.get("metadata") or {}).get("managedFields") or ():
+        if (isinstance(row, dict) and row.get("operation") == "Apply" and row.get("manager") == manager
+                and (row.get("subresource") or None) == subresource
+                and _drops(row.get("fieldsV1") or {}, config, skip, root=True)):
+            return True
+    return False
+
+
+_ROOT_SKIP = frozenset({*_TOP_UNOWNED, "status"})
+"""Top-level keys a main-resource apply does not own (see the status contract)."""
+_META_SKIP = frozenset(_META_UNOWNED)
+
+
+def _drops(tree: Obj, config: Any, skip: frozenset[str], *, root: bool = False) -> bool:
+    """Whether an owned path under this fieldsV1 node, cut before its first list item, is missing from
+    ``config`` (the applied value at the node; ``skip``: its keys the apply does not own, or null)."""
+    for token, child in tree.items():
+        if token == ".":
+            if root:  # the object itself owned as a path: no applied field is that path
+                return True
+            continue
+        if not token.startswith("f:"):  # a list item: the path is cut back to the list, which is applied
+            continue
+        key = token[2:]
+        if not isinstance(config, dict) or config.get(key) is None or key in skip:
+            return True
+        if child and _drops(child, config[key], _META_SKIP if root and key == "metadata" else _NO_SKIP):
+            return True
+    return False
+
+
+_NO_SKIP: frozenset[str] = frozenset()
 
 
 def _up_to_list(path: Path) -> Path:
