@@ -78,3 +78,43 @@ def test_a_templated_kind_on_a_named_cluster_is_a_lint_error(rules_dir: Callable
         found = []
     assert any("apply action: a child on a cluster the rules name is watched there, so its template needs a "
                "constant apiVersion and kind" in line and "widget.yaml:" in line for line in found), found
+
+
+def test_a_scenario_deleting_the_part_on_the_named_cluster_wakes_the_gadget(tmp_path: Path) -> None:
+    """As `engine test` runs it: the Gadget's Part lives on edge-1 and no teardown action names Parts; the
+    scenario deletes it there and only settles (no clock moves, so no requeue can stand in for the watch)."""
+    from tests.testing.conftest import GADGET_CRD, GADGET_RULES, PART_TEMPLATE, SECRET_TEMPLATE, Workspace, report
+
+    rules = (GADGET_RULES.replace('  size: "order.spec.size || `1`"\n',
+                                  '  size: "order.spec.size || `1`"\n  target: "\'edge-1\'"\n')
+             .replace("      - apply: part.yaml.j2\n",
+                      "      - apply: part.yaml.j2\n        cluster: \"{{ target }}\"\n")
+             .replace("    - delete: {apiVersion: example.io/v1, kind: Part}\n", ""))
+    assert 'cluster: "{{ target }}"' in rules and "kind: Part}" not in rules
+    ws = Workspace(tmp_path)
+    ws.write("rules/gadget.yaml", rules)
+    ws.write("templates/gadget/part.yaml.j2", PART_TEMPLATE)
+    ws.write("templates/gadget/secret.yaml.j2", SECRET_TEMPLATE)
+    ws.write("crds/gadgets.yaml", GADGET_CRD)
+    outcome = ws.run("""\
+        scenario: a Part deleted on edge-1 is applied again there, woken by the derived watch
+        clusters: [edge-1]
+        objects:
+          - object: {apiVersion: v1, kind: Namespace, metadata: {name: shop}}
+          - object: {apiVersion: v1, kind: Namespace, metadata: {name: shop}}
+            cluster: edge-1
+        steps:
+          - create: {apiVersion: example.io/v1, kind: Gadget, metadata: {name: g, namespace: shop}, spec: {}}
+          - settle: {}
+          - expect:
+              - present: {apiVersion: example.io/v1, kind: Part, metadata: {name: g-part, namespace: shop}}
+                cluster: edge-1
+              - count: {apiVersion: example.io/v1, kind: Part, equals: 0}
+          - delete: {apiVersion: example.io/v1, kind: Part, namespace: shop, name: g-part}
+            cluster: edge-1
+          - settle: {}
+          - expect:
+              - present: {apiVersion: example.io/v1, kind: Part, metadata: {name: g-part, namespace: shop}}
+                cluster: edge-1
+        """)
+    assert outcome.status == "PASS", report(outcome)
