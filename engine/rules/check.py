@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.expr.functions import FUNCTIONS
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.expr.suggest import did_you_mean
@@ -130,6 +131,16 @@ def _check_watches(kind: model.CompiledKind, errors: list[RuleError],
                    locate: Callable[[object, str], Position | None] | None) -> None:
     """A declared watch's query reads the watched object: a name of the pass there is a mistake (always null)."""
     pass_names = pass_names_in_watch(kind.inputs, kind.values)
+    impure = sorted(name for name, fn in FUNCTIONS.items() if not fn.pure)
+    queries = [("indexKey", kind.index_query, kind.index_origin)] if kind.index_query is not None else []
+    for watch in kind.watches:
+        if watch.mapping in ("reference", "orders", "index"):
+            queries += [(f"watch {key}", query, watch.origin) for key, query in watch_queries(watch)]
+    for what, query, origin in queries:
+        for name in sorted(query.functions & set(impure)):
+            at = (locate(query, name) if locate is not None else None) or origin
+            errors.append(RuleError(at, f"{what}: {name}() cannot be used here: it is evaluated outside any pass, "
+                                        "on every event, and must answer the same for the same object"))
     for watch in kind.watches:
         if watch.mapping not in ("reference", "orders", "index"):
             continue

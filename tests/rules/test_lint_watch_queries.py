@@ -62,3 +62,14 @@ def test_known_paths_and_fields_of_a_kind_without_a_crd_lint_clean(rules_dir: Ca
 
 def test_a_kind_without_a_crd_is_not_checked_below_its_names(rules_dir: Callable[..., Path]) -> None:
     assert lint(rules_dir, HEAD + 'name: "spec.teth"}', crds=False) == []
+
+
+def test_a_function_that_answers_only_in_a_pass_is_refused_in_a_watch(rules_dir: Callable[..., Path]) -> None:
+    """cluster_reachable() (the moment's answer) and password() (a new value each call) in a watch's query or in
+    indexKey would map one event differently each time: refused at the call."""
+    found = lint(rules_dir, HEAD + "orders: \"if_else(cluster_reachable('db-1'), spec.teeth, `null`)\"}")
+    assert any(line.startswith("widget.yaml:35:62: watch orders: cluster_reachable() cannot be used here")
+               for line in found), found
+    rule = WIDGET.replace("teardown:\n", "indexKey: \"password()\"\nteardown:\n")
+    found = [str(e) for e in lint_paths([rules_dir(rule)])]
+    assert any("indexKey: password() cannot be used here" in line for line in found), found
