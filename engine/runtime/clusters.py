@@ -12,6 +12,8 @@ operator lists and watches there. The cluster's name is the Secret's name.
 - A deleted Secret (or one that lost its label or its kubeconfig) disengages it;
   requests still queued for it are dropped by their pass.
 - Other edits (labels, annotations) change nothing.
+- A registration whose kubeconfig is refused or cannot be used stays *registered* but not
+  reachable (the engager's ``unusable``), so a rule can tell it from a cluster nobody registered.
 
 The kubeconfig is untrusted input: the production factory reads only its inline
 material (``engine.cluster.kubeconfig``) and refuses exec plugins, auth providers,
