@@ -163,6 +163,9 @@ def _add_run(subparsers: Any) -> None:
                      help="how long a leader keeps reconciling without renewing its Lease (default: 10s)")
     run.add_argument("--leader-elect-retry-period", type=_seconds, default=2.0, metavar="DURATION",
                      help="how often candidates try to acquire or renew the Lease (default: 2s)")
+    run.add_argument("--sharded", action="store_true",
+                     help="spread the orders over every replica run with --sharded: each holds a membership Lease "
+                     "and reconciles only the orders the leader labels with its name (implies --leader-elect)")
     run.add_argument("--metrics-bind-address", default=":8080", metavar="ADDRESS",
                      help="address of /metrics (default: :8080; 0 turns it off)")
     run.add_argument("--health-probe-bind-address", default=":8081", metavar="ADDRESS",
@@ -221,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
         leader_election_id=args.leader_election_id, lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline, retry_period=args.leader_elect_retry_period,
         metrics_bind_address=args.metrics_bind_address, health_probe_bind_address=args.health_probe_bind_address,
-        log_level=args.log_level,
+        log_level=args.log_level, sharded=args.sharded,
     )
     if args.kubeconfig is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return run(options)

@@ -24,13 +24,16 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_orders{kind,condition,status,reason}``, ``<p>_order_time_to_ready_seconds{kind}`` and
   ``<p>_order_not_ready_seconds{kind}``: computed at scrape time from the orders the runtime last saw
   (``OrdersCollector``, registered by the operator).
+- ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
+  the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
+  reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -136,6 +139,18 @@ class Metrics:
             ["result"],
             registry=registry,
         )
+        self.shard_members = Gauge(
+            f"{prefix}_shard_members", "Live shard members (the leader's view; 0 elsewhere).", registry=registry)
+        self.shard_orders = Gauge(
+            f"{prefix}_shard_orders", "Orders labelled for each shard member (the leader's view).", ["member"],
+            registry=registry)
+        self.shard_moves = Counter(
+            f"{prefix}_shard_moves_total",
+            "Shard label writes by the leader: assigned, moved (after a drain), reassigned (a lapsed member's), drain.",
+            ["how"], registry=registry)
+        self.shard_drains = Counter(
+            f"{prefix}_shard_drains_total", "Orders this replica handed back when asked to drain them.",
+            registry=registry)
         if process:
             ProcessCollector(registry=registry)
 
@@ -169,6 +184,14 @@ class Metrics:
 
     def set_leader(self, leading: bool) -> None:
         self.leader_status.set(1 if leading else 0)
+
+    def set_shards(self, members: Iterable[str], owned: Mapping[str, int]) -> None:
+        """The leader's view after a round: live members, and orders labelled per member (members gone: 0)."""
+        live = list(members)
+        self.shard_members.set(len(live))
+        self.shard_orders.clear()
+        for member in sorted({*live, *owned}):
+            self.shard_orders.labels(member=member).set(owned.get(member, 0))
 
     def record_refused_registration(self, reason: str) -> None:
         self.registrations_refused.labels(reason=reason).inc()

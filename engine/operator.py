@@ -13,6 +13,11 @@ over at once), and every cluster client is closed.
 
 A leader that loses its Lease stops starting passes at once and stays a candidate:
 its caches stay warm and it leads again if it wins the Lease back.
+
+With ``--sharded`` every replica is also a shard member (``engine.runtime.sharding``): it holds a
+membership Lease, watches only the orders labelled with its name and runs passes only for them;
+the leader labels every order. A graceful stop hands its orders back; a member that loses its
+membership Lease stops and exits with status 1, so its restart joins as a new member (decision 0027).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import logging
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +42,7 @@ from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
 from engine.metrics import Metrics, OrderKindView, OrdersCollector
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
+from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
 from engine.runtime.kinds import LabelScopes, label_scopes
@@ -49,6 +56,10 @@ from engine.runtime.leader import (
     default_identity,
 )
 from engine.runtime.manager import Manager
+from engine.runtime.sharding.assigner import Assigner
+from engine.runtime.sharding.labels import MEMBER_LABEL
+from engine.runtime.sharding.member import ShardMember
+from engine.runtime.sharding.ring import member_name
 from engine.runtime.watches import WATCH_TIMEOUT
 
 LOG = logging.getLogger("engine.operator")
@@ -82,6 +93,8 @@ class Options:
     log_level: str = "info"
     watch_timeout: float = WATCH_TIMEOUT
     """Seconds one informer watch lasts before it resumes (no flag; tests shorten it)."""
+    sharded: bool = False
+    """Spread the orders over every replica run so (implies leader election: the leader assigns them)."""
 
 
 def seconds(text: str) -> float:
@@ -194,10 +207,18 @@ class Operator:
         def scoped_target(registration: Registration) -> Cluster:
             return scope_by_labels(target_factory(registration), scopes)
 
+        self.lost = threading.Event()
+        """Set when this replica lost its shard membership (``run`` then stops; the exit status is 1)."""
+        self.member: ShardMember | None = None
+        self.assigner: Assigner | None = None
+        if options.sharded:
+            self.member, self.assigner = self._shards(options, catalog, clusters)
         self.manager: Manager[Any] = Manager(
             catalog, clusters, clock=self.clock, metrics=self.metrics,
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
             watch_timeout=options.watch_timeout, events=self.events.record,
+            order_selector=self.member.selector if self.member is not None else None,
+            run_pass=self.member.recorded(run_pass) if self.member is not None else None,
         )
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
         self.registrations = (
@@ -206,7 +227,7 @@ class Operator:
         )
         self.leading: threading.Event | None = None
         self.elector: LeaderElector | None = None
-        if options.leader_elect:
+        if options.leader_elect or options.sharded:
             leading = self.leading = threading.Event()
             self.elector = LeaderElector(
                 management,
@@ -235,6 +256,20 @@ class Operator:
                               kind.conditions.ready_type, kind.conditions.reasons, seen.get(key, []))
                 for key, kind in catalog.items()]
 
+    def _shards(self, options: Options, catalog: Any, clusters: ClusterSet) -> tuple[ShardMember, Assigner]:
+        """This replica's shard membership (a Lease of its own) and the assigner it runs while leading."""
+        name = member_name(self.identity, uuid.uuid4().hex[:6])
+        settings = LeaseSettings(
+            options.leader_election_namespace, name, name, lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline, retry_period=options.retry_period,
+            labels=((MEMBER_LABEL, "true"),),
+        )
+        member = ShardMember(clusters, catalog, settings, clock=self.clock, metrics=self.metrics,
+                             on_lost=self.lost.set)
+        assigner = Assigner(clusters, catalog, options.leader_election_namespace, clock=self.clock,
+                            lease_duration=options.lease_duration, metrics=self.metrics)
+        return member, assigner
+
     def ready(self) -> bool:
         """Caches synced: the manager's informers, the registrations, the management client's own cache."""
         if self.registrations is not None and not self.registrations.synced.is_set():
@@ -250,9 +285,10 @@ class Operator:
         }
         return [endpoint.start(routes[endpoint.name]) for endpoint in endpoints]
 
-    def run(self, stop: threading.Event, endpoints: list[Endpoint] | None = None) -> None:
+    def run(self, stop: threading.Event, endpoints: list[Endpoint] | None = None) -> int:
         """Run until ``stop`` is set, then shut down gracefully. ``endpoints``: already bound (else bound
-        here first, so an address in use fails before anything else starts)."""
+        here first, so an address in use fails before anything else starts). The exit status: 0, or 1
+        when this replica lost its shard membership."""
         endpoints = self.serve(endpoints if endpoints is not None else bind_endpoints(self.options))
         threads: list[threading.Thread] = []
         if self.registrations is not None:
@@ -261,6 +297,16 @@ class Operator:
                                             name="registrations", daemon=True))
         if self.elector is not None:
             threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
+                                            daemon=True))
+        gate, admit = self.leading, None
+        if self.member is not None and self.assigner is not None and self.leading is not None:
+            gate, admit = self.member.active, self.member.admit
+            threads.append(threading.Thread(target=self.member.run, args=(stop,), name="shard membership",
+                                            daemon=True))
+            threads.append(threading.Thread(target=self.assigner.run,
+                                            args=(stop, self.leading, self.options.retry_period),
+                                            name="shard assigner", daemon=True))
+            threads.append(threading.Thread(target=_stop_when, args=(self.lost, stop), name="shard loss",
                                             daemon=True))
         events_done = threading.Event()
         recorder = threading.Thread(target=self.events.run, args=(events_done,), name="event recorder", daemon=True)
@@ -271,9 +317,11 @@ class Operator:
                  self.options.max_concurrent_reconciles,
                  ", leader election on" if self.elector is not None else "")
         try:
-            self.manager.run(stop, shutdown_timeout=SHUTDOWN_TIMEOUT, leading=self.leading)
+            self.manager.run(stop, shutdown_timeout=SHUTDOWN_TIMEOUT, leading=gate, admit=admit)
         finally:
             stop.set()
+            if self.member is not None:
+                self.member.leave()  # the workers have stopped: hand the orders back (not after a loss)
             if self.registrations is not None:
                 self.registrations.stop()
             for thread in threads:
@@ -288,6 +336,14 @@ class Operator:
             if callable(stop_client):
                 stop_client()
             LOG.info("operator stopped")
+        return 1 if self.lost.is_set() else 0
+
+
+def _stop_when(event: threading.Event, stop: threading.Event) -> None:
+    """Set ``stop`` once ``event`` is set (or ``stop`` is, by itself)."""
+    while not stop.is_set():
+        if event.wait(0.1):
+            stop.set()
 
 
 def run(
@@ -336,8 +392,7 @@ def _run_with_sink(options: Options, sink: SecretSink, *, management: Cluster | 
         LOG.error("cannot start: %s", exc)
         return _unbind(endpoints)
     with stop_on_signals(stop):
-        operator.run(stop, endpoints)
-    return 0
+        return operator.run(stop, endpoints)
 
 
 def _unbind(endpoints: list[Endpoint]) -> int:

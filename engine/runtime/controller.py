@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Literal
 
 from engine.metrics import Metrics, PassResult
 from engine.outcome import EventNote, Request, Result, TerminalError
@@ -26,6 +27,9 @@ PassRunner = Callable[[Request], Result]
 """Runs one pass of one order (the manager binds the kind, clusters and clock)."""
 EventSink = Callable[[Request, EventNote], None]
 """Takes a pass's refusal or failure to record as an Event on the order; must return at once."""
+Admission = Literal["run", "skip", "retry"]
+Admit = Callable[[Request], Admission]
+"""Asked before each pass in threaded mode (sharding): run it, skip it (timers dropped), or retry with backoff."""
 
 
 class Controller:
@@ -104,11 +108,13 @@ class Controller:
             self.queue.done(request)
         return request
 
-    def work(self, stop: threading.Event, *, poll: float = 0.5, gate: threading.Event | None = None) -> None:
+    def work(self, stop: threading.Event, *, poll: float = 0.5, gate: threading.Event | None = None,
+             admit: Admit | None = None) -> None:
         """Threaded mode: one worker's loop, until ``stop`` is set or the queue shuts down.
 
         gate: passes start only while it is set (the leader election's "leading"); a request
-        taken just as it closes goes back to the queue untouched."""
+        taken just as it closes goes back to the queue untouched.
+        admit: asked in the worker slot before each pass, so nothing else of that request runs meanwhile."""
         while not stop.is_set():
             if gate is not None and not gate.wait(poll):
                 continue
@@ -122,12 +128,31 @@ class Controller:
                 self.queue.add(request)  # processing: marked dirty, queued again by done()
                 self.queue.done(request)
                 continue
+            if admit is not None and not self._admitted(admit, request):
+                continue
             try:
                 self.run_pass(request)
             except Exception:  # recover=False in threaded mode: still never kill the worker silently
                 self._log.exception("%s: the pass raised", request)
             finally:
                 self.queue.done(request)
+
+    def _admitted(self, admit: Admit, request: Request) -> bool:
+        """Ask ``admit``; unless it says run, the request is done here (a retry is queued with backoff)."""
+        try:
+            verdict = admit(request)
+        except Exception:  # an admission bug must not kill the worker: try again later
+            self._log.exception("%s: admission failed", request)
+            verdict = "retry"
+        if verdict == "run":
+            return True
+        if verdict == "retry":
+            self.queue.add_rate_limited(request)
+        else:
+            self.queue.forget(request)
+            self.queue.schedule(request, None)
+        self.queue.done(request)
+        return False
 
     def _set_active(self, delta: int) -> None:
         with self._active_lock:

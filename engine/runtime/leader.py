@@ -81,6 +81,8 @@ class LeaseSettings:
     """How long the leader keeps leading without a successful renewal."""
     retry_period: float = DEFAULT_RETRY_PERIOD
     """How often every candidate tries to acquire or renew."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Labels a Lease this candidate creates carries (a shard member's Lease is labelled as one)."""
 
     def __post_init__(self) -> None:
         if not self.identity:
@@ -214,7 +216,8 @@ class LeaderElector:
             try:
                 created = self._cluster.create({
                     "apiVersion": LEASE_API_VERSION, "kind": LEASE_KIND,
-                    "metadata": {"namespace": self.settings.namespace, "name": self.settings.name},
+                    "metadata": {"namespace": self.settings.namespace, "name": self.settings.name,
+                                 **({"labels": dict(self.settings.labels)} if self.settings.labels else {})},
                     "spec": mine,
                 })
             except ApiError as exc:

@@ -37,7 +37,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
-from engine.runtime.controller import Controller, EventSink, default_log
+from engine.runtime.controller import Admit, Controller, EventSink, default_log
 from engine.runtime.kinds import Log, OrderKind, RunPass
 from engine.runtime.queue import COALESCE, TokenBucket, WorkQueue
 from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
@@ -101,10 +101,12 @@ class Manager(Generic[K]):
         watch_timeout: float = WATCH_TIMEOUT,
         recheck_interval: float = RECHECK_INTERVAL,
         events: EventSink | None = None,
+        order_selector: str | None = None,
     ) -> None:
         """run_pass: None for ``engine.reconcile.run.run_pass`` (tests inject a fake).
         watch_timeout, recheck_interval: threaded mode only (seconds).
-        events: where refusals and failures go to be recorded as Events (None: not recorded)."""
+        events: where refusals and failures go to be recorded as Events (None: not recorded).
+        order_selector: watch only the orders this label selector matches (a shard member's); None: all."""
         if max_concurrent_reconciles < 1:
             raise ValueError("max_concurrent_reconciles must be at least 1")
         self.catalog = catalog
@@ -120,6 +122,7 @@ class Manager(Generic[K]):
         self.controller = Controller(self.queue, self._pass, metrics=metrics, log=self.log)
         self.controller.events = events
         self.sources = Sources(catalog, self.queue, log=self.log, metrics=metrics)
+        self.sources.order_selector = order_selector
         self.last_result: Result | None = None
         """The Result of the last pass run by ``reconcile``."""
         self._started = False
@@ -212,13 +215,14 @@ class Manager(Generic[K]):
     # -- threaded ---------------------------------------------------------------
 
     def run(self, stop: threading.Event, *, shutdown_timeout: float = 30.0,
-            leading: threading.Event | None = None) -> None:
+            leading: threading.Event | None = None, admit: Admit | None = None) -> None:
         """Run the operator until ``stop`` is set: informer threads, worker threads, then a
         graceful stop (no new passes; running ones finish, up to ``shutdown_timeout`` seconds).
 
         leading: passes start only while it is set (leader election); informers run regardless,
         so a follower's caches are warm when it takes over. Workers run in a copy of the caller's
-        context, so context variables it set (the secret sink) reach every pass."""
+        context, so context variables it set (the secret sink) reach every pass.
+        admit: asked before each pass (a shard member's ownership check and drain)."""
         self._threaded = True
         self.queue.rate_limiter.bucket = TokenBucket()
         self.queue.coalesce = COALESCE
@@ -230,7 +234,7 @@ class Manager(Generic[K]):
         workers = [
             threading.Thread(
                 target=contextvars.copy_context().run, args=(self.controller.work, halt),
-                kwargs={"gate": leading}, name=f"worker {n}", daemon=True,
+                kwargs={"gate": leading, "admit": admit}, name=f"worker {n}", daemon=True,
             )
             for n in range(self.max_concurrent_reconciles)
         ]

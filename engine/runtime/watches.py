@@ -354,6 +354,8 @@ class Sources:
         self.index = OrderIndex()
         self._informers: dict[tuple[str, str, str, str | None, str | None], Informer] = {}
         self._label_scopes = label_scopes(catalog)
+        self.order_selector: str | None = None
+        """A label selector the orders' own informers list and watch with (a shard member's); None: every order."""
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
@@ -379,7 +381,7 @@ class Sources:
             Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
             for (api_version, kind), (watches, indexes) in plan.items()
             for namespace in (namespaces or (None,))
-            for label in self._label_scopes.get((api_version, kind)) or (None,)
+            for label in self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
         ]
         with self.lock:
             for informer in built:

@@ -1,0 +1,9 @@
+"""Orders spread over operator replicas: membership Leases, a hash ring, labels, a drain handshake.
+
+- ``ring``: rendezvous hashing of an order's key over the live members, and member names.
+- ``labels``: the shard and drain labels on orders, the member label on Leases.
+- ``member``: every replica's side: its membership Lease, which requests it may run, the drain ack.
+- ``assigner``: the leader's side: which members are live, and the label each order should carry.
+
+Decision 0027 says why no order is ever in two passes at once.
+"""

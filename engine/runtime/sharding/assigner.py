@@ -1,0 +1,214 @@
+"""The leader's side of sharding: which members are live, and the shard label each order should carry.
+
+Each round (every retry period, while leading) the assigner lists the membership Leases (live reads)
+and every order of every kind on every engaged cluster (the cache), and for each order:
+
+- it carries the label of the member the ring picks, and no drain label: nothing to do;
+- it carries no shard label (new, or handed back after a drain): label it with that member;
+- its member is not live (its Lease expired by observation, was released or is gone): label it
+  with the ring's member at once; the lapsed member stopped working before its Lease expired;
+- its member is live but another should have it: add the drain label and wait for the member to
+  hand it back (it removes both labels); the next round labels it for the new member.
+
+Every write is an update conditional on the resourceVersion read, so a write based on a stale read
+fails with a Conflict and is decided again next round. A Lease is live while its record keeps
+changing: unchanged for its ``leaseDurationSeconds`` on the leader's own clock, it has expired
+(client-go's observed time; clocks of different machines are never compared).
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import datetime as dt
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.clock import Clock
+from engine.cluster.api import ApiError, Cluster, Conflict, NotFound, Obj
+from engine.cluster.registry import ClusterSet
+from engine.metrics import Metrics
+from engine.outcome import Request
+from engine.runtime.kinds import Catalog, Log, OrderKind
+from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND
+from engine.runtime.sharding.labels import (
+    FIELD_MANAGER,
+    MEMBER_SELECTOR,
+    draining,
+    owner_of,
+    relabelled,
+)
+from engine.runtime.sharding.ring import order_key, owner
+
+LOG = logging.getLogger("engine.runtime.sharding")
+
+
+@dataclass
+class _Seen:
+    spec: dict[str, Any]
+    at: dt.datetime
+
+
+class MemberView:
+    """The live members, judged from their Leases as client-go judges a Lease it does not hold."""
+
+    def __init__(self, lease_duration: float) -> None:
+        """lease_duration: seconds, for a Lease that does not say its own."""
+        self._fallback = lease_duration
+        self._seen: dict[str, _Seen] = {}
+
+    def update(self, leases: list[Obj], now: dt.datetime) -> list[str]:
+        """Observe the Leases listed now; the names of the live members, sorted."""
+        seen: dict[str, _Seen] = {}
+        for lease in leases:
+            name = str((lease.get("metadata") or {}).get("name") or "")
+            spec = dict(lease.get("spec") or {})
+            before = self._seen.get(name)
+            seen[name] = before if before is not None and before.spec == spec else _Seen(copy.deepcopy(spec), now)
+        self._seen = seen
+        return sorted(name for name, s in seen.items() if self._live(name, s, now))
+
+    def _live(self, name: str, seen: _Seen, now: dt.datetime) -> bool:
+        if str(seen.spec.get("holderIdentity") or "") != name:
+            return False  # released on a graceful stop
+        seconds = float(seen.spec.get("leaseDurationSeconds") or self._fallback)
+        return now < seen.at + dt.timedelta(seconds=seconds)
+
+
+@dataclass
+class Round:
+    """What one round saw and did (for tests and metrics)."""
+
+    members: list[str] = field(default_factory=list)
+    owned: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Orders labelled per member after the round."""
+    moves: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Label writes by what they did: assigned, moved (after a drain), reassigned (a lapsed member's), drain."""
+
+
+class Assigner:
+    """Labels every order with a live member, by rendezvous hashing; run by the leader only."""
+
+    def __init__(
+        self,
+        clusters: ClusterSet,
+        catalog: Catalog,
+        namespace: str,
+        *,
+        clock: Clock,
+        lease_duration: float,
+        metrics: Metrics | None = None,
+        log: Log | None = None,
+    ) -> None:
+        """namespace: where the membership Leases are."""
+        self._clusters = clusters
+        self._catalog = catalog
+        self.namespace = namespace
+        self._clock = clock
+        self._metrics = metrics
+        self._log: Log = log if log is not None else LOG
+        self.view = MemberView(lease_duration)
+        self._members: list[str] = []
+        self._draining: dict[tuple[str, str], str] = {}
+        """Order key -> the member asked to hand it back (to tell a completed move from a first assignment)."""
+
+    def run(self, stop: threading.Event, leading: threading.Event, period: float) -> None:
+        """A round every ``period`` seconds while ``leading`` is set, until ``stop`` is set."""
+        while not stop.wait(period):
+            if not leading.is_set():
+                if self._members:
+                    self._members = []
+                    self.view = MemberView(self.view._fallback)  # a new term observes the Leases afresh
+                continue
+            try:
+                self.step()
+            except Exception:  # the assigner must outlive any one failure
+                self._log.exception("a sharding round failed")
+
+    def step(self) -> Round:
+        """One round: observe the members, then place every order."""
+        done = Round()
+        try:
+            leases = self._clusters.management.list(LEASE_API_VERSION, LEASE_KIND, self.namespace,
+                                                    labels=MEMBER_SELECTOR, live=True).items
+        except ApiError as exc:
+            self._log.warning("could not list the membership Leases: %s", exc)
+            return done
+        done.members = self.view.update(leases, self._clock.now())
+        self._note_membership(done.members)
+        if done.members:
+            for cluster_name, cluster in self._clusters:
+                for kind in self._catalog.values():
+                    try:
+                        orders = cluster.list(kind.api_version, kind.kind).items
+                    except ApiError:
+                        continue  # a kind this cluster does not serve (yet), or an unreachable cluster
+                    for order in orders:
+                        self._place(done, cluster_name, cluster, kind, order)
+        if self._metrics is not None:
+            self._metrics.set_shards(done.members, done.owned)
+        return done
+
+    def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj) -> None:
+        meta = order.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        key = order_key(cluster_name, kind.key, namespace, name)
+        want = owner(key, done.members)
+        have = owner_of(order)
+        assert want is not None
+        request = Request(kind.key, cluster_name, namespace, name)
+        if have == want:
+            if draining(order):  # the ring changed back before the member handed it over
+                self._write(cluster, relabelled(order, owner=want, drain=False), request)
+            self._draining.pop((cluster_name, key), None)
+            done.owned[have] += 1
+            return
+        if not have or have not in done.members:
+            how = "assigned" if not have else "reassigned"
+            drained_from = self._draining.pop((cluster_name, key), None)
+            if not have and drained_from is not None:
+                how = "moved"
+            if self._write(cluster, relabelled(order, owner=want, drain=False), request):
+                done.owned[want] += 1
+                done.moves[how] += 1
+                self._count(how)
+                if how == "assigned":
+                    self._log.debug("%s: assigned to member %s", request, want, extra={"request": str(request)})
+                elif how == "moved":
+                    self._log.info("%s: moved from member %s to member %s", request, drained_from, want,
+                                   extra={"request": str(request)})
+                else:
+                    self._log.info("%s: member %s is gone; reassigned to member %s", request, have, want,
+                                   extra={"request": str(request)})
+            return
+        done.owned[have] += 1
+        if not draining(order) and self._write(cluster, relabelled(order, owner=have, drain=True), request):
+            self._draining[(cluster_name, key)] = have
+            done.moves["drain"] += 1
+            self._count("drain")
+            self._log.info("%s: draining from member %s for member %s", request, have, want,
+                           extra={"request": str(request)})
+
+    def _write(self, cluster: Cluster, order: Obj, request: Request) -> bool:
+        try:
+            cluster.update(order, field_manager=FIELD_MANAGER)
+            return True
+        except (Conflict, NotFound):
+            return False  # it changed or went meanwhile: decided again next round
+        except ApiError as exc:
+            self._log.warning("%s: could not write its shard label: %s", request, exc, extra={"request": str(request)})
+            return False
+
+    def _note_membership(self, members: list[str]) -> None:
+        before, after = set(self._members), set(members)
+        for name in sorted(after - before):
+            self._log.info("member %s joined the shards (%d live)", name, len(after))
+        for name in sorted(before - after):
+            self._log.warning("member %s left the shards or its Lease expired (%d live)", name, len(after))
+        self._members = list(members)
+
+    def _count(self, how: str) -> None:
+        if self._metrics is not None:
+            self._metrics.shard_moves.labels(how=how).inc()

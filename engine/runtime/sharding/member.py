@@ -1,0 +1,210 @@
+"""Every replica's side of sharding: a membership Lease, which requests it may run, the drain ack.
+
+A member works while its tenure holds: its Lease (named after it, labelled as a member) was renewed
+within the renew deadline, exactly as a leader leads (``engine.runtime.leader``). A member that
+loses its tenure never works again under that name: it stops starting passes at once and asks the
+process to stop, so a restart comes back with fresh caches and is seen as a new member. That is
+what lets the leader hand a lapsed member's orders to others without its acknowledgement.
+
+Before each pass the worker asks ``admit``: the order, as this replica's cache shows it, must carry
+this member's shard label and no drain label, and be newer than any state this member handed back.
+An order carrying the drain label is acknowledged instead: its labels are removed in a conditional
+update, from the worker slot, so no pass of it runs here at that moment and none starts afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from engine.clock import Clock
+from engine.cluster.api import ApiError, NotFound, Obj
+from engine.cluster.registry import ClusterNotFound, ClusterSet
+from engine.metrics import Metrics
+from engine.outcome import Request, Result
+from engine.runtime.controller import Admission
+from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
+from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
+from engine.runtime.sharding.labels import (
+    FIELD_MANAGER,
+    SHARD_LABEL,
+    draining,
+    owner_of,
+    relabelled,
+    resource_version,
+)
+
+K = TypeVar("K", bound=OrderKind)
+
+LOG = logging.getLogger("engine.runtime.sharding")
+
+
+class ShardMember:
+    """One replica's membership: its Lease, the orders it may run, the drain acknowledgement."""
+
+    def __init__(
+        self,
+        clusters: ClusterSet,
+        catalog: Catalog,
+        settings: LeaseSettings,
+        *,
+        clock: Clock,
+        metrics: Metrics | None = None,
+        log: Log | None = None,
+        on_lost: Callable[[], None] = lambda: None,
+    ) -> None:
+        """settings: the member's own Lease (its name is the member's name and identity).
+        on_lost: called once when the tenure lapses (the operator stops the process)."""
+        self.name = settings.name
+        self.selector = f"{SHARD_LABEL}={self.name}"
+        """The label selector of this member's orders (its watches of orders use it)."""
+        self.settings = settings
+        self.active = threading.Event()
+        """Set while the tenure holds: workers start passes only then."""
+        self._clusters = clusters
+        self._catalog = catalog
+        self._metrics = metrics
+        self._log: Log = log if log is not None else LOG
+        self._on_lost = on_lost
+        self._lock = threading.Lock()
+        self._lost = False
+        self._leaving = False
+        self._released: dict[Request, int | None] = {}
+        """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
+        self.elector = LeaderElector(clusters.management, settings, clock=clock,
+                                     on_started_leading=self._joined, on_stopped_leading=self._stopped, log=self._log)
+
+    @property
+    def lost(self) -> bool:
+        """Whether the tenure lapsed (the member never works again under this name)."""
+        with self._lock:
+            return self._lost
+
+    def run(self, stop: threading.Event) -> None:
+        """Hold the membership Lease until ``stop`` is set (renewing; the deadline watched)."""
+        self.elector.run(stop)
+
+    # -- before each pass ----------------------------------------------------------
+
+    def admit(self, request: Request) -> Admission:
+        """``run`` when this member may run the order's pass now; ``skip`` when not (or after a drain ack);
+        ``retry`` when the order could not be read or acknowledged (try again with backoff)."""
+        kind = self._catalog.get(request.kind)
+        if kind is None:
+            return "run"  # the pass says what is wrong
+        try:
+            cluster = self._clusters.resolve(request.cluster)
+            order = cluster.get(kind.api_version, kind.kind, request.namespace or None, request.name)
+        except (NotFound, ClusterNotFound):
+            return "skip"
+        except ApiError as exc:
+            self._log.warning("%s: could not read the order to check its shard: %s", request, exc,
+                              extra={"request": str(request)})
+            return "retry"
+        if owner_of(order) != self.name or self._handed_back(request, order):
+            return "skip"
+        if draining(order):
+            return self._acknowledge(request, order)
+        return "run"
+
+    def _handed_back(self, request: Request, order: Obj) -> bool:
+        """Whether the cache still shows a state at or before this member's hand-back of the order."""
+        with self._lock:
+            if request not in self._released:
+                return False
+            released = self._released[request]
+            version = resource_version(order)
+            if released is not None and version is not None and version > released:
+                del self._released[request]
+                return False
+            return True
+
+    def _acknowledge(self, request: Request, order: Obj) -> Admission:
+        """Hand the order back: remove the shard and drain labels, conditionally on the version read."""
+        try:
+            cluster = self._clusters.resolve(request.cluster)
+            written = cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
+        except ClusterNotFound:
+            return "skip"
+        except ApiError as exc:
+            self._log.info("%s: could not hand the order back yet: %s", request, exc, extra={"request": str(request)})
+            return "retry"
+        with self._lock:
+            self._released[request] = resource_version(written)
+        self._log.info("%s: drained, handed back to the leader for another member", request,
+                       extra={"request": str(request)})
+        if self._metrics is not None:
+            self._metrics.shard_drains.inc()
+        return "skip"
+
+    # -- pass records ---------------------------------------------------------------
+
+    def recorded(self, run_pass: RunPass[K]) -> RunPass[K]:
+        """``run_pass`` with a debug line when each pass starts and ends (wall-clock seconds, microseconds):
+        the records that show no order is in two passes at once across replicas."""
+        records = self._log
+
+        def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
+            extra = {"request": str(request)}
+            records.debug("pass started at %.6f by %s", time.time(), self.name, extra=extra)
+            try:
+                return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
+            finally:
+                records.debug("pass ended at %.6f by %s", time.time(), self.name, extra=extra)
+
+        return run
+
+    # -- leaving --------------------------------------------------------------------
+
+    def leave(self) -> int:
+        """A graceful stop, once the workers have stopped: hand every order back, give up the Lease.
+
+        Returns how many orders were handed back. A member that lost its tenure does nothing here."""
+        with self._lock:
+            if self._lost:
+                return 0
+            self._leaving = True
+        self.active.clear()
+        handed = 0
+        for _, cluster in self._clusters:
+            for kind in self._catalog.values():
+                try:
+                    orders = cluster.list(kind.api_version, kind.kind, labels=self.selector, live=True).items
+                except ApiError:
+                    continue  # a kind this cluster does not serve, or an unreachable cluster
+                for order in orders:
+                    try:
+                        cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
+                        handed += 1
+                    except ApiError as exc:
+                        self._log.warning("could not hand back %s %s: %s", kind.kind,
+                                          order.get("metadata", {}).get("name"), exc)
+        self.elector.release()
+        try:
+            self._clusters.management.delete(LEASE_API_VERSION, LEASE_KIND, self.settings.namespace, self.name)
+        except ApiError as exc:
+            self._log.info("could not delete the membership Lease (it expires by itself): %s", exc)
+        self._log.info("left the shards as member %s: handed back %d order(s)", self.name, handed)
+        return handed
+
+    # -- the Lease's callbacks (on the elector's threads) ---------------------------
+
+    def _joined(self) -> None:
+        with self._lock:
+            if self._lost or self._leaving:
+                return
+        self.active.set()
+        self._log.info("joined the shards as member %s (Lease %s/%s)", self.name, self.settings.namespace, self.name)
+
+    def _stopped(self) -> None:
+        self.active.clear()
+        with self._lock:
+            if self._leaving or self._lost:
+                return
+            self._lost = True
+        self._log.error("member %s lost its membership Lease: no pass starts any more; the leader gives its orders "
+                        "to other members once the Lease expires; stopping so a restart joins afresh", self.name)
+        self._on_lost()

@@ -1,0 +1,288 @@
+"""Sharding, step by step on a simulated clock: spread, joins drain, lapsed members, leaving, admission."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import re
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from runtime_kit import ORDER, START, FakePass, memory, obj, request, widget_kind
+
+from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
+from engine.cluster.faults import FaultyCluster
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.registry import ClusterSet
+from engine.metrics import Metrics
+from engine.runtime.leader import LEASE_API_VERSION, LeaseSettings
+from engine.runtime.manager import Manager
+from engine.runtime.sharding.assigner import Assigner
+from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABEL
+from engine.runtime.sharding.member import ShardMember
+from engine.runtime.sharding.ring import member_name, order_key, owner
+from engine.testing.clock import SimulatedClock
+
+NS = "c5c3-system"
+S = dt.timedelta(seconds=1)
+ORDERS = 60
+
+
+class World:
+    """One management cluster with orders, members stepping their Leases, and the leader's assigner."""
+
+    def __init__(self, orders: int = ORDERS, clusters: tuple[str, ...] = ()) -> None:
+        self.clock = SimulatedClock(START)
+        self.cluster = memory("", self.clock)
+        self.targets = {name: memory(name, self.clock) for name in clusters}
+        self.kind = widget_kind()
+        self.catalog = {self.kind.key: self.kind}
+        for cluster in (self.cluster, *self.targets.values()):
+            for n in range(orders):
+                cluster.create(obj("Widget", f"w{n:02}"))
+        self.members: dict[str, ShardMember] = {}
+        self.lost: list[str] = []
+        self.metrics = Metrics(CollectorRegistry())
+        self.assigner = Assigner(self.clusters(), self.catalog, NS, clock=self.clock, lease_duration=15,
+                                 metrics=self.metrics)
+
+    def clusters(self, management: Any = None) -> ClusterSet:
+        found = ClusterSet(management or self.cluster)
+        for name, target in self.targets.items():
+            found.engage(name, target)
+        return found
+
+    def join(self, name: str, management: Any = None) -> ShardMember:
+        settings = LeaseSettings(NS, name, name, lease_duration=15, renew_deadline=10, retry_period=2,
+                                 labels=((MEMBER_LABEL, "true"),))
+        member = ShardMember(self.clusters(management), self.catalog, settings, clock=self.clock,
+                             on_lost=lambda: self.lost.append(name))
+        self.members[name] = member
+        member.elector.step()
+        return member
+
+    def tick(self, *renewing: str, seconds: int = 2) -> None:
+        """Move the clock; the named members renew, every member checks its deadline."""
+        self.clock.advance(seconds * S)
+        for name, member in self.members.items():
+            if name in renewing:
+                member.elector.step()
+            member.elector.check_deadline()
+
+    def orders(self) -> dict[tuple[str, str], Obj]:
+        found = {}
+        for name, cluster in [(MANAGEMENT_CLUSTER, self.cluster), *self.targets.items()]:
+            for order in cluster.list("example.io/v1", "Widget").items:
+                found[(name, order["metadata"]["name"])] = order
+        return found
+
+    def owners(self) -> dict[tuple[str, str], str]:
+        return {key: (o["metadata"].get("labels") or {}).get(SHARD_LABEL, "") for key, o in self.orders().items()}
+
+    def acknowledge_drains(self) -> int:
+        """Every member runs its workers' admission on its orders asked to drain (as a pass slot would)."""
+        acked = 0
+        for (cluster, name), order in self.orders().items():
+            labels = order["metadata"].get("labels") or {}
+            if DRAIN_LABEL in labels:
+                verdict = self.members[labels[SHARD_LABEL]].admit(request(name, cluster=cluster))
+                assert verdict == "skip"
+                acked += 1
+        return acked
+
+
+def test_rendezvous_moves_only_what_the_new_member_wins() -> None:
+    """Adding a fourth member moves about a quarter of the keys, all of them to it; removing one moves only its."""
+    keys = [order_key("", ORDER, "ns", f"o{n}") for n in range(2000)]
+    three = {k: owner(k, ["a", "b", "c"]) for k in keys}
+    four = {k: owner(k, ["a", "b", "c", "d"]) for k in keys}
+    moved = [k for k in keys if three[k] != four[k]]
+    assert {four[k] for k in moved} == {"d"}
+    assert 400 < len(moved) < 600
+    two = {k: owner(k, ["a", "c"]) for k in keys}
+    assert all(two[k] == three[k] for k in keys if three[k] != "b")
+    assert set(collections.Counter(three.values())) == {"a", "b", "c"}
+    assert min(collections.Counter(three.values()).values()) > 550
+
+
+def test_member_names_are_lease_names_and_label_values_unique_per_start() -> None:
+    """An identity becomes a DNS label of at most 63 characters, ending with this start's incarnation."""
+    name = member_name("Pod_Name.example_" + "x" * 80 + "_1234", "a1b2c3")
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63
+    assert name.endswith("-a1b2c3")
+    assert member_name("host_6f1c", "000001") != member_name("host_6f1c", "000002")
+
+
+def test_the_leader_labels_every_order_with_a_live_member_about_evenly() -> None:
+    """Three members: every order, on the management and a target cluster, carries one member's label."""
+    world = World(clusters=("edge",))
+    for name in ("a", "b", "c"):
+        world.join(name)
+    done = world.assigner.step()
+    assert done.members == ["a", "b", "c"]
+    owners = world.owners()
+    assert len(owners) == 2 * ORDERS and set(owners.values()) == {"a", "b", "c"}
+    assert min(collections.Counter(owners.values()).values()) >= 25
+    assert done.moves == {"assigned": 2 * ORDERS}
+    assert world.assigner.step().moves == {}  # stable: nothing more to write
+    text = world.metrics.registry.get_sample_value("c5c3_operator_shard_orders", {"member": "a"})
+    assert text == owners_count(owners, "a")
+    assert world.metrics.registry.get_sample_value("c5c3_operator_shard_members") == 3
+
+
+def owners_count(owners: dict[tuple[str, str], str], member: str) -> float:
+    return float(sum(1 for o in owners.values() if o == member))
+
+
+def test_a_joining_member_gets_orders_only_after_their_owner_hands_them_back() -> None:
+    """A fourth member: only the orders it wins are asked to drain, keep their owner until acknowledged,
+    then carry the new member's label; nothing else moves."""
+    world = World()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    before = world.owners()
+    world.join("d")
+    asked = world.assigner.step()
+    draining = {k for k, o in world.orders().items() if DRAIN_LABEL in (o["metadata"].get("labels") or {})}
+    assert asked.moves == {"drain": len(draining)}
+    assert world.owners() == before  # no order changes owner without its owner's acknowledgement
+    world.assigner.step()
+    assert world.owners() == before  # however often the leader looks
+    assert world.acknowledge_drains() == len(draining)
+    assert all(world.owners()[k] == "" for k in draining)
+    moved = world.assigner.step()
+    after = world.owners()
+    assert moved.moves == {"moved": len(draining)}
+    assert {k for k in after if after[k] != before[k]} == draining
+    assert {after[k] for k in draining} == {"d"}
+    assert ORDERS // 8 <= len(draining) <= ORDERS // 2
+
+
+def test_a_lapsed_member_stops_before_the_leader_reassigns_its_orders() -> None:
+    """b stops renewing: it stops working at its renew deadline (10 s) and the leader reassigns only its
+    orders once its Lease has not changed for the lease duration (15 s) on the leader's clock."""
+    world = World()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    before = world.owners()
+    b = world.members["b"]
+    reassigned_at = None
+    for _ in range(12):
+        world.tick("a", "c")
+        done = world.assigner.step()
+        if done.moves:
+            reassigned_at = world.clock.now()
+            assert not b.active.is_set() and b.lost  # it had stopped already
+            assert done.moves == {"reassigned": list(before.values()).count("b")}
+            break
+        assert world.owners() == before
+    assert reassigned_at is not None and reassigned_at - START >= 15 * S
+    after = world.owners()
+    assert {k for k in after if after[k] != before[k]} == {k for k in before if before[k] == "b"}
+    assert set(after.values()) == {"a", "c"}
+    assert world.lost == ["b"]
+
+
+def test_a_lapsed_member_never_works_again_under_its_name() -> None:
+    """A renewal that succeeds after the deadline does not bring the member back: a restart joins afresh."""
+    world = World(orders=3)
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    member = world.join("a", management=faulty)
+    assert member.active.is_set()
+    faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=5)
+    for _ in range(5):
+        world.tick("a")
+    assert not member.active.is_set() and member.lost
+    world.tick("a")
+    assert member.elector.leading  # the Lease is renewed again ...
+    assert not member.active.is_set()  # ... but the member stays stopped
+    assert world.lost == ["a"]
+
+
+def test_a_member_that_leaves_hands_its_orders_back_and_they_move_at_once() -> None:
+    """A graceful stop removes its labels and its Lease; the next round reassigns them without waiting."""
+    world = World()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    before = world.owners()
+    handed = world.members["c"].leave()
+    assert handed == list(before.values()).count("c")
+    assert world.lost == []
+    done = world.assigner.step()
+    assert done.members == ["a", "b"]
+    after = world.owners()
+    assert set(after.values()) == {"a", "b"}
+    assert all(after[k] == before[k] for k in before if before[k] != "c")
+
+
+def test_admission_runs_only_own_undrained_orders_and_never_a_handed_back_state() -> None:
+    """admit: another member's order is skipped; a drained order is acknowledged, and the stale cached copy
+    of it from before the hand-back is refused; it runs again once really given back."""
+    world = World(orders=1)
+    a = world.join("a")
+    world.assigner.step()
+    req = request("w00")
+    assert a.admit(req) == "run"
+    assert a.admit(request("nope")) == "skip"
+    stale = world.cluster.get("example.io/v1", "Widget", "ns", "w00")
+    order = dict(stale, metadata={**stale["metadata"], "labels": {SHARD_LABEL: "a", DRAIN_LABEL: "true"}})
+    world.cluster.update(order)
+    assert a.admit(req) == "skip"  # acknowledged: both labels gone
+    assert world.owners()[("", "w00")] == ""
+    cached = StaleCluster(world.cluster, stale)
+    a._clusters = world.clusters(cached)
+    assert a.admit(req) == "skip"  # a cache still showing the label from before the hand-back
+    world.assigner.step()  # back to a (the only member), a newer version
+    a._clusters = world.clusters()
+    assert a.admit(req) == "run"
+    other = world.clusters()
+    b = ShardMember(other, world.catalog, LeaseSettings(NS, "b", "b"), clock=world.clock)
+    assert b.admit(req) == "skip"
+
+
+class StaleCluster:
+    """A cluster whose get answers one old copy of an order (a cache that has not caught up)."""
+
+    def __init__(self, inner: MemoryCluster, old: Obj) -> None:
+        self._inner, self._old = inner, old
+
+    def get(self, *args: Any, **kwargs: Any) -> Obj:
+        return self._old
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+
+def test_a_members_watches_hold_only_its_orders() -> None:
+    """A manager given a member's selector lists and watches only the orders labelled for it."""
+    clock = SimulatedClock(START)
+    cluster = memory("", clock)
+    cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
+    cluster.create(obj("Widget", "theirs", labels={SHARD_LABEL: "b"}))
+    cluster.create(obj("Widget", "unassigned"))
+    kind = widget_kind()
+    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
+                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
+                                    order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    assert [r.name for r in manager.queue.waiting()] == ["mine"]
+    [informer] = manager.sources.informers()
+    assert sorted(name for _, name in informer.cached()) == ["mine"]
+    theirs = cluster.get("example.io/v1", "Widget", "ns", "theirs")
+    theirs["metadata"]["labels"][SHARD_LABEL] = "a"
+    cluster.update(theirs)
+    manager.settle()
+    assert sorted(name for _, name in informer.cached()) == ["mine", "theirs"]
+
+
+@pytest.mark.parametrize("members", [1, 2, 4])
+def test_every_order_has_exactly_one_member(members: int) -> None:
+    world = World(orders=20)
+    for n in range(members):
+        world.join(f"m{n}")
+    world.assigner.step()
+    assert len(set(world.owners().values())) == members

@@ -1,0 +1,193 @@
+"""Sharding under churn, threaded on the wall clock: replicas join, lose their Lease, leave; no order is
+ever in two passes at once across them, and only the orders whose member changes move."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from runtime_kit import FakeKind, memory, obj, widget_kind
+
+from engine.cluster.api import Obj, ServerError
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.registry import ClusterSet
+from engine.metrics import Metrics
+from engine.outcome import Request, Result
+from engine.runtime.leader import LeaseSettings, PreciseClock
+from engine.runtime.manager import Manager
+from engine.runtime.sharding.assigner import Assigner
+from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABEL
+from engine.runtime.sharding.member import ShardMember
+from engine.runtime.sharding.ring import order_key, owner
+
+NS = "c5c3-system"
+ORDERS = 30
+LEASE = {"lease_duration": 2.0, "renew_deadline": 1.0, "retry_period": 0.1}
+PATIENCE = 30.0
+
+
+class Passes:
+    """Every pass of every replica: (replica, request, start, end) on the monotonic clock, and overlaps."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.records: list[tuple[str, Request, float, float]] = []
+        self.running: dict[Request, str] = {}
+        self.overlaps: list[tuple[Request, str, str]] = []
+
+    def runner(self, replica: str) -> Callable[..., Result]:
+        def run(kind: FakeKind, request: Request, **_: Any) -> Result:
+            with self.lock:
+                other = self.running.get(request)
+                if other is not None:
+                    self.overlaps.append((request, other, replica))
+                self.running[request] = replica
+                start = time.monotonic()
+            time.sleep(0.1)
+            with self.lock:
+                self.running.pop(request, None)
+                self.records.append((replica, request, start, time.monotonic()))
+            return Result(requeue_after=dt.timedelta(milliseconds=100))
+
+        return run
+
+    def by(self, replica: str) -> set[str]:
+        with self.lock:
+            return {r.name for who, r, _, _ in self.records if who == replica}
+
+
+class Partitioned:
+    """The management cluster as one replica's membership sees it: Lease calls fail while cut off."""
+
+    def __init__(self, inner: MemoryCluster) -> None:
+        self._inner = inner
+        self.cut = threading.Event()
+
+    def _lease(self, *args: Any) -> None:
+        if self.cut.is_set() and "Lease" in args:
+            raise ServerError("partitioned")
+
+    def get(self, api_version: str, kind: str, *args: Any, **kwargs: Any) -> Obj:
+        self._lease(kind)
+        return self._inner.get(api_version, kind, *args, **kwargs)
+
+    def update(self, obj: Obj, **kwargs: Any) -> Obj:
+        self._lease(obj.get("kind"))
+        return self._inner.update(obj, **kwargs)
+
+    def create(self, obj: Obj, **kwargs: Any) -> Obj:
+        self._lease(obj.get("kind"))
+        return self._inner.create(obj, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+
+class Replica:
+    """A member and its manager (workers gated by the tenure, passes admitted by the member)."""
+
+    def __init__(self, name: str, cluster: MemoryCluster, kind: FakeKind, passes: Passes) -> None:
+        self.name = name
+        self.link = Partitioned(cluster)
+        catalog = {kind.key: kind}
+        settings = LeaseSettings(NS, name, name, labels=((MEMBER_LABEL, "true"),), **LEASE)
+        self.member = ShardMember(ClusterSet(self.link), catalog, settings, clock=PreciseClock())  # type: ignore[arg-type]
+        self.manager: Manager[Any] = Manager(
+            catalog, ClusterSet(cluster), clock=PreciseClock(), metrics=Metrics(CollectorRegistry()),
+            run_pass=passes.runner(name), order_selector=self.member.selector, max_concurrent_reconciles=8,
+            watch_timeout=0.5, recheck_interval=0.5,
+        )
+        self.stop = threading.Event()
+        self.threads = [
+            threading.Thread(target=self.member.run, args=(self.stop,), daemon=True),
+            threading.Thread(target=self.manager.run, args=(self.stop,),
+                             kwargs={"leading": self.member.active, "admit": self.member.admit}, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def halt(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+        assert not any(t.is_alive() for t in self.threads)
+
+
+def wait_for(what: Callable[[], object], message: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not what():
+        assert time.monotonic() < deadline, f"waited {PATIENCE}s for {message}"
+        time.sleep(0.05)
+
+
+def labels(cluster: MemoryCluster) -> dict[str, dict[str, str]]:
+    return {o["metadata"]["name"]: dict(o["metadata"].get("labels") or {})
+            for o in cluster.list("example.io/v1", "Widget").items}
+
+
+def settled(cluster: MemoryCluster, kind: FakeKind, members: list[str]) -> bool:
+    """Every order labelled with the member the ring picks among ``members``, none draining."""
+    return all(
+        found.get(SHARD_LABEL) == owner(order_key("", kind.key, "ns", name), members) and DRAIN_LABEL not in found
+        for name, found in labels(cluster).items()
+    )
+
+
+def test_no_order_is_in_two_passes_at_once_while_members_join_lapse_and_leave() -> None:
+    clock = PreciseClock()
+    cluster = memory("", clock)
+    for n in range(ORDERS):
+        cluster.create(obj("Widget", f"w{n:02}"))
+    kind = widget_kind()
+    passes = Passes()
+    leading, halt = threading.Event(), threading.Event()
+    leading.set()
+    assigner = Assigner(ClusterSet(cluster), {kind.key: kind}, NS, clock=clock, lease_duration=LEASE["lease_duration"])
+    leader = threading.Thread(target=assigner.run, args=(halt, leading, 0.1), daemon=True)
+    leader.start()
+    replicas = {name: Replica(name, cluster, kind, passes) for name in ("a", "b", "c")}
+    try:
+        wait_for(lambda: settled(cluster, kind, ["a", "b", "c"]), "three members to hold every order")
+        wait_for(lambda: len(passes.by("a") | passes.by("b") | passes.by("c")) == ORDERS, "a pass of every order")
+        first = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
+        assert all(passes.by(m) <= {n for n in first if first[n] == m} for m in "abc")
+
+        # b is cut off from its Lease: it stops at its renew deadline, then only its orders move.
+        replicas["b"].link.cut.set()
+        wait_for(lambda: settled(cluster, kind, ["a", "c"]), "b's orders on a and c")
+        assert replicas["b"].member.lost and not replicas["b"].member.active.is_set()
+        second = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
+        assert {n for n in first if first[n] != second[n]} == {n for n in first if first[n] == "b"}
+
+        # d joins: only the orders it wins move, each after its owner handed it back.
+        replicas["d"] = Replica("d", cluster, kind, passes)
+        wait_for(lambda: settled(cluster, kind, ["a", "c", "d"]), "d to get its share")
+        third = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
+        moved = {n for n in second if second[n] != third[n]}
+        assert {third[n] for n in moved} == {"d"} and 0 < len(moved) < ORDERS
+        wait_for(lambda: passes.by("d") >= moved, "d to run the orders it got")
+
+        # c leaves gracefully: its orders go to a and d at once.
+        replicas["c"].halt()
+        assert replicas["c"].member.leave() == list(third.values()).count("c")
+        wait_for(lambda: settled(cluster, kind, ["a", "d"]), "c's orders on a and d")
+        fourth = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
+        assert {n for n in third if third[n] != fourth[n]} == {n for n in third if third[n] == "c"}
+    finally:
+        for replica in replicas.values():
+            replica.halt()
+        halt.set()
+        leader.join(5)
+    assert passes.overlaps == []
+    spans: dict[Request, list[tuple[float, float, str]]] = {}
+    for who, request, start, end in passes.records:
+        spans.setdefault(request, []).append((start, end, who))
+    for request, runs in spans.items():
+        runs.sort()
+        for (_, end, who), (start, _, other) in itertools.pairwise(runs):
+            assert end <= start, f"{request}: a pass by {other} started before the one by {who} ended"
