@@ -111,8 +111,10 @@ class LeaderElector:
         on_stopped_leading: Callable[[], None],
         metrics: Metrics | None = None,
         log: Log | None = None,
+        role: str = "the leader",
     ) -> None:
-        """The callbacks run on the elector's threads and must return quickly (set or clear an Event)."""
+        """The callbacks run on the elector's threads and must return quickly (set or clear an Event).
+        role: what holding this Lease makes this replica, for the log (a shard member's Lease is not a leader's)."""
         self._cluster = cluster
         self.settings = settings
         self._clock = clock
@@ -120,6 +122,7 @@ class LeaderElector:
         self._on_stopped = on_stopped_leading
         self._metrics = metrics
         self._log: Log = log if log is not None else logging.getLogger("engine.runtime.leader")
+        self._role = role
         self._lock = threading.RLock()
         self._leading = False
         self._renewed_at: dt.datetime | None = None
@@ -176,7 +179,7 @@ class LeaderElector:
             lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
                              "acquireTime": micro_time(now), "renewTime": micro_time(now)}
             self._cluster.update(lease)
-            self._log.info("released the leader Lease %s/%s", self.settings.namespace, self.settings.name)
+            self._log.info("released the Lease %s/%s of %s", self.settings.namespace, self.settings.name, self._role)
         except ApiError as exc:
             self._log.warning("could not release the leader Lease (it expires by itself): %s", exc)
 
@@ -291,7 +294,7 @@ class LeaderElector:
         self._leading = True
         if self._metrics is not None:
             self._metrics.set_leader(True)
-        self._log.info("became the leader (Lease %s/%s, identity %s)",
+        self._log.info("became %s (Lease %s/%s, identity %s)", self._role,
                        self.settings.namespace, self.settings.name, self.settings.identity)
         self._on_started()
 
@@ -300,4 +303,4 @@ class LeaderElector:
         self._on_stopped()
         if self._metrics is not None:
             self._metrics.set_leader(False)
-        self._log.log(logging.WARNING if lost else logging.INFO, "stopped leading: %s", why)
+        self._log.log(logging.WARNING if lost else logging.INFO, "no longer %s: %s", self._role, why)

@@ -75,7 +75,8 @@ class ShardMember:
         self._released: dict[Request, int | None] = {}
         """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
         self.elector = LeaderElector(clusters.management, settings, clock=clock,
-                                     on_started_leading=self._joined, on_stopped_leading=self._stopped, log=self._log)
+                                     on_started_leading=self._joined, on_stopped_leading=self._stopped, log=self._log,
+                                     role=f"shard member {self.name}")
 
     @property
     def lost(self) -> bool:

@@ -1,0 +1,189 @@
+"""Three ``engine run --sharded`` processes share the orders of the management cluster and of a target
+cluster: spread, a member killed (-9), a member added; never two passes of one order at once."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
+
+from engine.cluster.memory import MemoryCluster
+
+SHARD = "sharding.c5c3.io/shard"
+DRAIN = "sharding.c5c3.io/drain"
+SHARDED = ("--sharded", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s",
+           "--leader-elect-retry-period", "500ms")
+"""Generous for a loaded machine: a member that misses its renew deadline stops for good (and exits 1)."""
+MANAGEMENT_ORDERS = [f"m{n:02}" for n in range(18)]
+EDGE_ORDERS = [f"e{n:02}" for n in range(9)]
+PATIENCE = 120.0
+
+
+@pytest.fixture(scope="module")
+def edge(world: World) -> Target:
+    target = world.target("edge-s")
+    world.register(target)
+    world.assign("edge-s")
+    return target
+
+
+@pytest.fixture
+def replicas(world: World, edge: Target) -> Iterator[dict[str, OperatorProcess]]:
+    started: dict[str, OperatorProcess] = {}
+    for n in range(3):
+        process = OperatorProcess(world, *SHARDED, name=f"shard-{n}")
+        started[member_of(process)] = process
+    yield started
+    for process in started.values():
+        if process.process.poll() is None:
+            process.stop()
+
+
+def member_of(process: OperatorProcess) -> str:
+    """The member name a replica joined under (from its log)."""
+    found: list[str] = []
+
+    def joined() -> bool:
+        found[:] = re.findall(r"joined the shards as member ([a-z0-9-]+)", process.logs())
+        return bool(found) or process.process.poll() is not None
+
+    wait_for(joined, timeout=PATIENCE, message="a replica to join")
+    assert found, process.logs()[-3000:]
+    return found[0]
+
+
+def orders(world: World, edge: Target) -> dict[tuple[str, str], dict[str, str]]:
+    """(cluster, name) -> the order's labels."""
+    found = {}
+    for cluster_name, cluster in (("", world.management), ("edge-s", edge.cluster)):
+        for item in cluster.list(API, "KeystoneUser", TENANT).items:
+            name = item["metadata"]["name"]
+            if name in MANAGEMENT_ORDERS or name in EDGE_ORDERS:
+                found[(cluster_name, name)] = dict(item["metadata"].get("labels") or {})
+    return found
+
+
+def owners(world: World, edge: Target) -> dict[tuple[str, str], str]:
+    return {key: labels.get(SHARD, "") for key, labels in orders(world, edge).items()}
+
+
+def settled_on(world: World, edge: Target, members: set[str]) -> bool:
+    """Every order labelled with one of ``members``, none draining, and every member holding some."""
+    found = orders(world, edge)
+    held = {labels.get(SHARD) for labels in found.values()}
+    return (len(found) == len(MANAGEMENT_ORDERS) + len(EDGE_ORDERS) and held == members
+            and not any(DRAIN in labels for labels in found.values()))
+
+
+def ready(cluster: MemoryCluster, name: str) -> bool:
+    return condition(get(cluster, API, "KeystoneUser", TENANT, name), "Ready") == "True"
+
+
+def all_ready(world: World, edge: Target) -> bool:
+    return (all(ready(world.management, n) for n in MANAGEMENT_ORDERS)
+            and all(ready(edge.cluster, n) for n in EDGE_ORDERS))
+
+
+def passes(process: OperatorProcess, member: str, killed_at: float | None) -> list[tuple[str, float, float, str]]:
+    """(request, start, end, member) of every pass a replica logged; a pass cut by a kill ends at the kill."""
+    started: dict[str, float] = {}
+    spans = []
+    for line in process.logs().splitlines():
+        if not line.startswith("{"):
+            continue
+        record = json.loads(line)
+        found = re.match(r"pass (started|ended) at ([0-9.]+) by ", record.get("message", ""))
+        if not found:
+            continue
+        request, moment = record["request"], float(found.group(2))
+        if found.group(1) == "started":
+            assert request not in started, f"{member}: {request} started twice without ending"
+            started[request] = moment
+        else:
+            spans.append((request, started.pop(request), moment, member))
+    for request, start in started.items():
+        assert killed_at is not None, f"{member}: {request} never ended"
+        spans.append((request, start, killed_at, member))
+    return spans
+
+
+def managed_users(world: World, name: str, cluster: str) -> int:
+    labels = {"c5c3.io/keystoneuser-name": name, "c5c3.io/keystoneuser-namespace": TENANT,
+              "c5c3.io/keystoneuser-cluster": cluster}
+    users = world.management.list("openstack.k-orc.cloud/v1alpha1", "User", "openstack", labels=labels).items
+    return len([u for u in users if not u["metadata"]["name"].endswith("-probe")])
+
+
+def test_three_replicas_share_the_orders_and_hand_them_over_safely(
+        world: World, edge: Target, replicas: dict[str, OperatorProcess]) -> None:
+    for name in MANAGEMENT_ORDERS:
+        world.management.create(order("KeystoneUser", name))
+    for name in EDGE_ORDERS:
+        edge.cluster.create(order("KeystoneUser", name))
+    members = set(replicas)
+    wait_for(lambda: settled_on(world, edge, members), timeout=PATIENCE, message="the orders spread over 3 members")
+    wait_for(lambda: all_ready(world, edge), timeout=PATIENCE, message="every order Ready")
+    first = owners(world, edge)
+    spread = collections.Counter(first.values())
+    assert min(spread.values()) >= 2 and max(spread.values()) <= 20, spread  # 27 orders: 9 each expected
+    assert {cluster for cluster, _ in first} == {"", "edge-s"}
+
+    # The leader's /metrics: live members, orders per member, moves.
+    leader = next(p for p in replicas.values() if p.leads())
+    assert leader.metric("c5c3_operator_shard_members") == 3.0
+    for member, count in spread.items():
+        assert leader.metric(f'c5c3_operator_shard_orders{{member="{member}"}}') == float(count)
+
+    # kill -9 a member that is not the leader: only its orders move, to the survivors.
+    victim = next(m for m, p in replicas.items() if not p.leads())
+    replicas[victim].kill()
+    killed_at = time.time()
+    survivors = members - {victim}
+    wait_for(lambda: settled_on(world, edge, survivors), timeout=PATIENCE, message="the killed member's orders moved")
+    second = owners(world, edge)
+    assert {k for k in first if first[k] != second[k]} == {k for k in first if first[k] == victim}
+    assert "is gone; reassigned to member" in leader.logs()
+    assert f"member {victim} left the shards or its Lease expired" in leader.logs()
+
+    # A member joins: only the orders it wins move, each drained by its owner first.
+    newcomer = OperatorProcess(world, *SHARDED, name="shard-3")
+    joined = member_of(newcomer)
+    replicas[joined] = newcomer
+    wait_for(lambda: settled_on(world, edge, survivors | {joined}), timeout=PATIENCE,
+             message="the new member to get its share")
+    third = owners(world, edge)
+    moved = {k for k in second if second[k] != third[k]}
+    assert {third[k] for k in moved} == {joined}
+    assert 1 <= len(moved) <= 18, moved  # about a third of 27
+    assert "drained, handed back to the leader" in "".join(p.logs() for p in replicas.values())
+    assert (leader.metric('c5c3_operator_shard_moves_total{how="moved"}') or 0) >= len(moved)
+    wait_for(lambda: all_ready(world, edge), timeout=PATIENCE, message="every order Ready after the moves")
+    time.sleep(1.0)
+
+    for member, process in replicas.items():
+        if member != victim:
+            assert process.stop() == 0, process.logs()[-3000:]
+
+    # Never two passes of one order at once, across the replicas.
+    spans: dict[str, list[tuple[float, float, str]]] = collections.defaultdict(list)
+    for member, process in replicas.items():
+        for request, start, end, who in passes(process, member, killed_at if member == victim else None):
+            spans[request].append((start, end, who))
+    assert len(spans) == len(first)
+    for request, runs in spans.items():
+        runs.sort()
+        for (_, end, who), (start, _, other) in itertools.pairwise(runs):
+            assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
+
+    # Nothing provisioned twice.
+    for cluster, name in first:
+        where = world.management if cluster == "" else edge.cluster
+        stored = get(where, API, "KeystoneUser", TENANT, name) or {}
+        assert stored["status"]["passwordGeneration"] == 1
+        assert managed_users(world, name, cluster) == 1, (cluster, name)
