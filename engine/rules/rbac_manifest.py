@@ -30,7 +30,9 @@ CLUSTER_RUNTIME: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 """What the runtime itself needs cluster-wide, whatever the rules: (group, resource, verbs, why)."""
 
 LEASE_RIGHTS = ("coordination.k8s.io", "leases", ("get", "create", "update"),
-                "leader election: read, create and renew the Lease")
+                "leader election and shard membership: read, create and renew the Lease")
+SHARD_LEASE_RIGHTS = ((("list",), "engine run --sharded: the leader lists the members' Leases"),
+                      (("delete",), "engine run --sharded: a member deletes its own Lease when it leaves"))
 REGISTRATION_RIGHTS = ("", "secrets", ("list", "watch"), "the target clusters' registration Secrets")
 
 
@@ -73,6 +75,13 @@ def _grant(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Grant
     return grant
 
 
+def _lease_grant() -> Grant:
+    grant = _grant(*LEASE_RIGHTS)
+    for verbs, why in SHARD_LEASE_RIGHTS:
+        grant.add(verbs, why)
+    return grant
+
+
 def render(rights: Rights, who: Identity, source: str) -> str:
     """The manifest text: deterministic, so deploy/ can hold it and a test can compare."""
     cluster = [rights.grants[key] for key in sorted(rights.grants)]
@@ -85,7 +94,7 @@ def render(rights: Rights, who: Identity, source: str) -> str:
         ["# What the rule files read and write (orders, inputs, children, teardown) and the runtime's own needs.",
          "# The orders are never created or deleted.", *_role("ClusterRole", who.name, None, cluster)],
         _binding("ClusterRoleBinding", "ClusterRole", who.name, None, who),
-        _role("Role", lease, who.namespace, [_grant(*LEASE_RIGHTS)]),
+        _role("Role", lease, who.namespace, [_lease_grant()]),
         _binding("RoleBinding", "Role", lease, who.namespace, who),
     ]
     if who.clusters_namespace:
