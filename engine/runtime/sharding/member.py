@@ -105,7 +105,11 @@ class ShardMember:
             self._log.warning("%s: could not read the order to check its shard: %s", request, exc,
                               extra={"request": str(request)})
             return "retry"
-        if owner_of(order) != self.name or self._handed_back(request, order):
+        if owner_of(order) != self.name:
+            with self._lock:
+                self._released.pop(request, None)  # the cache is past the hand-back: a later label is new
+            return "skip"
+        if self._handed_back(request, order):
             return "skip"
         if draining(order):
             return self._acknowledge(request, order)
