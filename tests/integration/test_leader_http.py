@@ -19,12 +19,14 @@ LEASE = ("coordination.k8s.io/v1", "Lease", "c5c3-system", "c5c3-operator")
 def replicas(world: World) -> Iterator[tuple[OperatorProcess, OperatorProcess]]:
     a = OperatorProcess(world, *FAST_LEASE, name="replica-a")
     b = OperatorProcess(world, *FAST_LEASE, name="replica-b")
-    a.wait_ready()
-    b.wait_ready()
-    yield a, b
-    for replica in (a, b):
-        if replica.process.poll() is None:
-            replica.stop()
+    try:
+        a.wait_ready()
+        b.wait_ready()
+        yield a, b
+    finally:  # also when one failed to start: a replica left running would hold the Lease for the next test
+        for replica in (a, b):
+            if replica.process.poll() is None:
+                replica.stop()
 
 
 def lease(world: World) -> Obj:

@@ -36,13 +36,15 @@ def edge(world: World) -> Target:
 @pytest.fixture
 def replicas(world: World, edge: Target) -> Iterator[dict[str, OperatorProcess]]:
     started: dict[str, OperatorProcess] = {}
-    for n in range(3):
-        process = OperatorProcess(world, *SHARDED, name=f"shard-{n}")
-        started[member_of(process)] = process
-    yield started
-    for process in started.values():
-        if process.process.poll() is None:
-            process.stop()
+    processes = [OperatorProcess(world, *SHARDED, name=f"shard-{n}") for n in range(3)]
+    try:
+        for process in processes:
+            started[member_of(process)] = process
+        yield started
+    finally:  # also when one failed to start
+        for process in {*processes, *started.values()}:
+            if process.process.poll() is None:
+                process.stop()
 
 
 def member_of(process: OperatorProcess) -> str:
