@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from engine.rules.bundle import installed
 from engine.testing.scenario.runner import Outcome, Runner, load_setup
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,3 +78,11 @@ def test_a_probe_with_an_empty_cloud_name_fails_the_scenario(tmp_path: Path) -> 
     report = "\n".join(outcome.report())
     assert outcome.status == "FAIL", report
     assert "spec.cloudCredentialsRef.cloudName" in report
+
+
+def test_the_installed_crds_carry_the_stand_ins() -> None:
+    """From any directory `engine test` takes the installed CRDs (c5c3_rules/crds): external/ is among them."""
+    crds = installed("crds")
+    assert crds is not None
+    names = {crd["metadata"]["name"] for crd in load_setup(ROOT / "rules", crds).crds}
+    assert {"users.openstack.k-orc.cloud", "pushsecrets.external-secrets.io", "users.rabbitmq.com"} <= names
