@@ -276,6 +276,8 @@ def _syntax_offset(env: ImmutableSandboxedEnvironment, source: str) -> int | Non
         if current.type == "eof":
             return len(source.rstrip()) or None
         return offsets.get(id(current), cursor)
+    except Exception:  # the position is a courtesy: never let finding it fail the report
+        return None
     return None
 
 
