@@ -23,7 +23,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from engine.clock import Clock, format_time
 from engine.cluster import admission, ssa
@@ -45,7 +45,7 @@ from engine.cluster.api import (
     WatchEvent,
 )
 from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import json_patch, merge_patch
+from engine.cluster.patches import json_copy, json_patch, merge_patch
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
     Selector,
@@ -92,7 +92,6 @@ _SYSTEM_META = (
 )
 """Metadata the server owns: a create or update body cannot set it."""
 
-_T = TypeVar("_T")
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -193,7 +192,7 @@ class MemoryCluster:
     def schemas(self) -> dict[tuple[str, str], Obj]:
         """The openAPIV3Schema of every served kind that has one (CRD versions), by (apiVersion, kind)."""
         with self._lock:
-            return {key: _copy(k.admission.schema) for key, k in self._kinds.items()
+            return {key: json_copy(k.admission.schema) for key, k in self._kinds.items()
                     if k.admission is not None and key not in self._unserved}
 
     def unknown_fields(self, obj: Obj) -> builtins.list[str]:
@@ -255,7 +254,7 @@ class MemoryCluster:
         check_depth(obj)
         with self._lock:
             k, namespace, _ = self._identify(obj, need_name=False)
-            new = _copy(obj)
+            new = json_copy(obj)
             self._prepare_create(k, new, namespace, keep_managed=False)
             new = self._admit(k, new, None)
             new = ssa.record_update(None, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
@@ -268,7 +267,7 @@ class MemoryCluster:
             k, namespace, name = self._identify(obj)
             old = self._existing(k, namespace, name)
             self._check_precondition(k, obj, old)
-            new = _copy(obj)
+            new = json_copy(obj)
             _keep_server_fields(new, old)
             if k.info.status_subresource:
                 _take_status(new, old)
@@ -282,7 +281,7 @@ class MemoryCluster:
                 raise _no_resource()
             old = self._existing(k, namespace, name)
             self._check_precondition(k, obj, old)
-            new = _copy(old)
+            new = json_copy(old)
             _take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
@@ -321,7 +320,7 @@ class MemoryCluster:
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
             if status:
-                new = _copy(old)
+                new = json_copy(old)
                 _take_status(new, patched)
             else:
                 new = patched
@@ -337,7 +336,7 @@ class MemoryCluster:
             if status and not k.info.status_subresource:
                 raise _no_resource()
             live = self._stores.get(k.store, {}).get((namespace or "", name))
-            applied = _copy(obj)
+            applied = json_copy(obj)
             applied["metadata"]["namespace"] = namespace
             if namespace is None:
                 applied["metadata"].pop("namespace")
@@ -359,7 +358,7 @@ class MemoryCluster:
             result = ssa.apply_patch(live, applied, field_manager, force=force, now=self._now(),
                                      subresource=subresource, list_map_keys=k.list_keys)
             if status:
-                new = _copy(live)
+                new = json_copy(live)
                 _take_status(new, result)
                 _take_managed_fields(new, result)
             else:
@@ -383,7 +382,7 @@ class MemoryCluster:
         carries, fill what it lacks as the API server would, record a watch event."""
         with self._lock:
             k, namespace, name = self._identify(obj)
-            new = _copy(obj)
+            new = json_copy(obj)
             new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
             meta = new["metadata"]
             if namespace is None:
@@ -690,7 +689,7 @@ class MemoryCluster:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self._out(k, old)
-            new = _copy(old)
+            new = json_copy(old)
             new["metadata"]["deletionTimestamp"] = self._now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             # As the API server's markAsDeleting: marking an object deleted bumps its generation.
@@ -723,7 +722,7 @@ class MemoryCluster:
             return
         del store[key]
         self._rv += 1
-        gone = _copy(obj)
+        gone = json_copy(obj)
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._log("DELETED", k, gone, None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
@@ -752,7 +751,7 @@ class MemoryCluster:
                 k = self._kind_of(store_key, obj)
                 kept = [r for r in refs if isinstance(r, dict) and str(r.get("uid")) in live]
                 if kept:
-                    new = _copy(obj)
+                    new = json_copy(obj)
                     new["metadata"]["ownerReferences"] = kept
                     self._commit(k, obj, new)
                 else:
@@ -780,7 +779,7 @@ class MemoryCluster:
         return format_time(self._clock.now())
 
     def _out(self, k: _Kind, obj: Obj) -> Obj:
-        out = _copy(obj)
+        out = json_copy(obj)
         out["apiVersion"] = k.info.api_version
         return out
 
@@ -902,15 +901,6 @@ def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
 # Object helpers.
 
 
-def _copy(value: _T) -> _T:
-    """A deep copy of JSON-shaped data (faster than copy.deepcopy)."""
-    if isinstance(value, dict):
-        return cast(_T, {k: _copy(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return cast(_T, [_copy(v) for v in value])
-    return value
-
-
 def _spec(obj: Obj, k: _Kind) -> Obj:
     """What generation tracks: everything but metadata, and but status where a subresource owns it
     (as the API server's custom resource strategy: without one, a status change is a change)."""
@@ -934,7 +924,7 @@ def _keep_server_fields(new: Obj, old: Obj, *, keep_managed: bool = True) -> Non
         if key == "managedFields" and not keep_managed:
             continue
         if key in old["metadata"]:
-            meta[key] = _copy(old["metadata"][key])
+            meta[key] = json_copy(old["metadata"][key])
         else:
             meta.pop(key, None)
     meta["name"] = old["metadata"]["name"]
@@ -944,7 +934,7 @@ def _keep_server_fields(new: Obj, old: Obj, *, keep_managed: bool = True) -> Non
 
 def _take_status(target: Obj, source: Obj) -> None:
     if "status" in source:
-        target["status"] = _copy(source["status"])
+        target["status"] = json_copy(source["status"])
     else:
         target.pop("status", None)
 
@@ -952,7 +942,7 @@ def _take_status(target: Obj, source: Obj) -> None:
 def _take_managed_fields(target: Obj, source: Obj) -> None:
     rows = (source.get("metadata") or {}).get("managedFields")
     if rows:
-        target["metadata"]["managedFields"] = _copy(rows)
+        target["metadata"]["managedFields"] = json_copy(rows)
     else:
         target["metadata"].pop("managedFields", None)
 
