@@ -127,13 +127,16 @@ def management_cluster(options: Options, metrics: Metrics | None = None) -> Clus
     return kube_cluster_in_pod("", on_request=observer)
 
 
-def target_cluster(registration: Registration, metrics: Metrics | None = None) -> Cluster:
-    """A registered cluster's client, from the kubeconfig its Secret holds (untrusted: inline material only)."""
+def target_cluster(registration: Registration, metrics: Metrics | None = None,
+                   sink: SecretSink | None = None) -> Cluster:
+    """A registered cluster's client, from the kubeconfig its Secret holds (untrusted: inline material only);
+    its credentials go to ``sink``, so no log line shows them."""
     from engine.cluster.kube import kube_cluster_from_registration
 
     observer = metrics.api_request_observer(registration.name) if metrics is not None else None
     return kube_cluster_from_registration(registration.name, registration.kubeconfig,
-                                          namespaces=registration.namespaces, on_request=observer)
+                                          namespaces=registration.namespaces, on_request=observer,
+                                          on_secrets=sink.add_all if sink is not None else None)
 
 
 def bind_endpoints(options: Options) -> list[Endpoint]:
@@ -387,7 +390,8 @@ def _run_with_sink(options: Options, sink: SecretSink, *, management: Cluster | 
         return _unbind(endpoints)
     try:
         operator = Operator(options, cluster, metrics=metrics,
-                            target_factory=target_factory or functools.partial(target_cluster, metrics=metrics))
+                            target_factory=target_factory or functools.partial(target_cluster, metrics=metrics,
+                                                                                   sink=sink))
     except ValueError as exc:  # leader election durations out of order
         LOG.error("cannot start: %s", exc)
         return _unbind(endpoints)

@@ -19,7 +19,7 @@ import re
 import secrets
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -184,6 +184,10 @@ class SecretSink:
     def add(self, value: str) -> None:
         with self._lock:
             self._values[value] = None
+
+    def add_all(self, values: Iterable[str]) -> None:
+        with self._lock:
+            self._values.update(dict.fromkeys(values))
 
     def learn(self, value: Any) -> None:
         """Add the secret values (engine.expr.secret_data's rule) of every Secret in ``value``: an object,

@@ -233,3 +233,19 @@ def test_a_broken_kubeconfig_logs_no_part_of_its_token(world: World, text: str,
     assert "edge-broken" in logged
     assert not any(LONG_TOKEN[i:i + 6] in logged for i in range(len(LONG_TOKEN) - 5))
     assert world.refused("malformed") == 1
+
+
+def test_an_engaged_clusters_token_is_redacted_from_logs() -> None:
+    """The token of a usable registration kubeconfig reaches the log redactor when its client is built, so a
+    line that happens to carry it (an error text, a debug dump) shows ``[redacted]``."""
+    from engine.expr import SecretSink
+    from engine.logs import Redactor
+    from engine.runtime.clusters import Registration
+
+    sink = SecretSink()
+    text = yaml.safe_dump(kubeconfig("https://127.0.0.1:1", {"token": TOKEN}))
+    cluster = target_cluster(Registration("edge-1", text), sink=sink)
+    stop = getattr(cluster, "stop", None)
+    if callable(stop):
+        stop()
+    assert Redactor(sink)(f"the server said: bad token {TOKEN}") == "the server said: bad token [redacted]"

@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +65,15 @@ def kube_cluster_from_registration(
     discovery_cache_dir: Path | None = None,
     namespaces: Sequence[str] | None = None,
     on_request: RequestObserver | None = None,
+    on_secrets: Callable[[tuple[str, ...]], None] | None = None,
 ) -> KubeCluster:
     """A KubeCluster from an untrusted kubeconfig's text (a registration Secret's); KubeconfigRefused
     (a ValueError) names the key it will not use. Client certificates go to 0600 files in a private
-    directory the cluster removes when it stops."""
+    directory the cluster removes when it stops. ``on_secrets`` learns the credentials it will send
+    (token, password, client key, proxy URL), so log redaction blanks them from then on."""
     settings = read_kubeconfig(kubeconfig)
+    if on_secrets is not None:
+        on_secrets(settings.secret_values())
     private_dir = tempfile.mkdtemp(prefix="engine-kubeconfig-")
     try:
         configuration = configuration_for(settings, Path(private_dir))
