@@ -249,3 +249,30 @@ def test_an_engaged_clusters_token_is_redacted_from_logs() -> None:
     if callable(stop):
         stop()
     assert Redactor(sink)(f"the server said: bad token {TOKEN}") == "the server said: bad token [redacted]"
+
+
+def test_client_key_directories_left_by_a_killed_operator_are_removed(tmp_path: Path) -> None:
+    """After kill -9 a registration's client-key directory stays behind (on a pod's emptyDir it outlives the
+    container): the next start removes those of dead processes and of an earlier process with our pid, and
+    keeps a live operator's and its own."""
+    import os
+    import subprocess
+    import sys
+
+    from engine.cluster.kube.config import PRIVATE_PREFIX, PROCESS_TAG, sweep_private_dirs
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True, timeout=30).stdout.strip()
+    folders = {
+        "dead": tmp_path / f"{PRIVATE_PREFIX}{dead}-0badc0de-abc",
+        "earlier-with-our-pid": tmp_path / f"{PRIVATE_PREFIX}{os.getpid()}-0badc0de-abc",
+        "ours": tmp_path / f"{PRIVATE_PREFIX}{os.getpid()}-{PROCESS_TAG}-abc",
+        "live": tmp_path / f"{PRIVATE_PREFIX}{os.getppid()}-0badc0de-abc",
+        "unrelated": tmp_path / "engine-kubeconfig-notes",
+    }
+    for folder in folders.values():
+        folder.mkdir()
+        (folder / "client.key").write_text("key")
+    removed = sweep_private_dirs(tmp_path)
+    assert sorted(removed) == sorted([folders["dead"], folders["earlier-with-our-pid"]])
+    assert [name for name, folder in folders.items() if folder.exists()] == ["ours", "live", "unrelated"]

@@ -9,7 +9,8 @@ from engine.cluster.kube.config import (
     kube_cluster_from_kubeconfig,
     kube_cluster_from_registration,
     kube_cluster_in_pod,
+    sweep_private_dirs,
 )
 
 __all__ = ["KubeCluster", "api_client_from_kubeconfig", "kube_cluster_from_kubeconfig",
-           "kube_cluster_from_registration", "kube_cluster_in_pod"]
+           "kube_cluster_from_registration", "kube_cluster_in_pod", "sweep_private_dirs"]

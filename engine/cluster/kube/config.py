@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -57,6 +58,44 @@ def kube_cluster_from_kubeconfig(
                        discovery_cache_dir=discovery_cache_dir, namespaces=namespaces, on_request=on_request)
 
 
+PRIVATE_PREFIX = "engine-kubeconfig-"
+"""Private directories of client certificates and keys: ``<prefix><pid>-<process tag>-<random>`` in the
+temporary folder."""
+
+PROCESS_TAG = secrets.token_hex(4)
+"""Tells this process's directories from those of an earlier process that had the same pid."""
+
+
+def sweep_private_dirs(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the client-key directories a killed operator left behind; the removed ones.
+
+    A graceful stop removes its own; after ``kill -9`` (or an OOM kill) they stay, and on a pod's
+    emptyDir /tmp they outlive the container. A directory is stale when its process is gone, or
+    carries our pid with another process's tag (a restarted container's operator is pid 1 again).
+    Another live operator's directories, and this process's own, stay."""
+    removed: list[Path] = []
+    folder = temp_dir if temp_dir is not None else Path(tempfile.gettempdir())
+    for path in folder.glob(f"{PRIVATE_PREFIX}*-*"):
+        pid_text, _, rest = path.name[len(PRIVATE_PREFIX):].partition("-")
+        if not pid_text.isdigit() or path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid():
+            continue
+        pid, tag = int(pid_text), rest.partition("-")[0]
+        if (pid == os.getpid() and tag != PROCESS_TAG) or (pid != os.getpid() and not _alive(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, as another user
+    return True
+
+
 def kube_cluster_from_registration(
     name: str,
     kubeconfig: str,
@@ -74,7 +113,7 @@ def kube_cluster_from_registration(
     settings = read_kubeconfig(kubeconfig)
     if on_secrets is not None:
         on_secrets(settings.secret_values())
-    private_dir = tempfile.mkdtemp(prefix="engine-kubeconfig-")
+    private_dir = tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-{PROCESS_TAG}-")
     try:
         configuration = configuration_for(settings, Path(private_dir))
         return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
