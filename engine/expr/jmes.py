@@ -2,7 +2,8 @@
 
 An expression is parsed once (``compile_query``), checked against the function registry, and
 analysed for the top-level context names it reads, so the rule compiler can order steps and
-lint can flag typos. Evaluation uses one shared ``jmespath.Options`` built at import.
+lint can flag typos. Evaluation uses one shared ``jmespath.Options`` built at import, and runs the
+expression compiled to closures (``jmes_closures``: the interpreter's semantics without its dispatch).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from jmespath import visitor as jvisitor
 
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
+from engine.expr.jmes_closures import Closure, compile_closure
 from engine.expr.suggest import did_you_mean
 
 __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
@@ -155,7 +157,7 @@ def _parse_error(exc: jexc.ParseError, source: str) -> ExprSyntaxError:
 class Query:
     """A compiled JMESPath expression, with the context names and functions it uses."""
 
-    __slots__ = ("_parsed", "functions", "names", "origin", "source")
+    __slots__ = ("_closure", "_parsed", "functions", "names", "origin", "source")
 
     def __init__(self, source: str, parsed: Any, names: frozenset[str], functions: frozenset[str],
                  origin: str | None = None) -> None:
@@ -166,6 +168,7 @@ class Query:
         """Top-level context names read (``@`` when the whole context is read)."""
         self.functions = functions
         self._parsed = parsed
+        self._closure = _compiled(parsed.parsed)
 
     def __repr__(self) -> str:
         return f"Query({self.source!r})"
@@ -173,6 +176,8 @@ class Query:
     def evaluate(self, context: Mapping[str, Any]) -> Any:
         """The expression's value on ``context``; ExprError (naming no value) when a function fails."""
         try:
+            if self._closure is not None:
+                return self._closure(context)
             return _INTERPRETER.visit(self._parsed.parsed, context)
         except jexc.JMESPathTypeError as exc:
             actual = jfunctions.TYPES_MAP.get(exc.actual_type, exc.actual_type)
@@ -187,6 +192,15 @@ class Query:
             raise
         except Exception as exc:
             raise ExprError(self.source, safe_reason(exc, self.source), origin=self.origin) from None
+
+
+def _compiled(tree: dict[str, Any]) -> Closure | None:
+    """The expression as closures (issue 11: the tree interpreter's dispatch was most of its cost), or None
+    to keep the interpreter for a node type the compiler does not know."""
+    try:
+        return compile_closure(tree, _OPTIONS.custom_functions)
+    except NotImplementedError:
+        return None
 
 
 def _negation_trap(node: Mapping[str, Any]) -> bool:

@@ -1,0 +1,318 @@
+"""JMESPath syntax trees compiled to Python closures: the tree interpreter's semantics, node by node,
+without its per-node dispatch (issue 11: expressions were a fifth of the operator's CPU).
+
+``jmespath.visitor.TreeInterpreter`` looks up a method by the node's type and reads the node's
+dict for every node of every evaluation. Here each node becomes one closure once, at compile time;
+evaluating calls the closures. Every ``visit_*`` method has its counterpart below with the same
+result for every input (the same falsiness, comparisons, projections, null handling); functions
+are called through the same ``Functions.call_function`` (its type checks and errors), and an
+``&expr`` is the same ``_Expression`` object the built-in functions expect. A node type this module
+does not know raises ``NotImplementedError`` at compile time, and the caller keeps the interpreter.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from jmespath import visitor as jvisitor
+
+__all__ = ["Closure", "compile_closure"]
+
+Closure = Callable[[Any], Any]
+
+_equals = jvisitor._equals
+_comparable = jvisitor._is_comparable
+_actual_number = jvisitor._is_actual_number
+_ORDERING = {"lt": operator.lt, "gt": operator.gt, "lte": operator.le, "gte": operator.ge}
+
+
+def _false(value: Any) -> bool:
+    """JMESPath falsiness, spelled as the interpreter's ``_is_false``."""
+    return value == "" or value == [] or value == {} or value is None or value is False
+
+
+class _Runner:
+    """What an ``_Expression`` calls back: ``visit(node, value)`` runs the compiled expression."""
+
+    __slots__ = ("_closure",)
+
+    def __init__(self, closure: Closure) -> None:
+        self._closure = closure
+
+    def visit(self, _node: Any, value: Any) -> Any:
+        return self._closure(value)
+
+
+def compile_closure(node: dict[str, Any], functions: Any) -> Closure:
+    """The closure evaluating ``node`` (a ``jmespath`` AST) on a value; ``functions`` as the interpreter's."""
+    kind = node["type"]
+    children = node.get("children", [])
+    build = _BUILDERS.get(kind)
+    if build is None:
+        raise NotImplementedError(kind)
+    return build(node, children, functions)
+
+
+def _sub(node: dict[str, Any], functions: Any) -> Closure:
+    return compile_closure(node, functions)
+
+
+def _field(node: dict[str, Any], _children: list[Any], _functions: Any) -> Closure:
+    name = node["value"]
+
+    def field(value: Any) -> Any:
+        try:
+            return value.get(name)
+        except AttributeError:
+            return None
+
+    return field
+
+
+def _chain(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    steps = [_sub(child, functions) for child in children]
+    if len(steps) == 2:
+        first, second = steps
+
+        def pair(value: Any) -> Any:
+            return second(first(value))
+
+        return pair
+
+    def chain(value: Any) -> Any:
+        for step in steps:
+            value = step(value)
+        return value
+
+    return chain
+
+
+def _comparator(node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    left, right = (_sub(child, functions) for child in children)
+    op = node["value"]
+    if op == "eq":
+        return lambda value: _equals(left(value), right(value))
+    if op == "ne":
+        return lambda value: not _equals(left(value), right(value))
+    compare = _ORDERING[op]
+
+    def ordering(value: Any) -> Any:
+        a, b = left(value), right(value)
+        if not (_comparable(a) and _comparable(b)):
+            return None
+        return compare(a, b)
+
+    return ordering
+
+
+def _identity(_node: dict[str, Any], _children: list[Any], _functions: Any) -> Closure:
+    return lambda value: value
+
+
+def _expref(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    ref = jvisitor._Expression(children[0], _Runner(_sub(children[0], functions)))
+    return lambda _value: ref
+
+
+def _function(node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    name = node["value"]
+    args = [_sub(child, functions) for child in children]
+    call = functions.call_function
+    checks = _argument_types(functions, name)
+    if checks is None:
+        return lambda value: call(name, [arg(value) for arg in args])
+    impl, allowed, count, variadic = checks
+
+    def function(value: Any) -> Any:
+        resolved = [arg(value) for arg in args]
+        if (len(resolved) == count or (variadic and len(resolved) > count)) and all(
+                ok is None or type(arg).__name__ in ok for arg, ok in zip(resolved, allowed, strict=False)):
+            return impl(functions, *resolved)
+        return call(name, resolved)  # its checks raise the error the interpreter raises
+
+    return function
+
+
+_Checks = tuple[Callable[..., Any], list[frozenset[str] | None], int, bool]
+
+
+def _argument_types(functions: Any, name: str) -> _Checks | None:
+    """What ``Functions.call_function`` checks before it calls ``name``, precomputed: the function, per
+    declared argument the type names it accepts (None: any), their count, and whether more may follow.
+    None when an argument restricts its elements' types (that check stays with ``call_function``)."""
+    spec = type(functions).FUNCTION_TABLE.get(name)
+    if spec is None:
+        return None
+    signature = spec["signature"]
+    allowed: list[frozenset[str] | None] = []
+    for argument in signature:
+        types = argument["types"]
+        if not types:
+            allowed.append(None)
+            continue
+        names, subtypes = functions._get_allowed_pytypes(types)
+        if subtypes:
+            return None
+        allowed.append(frozenset(names))
+    return spec["function"], allowed, len(signature), bool(signature and signature[-1].get("variadic"))
+
+
+def _filter_projection(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    base, project, keep = (_sub(child, functions) for child in children)
+
+    def filtered(value: Any) -> Any:
+        items = base(value)
+        if not isinstance(items, list):
+            return None
+        collected = []
+        for element in items:
+            if not _false(keep(element)):
+                current = project(element)
+                if current is not None:
+                    collected.append(current)
+        return collected
+
+    return filtered
+
+
+def _flatten(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    base = _sub(children[0], functions)
+
+    def flatten(value: Any) -> Any:
+        items = base(value)
+        if not isinstance(items, list):
+            return None
+        merged: list[Any] = []
+        for element in items:
+            if isinstance(element, list):
+                merged.extend(element)
+            else:
+                merged.append(element)
+        return merged
+
+    return flatten
+
+
+def _index(node: dict[str, Any], _children: list[Any], _functions: Any) -> Closure:
+    at = node["value"]
+
+    def index(value: Any) -> Any:
+        if not isinstance(value, list):
+            return None
+        try:
+            return value[at]
+        except IndexError:
+            return None
+
+    return index
+
+
+def _slice(_node: dict[str, Any], children: list[Any], _functions: Any) -> Closure:
+    cut = slice(*children)
+    return lambda value: value[cut] if isinstance(value, list) else None
+
+
+def _literal(node: dict[str, Any], _children: list[Any], _functions: Any) -> Closure:
+    constant = node["value"]
+    return lambda _value: constant
+
+
+def _multi_select_dict(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    pairs = [(child["value"], _sub(child["children"][0], functions)) for child in children]
+
+    def select(value: Any) -> Any:
+        if value is None:
+            return None
+        return {key: get(value) for key, get in pairs}
+
+    return select
+
+
+def _multi_select_list(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    parts = [_sub(child, functions) for child in children]
+    return lambda value: None if value is None else [part(value) for part in parts]
+
+
+def _or(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    left, right = (_sub(child, functions) for child in children)
+
+    def either(value: Any) -> Any:
+        matched = left(value)
+        return right(value) if _false(matched) else matched
+
+    return either
+
+
+def _and(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    left, right = (_sub(child, functions) for child in children)
+
+    def both(value: Any) -> Any:
+        matched = left(value)
+        return matched if _false(matched) else right(value)
+
+    return both
+
+
+def _not(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    operand = _sub(children[0], functions)
+
+    def negated(value: Any) -> Any:
+        result = operand(value)
+        if _actual_number(result) and result == 0:
+            return False  # !0 is false: 0 is no special value in JMESPath
+        return not result
+
+    return negated
+
+
+def _projection(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    base, project = (_sub(child, functions) for child in children)
+
+    def projected(value: Any) -> Any:
+        items = base(value)
+        if not isinstance(items, list):
+            return None
+        collected = []
+        for element in items:
+            current = project(element)
+            if current is not None:
+                collected.append(current)
+        return collected
+
+    return projected
+
+
+def _value_projection(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    base, project = (_sub(child, functions) for child in children)
+
+    def projected(value: Any) -> Any:
+        found = base(value)
+        try:
+            items = found.values()
+        except AttributeError:
+            return None
+        collected = []
+        for element in items:
+            current = project(element)
+            if current is not None:
+                collected.append(current)
+        return collected
+
+    return projected
+
+
+def _key_val_pair(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
+    return _sub(children[0], functions)
+
+
+_BUILDERS: dict[str, Callable[[dict[str, Any], list[Any], Any], Closure]] = {
+    "field": _field, "subexpression": _chain, "index_expression": _chain, "pipe": _chain,
+    "comparator": _comparator, "current": _identity, "identity": _identity, "expref": _expref,
+    "function_expression": _function, "filter_projection": _filter_projection, "flatten": _flatten,
+    "index": _index, "slice": _slice, "literal": _literal, "multi_select_dict": _multi_select_dict,
+    "multi_select_list": _multi_select_list, "or_expression": _or, "and_expression": _and,
+    "not_expression": _not, "projection": _projection, "value_projection": _value_projection,
+    "key_val_pair": _key_val_pair,
+}
