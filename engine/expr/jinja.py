@@ -317,12 +317,15 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
     for name in names:
         if name in context:
             variables[name] = context[name]
+    env = template.environment
     try:
         try:
-            return template.environment.concat(
-                template.root_render_func(template.new_context(variables, shared=True)))
+            # The context Template.new_context would build, minus its copy of every global's name (a set
+            # over the environment's globals on each render), which only `{% import %}` reads.
+            fresh = env.context_class(env, variables, template.name, template.blocks, globals=None)
+            return env.concat(template.root_render_func(fresh))
         except Exception:
-            template.environment.handle_exception()  # re-raises with the template's own line numbers
+            env.handle_exception()  # re-raises with the template's own line numbers
     except Exception as exc:
         line = _template_line(exc.__traceback__)
         raise ExprError(source, safe_reason(exc, source), path=path, line=line, origin=origin) from None
