@@ -120,6 +120,8 @@ class KubeCluster:
         self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json", request_timeout=request_timeout)
         self._lock = threading.Lock()
         self._informers: dict[InformerKey, Informer | FedInformer] = {}
+        self._by_kind: dict[tuple[str, str], builtins.list[tuple[InformerKey, Informer | FedInformer]]] | None = None
+        """The informers by (group, kind), rebuilt after ``_informers`` changes (``_covering`` runs per event)."""
         self._starting: dict[InformerKey, threading.Lock] = {}
         self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         """(group, kind) -> the label keys whose objects alone are cached (``scope_by_labels``)."""
@@ -143,6 +145,7 @@ class KubeCluster:
             self._stopped = True
             informers = list(self._informers.values())
             self._informers.clear()
+            self._by_kind = None
         for informer in informers:
             informer.stop()
         self.api_client.rest_client.close()  # idle pooled connections; a later call opens new ones
@@ -165,6 +168,7 @@ class KubeCluster:
                                   for (api_version, kind), keys in scopes.items() if keys}
             stale = [key for key in self._informers if key[3] is None and self._keys_of(key[0], key[1])]
             dropped = [self._informers.pop(key) for key in stale]
+            self._by_kind = None
         for informer in dropped:
             informer.stop()
 
@@ -189,6 +193,7 @@ class KubeCluster:
                 return None
             previous = self._informers.get(key)
             self._informers[key] = fed
+            self._by_kind = None
         if previous is not None:
             previous.stop()
         return fed
@@ -541,6 +546,7 @@ class KubeCluster:
             else:
                 stopped = False
                 self._informers[(api_version, kind, scope, label)] = informer
+                self._by_kind = None
         if stopped:
             informer.stop()
             return None if self._stopped else shared
@@ -555,10 +561,13 @@ class KubeCluster:
         labels = meta.get("labels") or {}
         key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         with self._lock:
+            if self._by_kind is None:
+                self._by_kind = {}
+                for entry in self._informers.items():
+                    self._by_kind.setdefault((entry[0][0].rpartition("/")[0], entry[0][1]), []).append(entry)
             return [
-                informer for (av, k, scope, label), informer in self._informers.items()
-                if k == kind and av.rpartition("/")[0] == group and (scope is None or scope == namespace)
-                and not informer.dead
+                informer for (_, _, scope, label), informer in self._by_kind.get((group, kind), ())
+                if (scope is None or scope == namespace) and not informer.dead
                 and (label is None or (obj is not None and (label in labels or informer.store.uid_at(key) is not None)))
             ]
 
