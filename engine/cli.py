@@ -146,6 +146,9 @@ def _add_run(subparsers: Any) -> None:
     run.add_argument("--crds", type=Path,
                      help="CRDs installed in the embedded clusters (default: deploy/crds/, else the installed CRDs; "
                      "and its external/)")
+    run.add_argument("--rules-reload-interval", type=_seconds_or_off, default=5.0, metavar="DURATION",
+                     help="how often the rule folder is checked for a changed set, which is linted and swapped in "
+                     "between passes, or refused (default: 5s; 0 turns reloading off)")
     run.add_argument("--max-concurrent-reconciles", type=_positive, default=8, metavar="N",
                      help="passes run at once (default: 8, enough to keep the API server busy while passes wait "
                      "on it); one order never has two")
@@ -196,6 +199,10 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seconds_or_off(text: str) -> float:
+    return 0.0 if text.strip() in ("0", "0s") else _seconds(text)
+
+
 def _missing(command: str, flags: Sequence[tuple[str, Path]]) -> bool:
     """Whether a folder a flag names (or its default) is missing: said in one line naming the path and the flag."""
     for flag, path in flags:
@@ -224,7 +231,7 @@ def _run(args: argparse.Namespace) -> int:
         leader_election_id=args.leader_election_id, lease_duration=args.leader_elect_lease_duration,
         renew_deadline=args.leader_elect_renew_deadline, retry_period=args.leader_elect_retry_period,
         metrics_bind_address=args.metrics_bind_address, health_probe_bind_address=args.health_probe_bind_address,
-        log_level=args.log_level, sharded=args.sharded,
+        log_level=args.log_level, sharded=args.sharded, rules_reload_interval=args.rules_reload_interval,
     )
     if args.kubeconfig is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
         return run(options)

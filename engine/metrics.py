@@ -27,6 +27,8 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
   reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back.
+- ``<p>_rules_reload_total{result}``: changed rule sets loaded or refused (lint errors) while running.
+- ``<p>_rules_info{hash}``: 1 for the rule set served now (the first 16 hex digits of its content hash).
 """
 
 from __future__ import annotations
@@ -151,6 +153,18 @@ class Metrics:
         self.shard_drains = Counter(
             f"{prefix}_shard_drains_total", "Orders this replica handed back when asked to drain them.",
             registry=registry)
+        self.rules_reloads = Counter(
+            f"{prefix}_rules_reload_total",
+            "Changed rule sets seen while running, by result: loaded, or refused (they do not lint clean).",
+            ["result"],
+            registry=registry,
+        )
+        self.rules_info = Gauge(
+            f"{prefix}_rules_info",
+            "1 for the rule set served now, labelled with its content hash.",
+            ["hash"],
+            registry=registry,
+        )
         if process:
             ProcessCollector(registry=registry)
 
@@ -195,6 +209,14 @@ class Metrics:
 
     def record_refused_registration(self, reason: str) -> None:
         self.registrations_refused.labels(reason=reason).inc()
+
+    def record_rules_reload(self, result: str) -> None:
+        self.rules_reloads.labels(result=result).inc()
+
+    def set_rules_hash(self, digest: str) -> None:
+        """Only the served set's series reads 1."""
+        self.rules_info.clear()
+        self.rules_info.labels(hash=digest).set(1)
 
 
 TIME_TO_READY_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 21600.0, 86400.0)

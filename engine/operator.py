@@ -5,7 +5,11 @@ logs with a process-wide secret sink; the metrics and probe addresses are bound 
 address in use is exit 1 with one line naming the flag and the port); the management cluster (a kubeconfig, or the
 pod's service account); the manager over the compiled catalog; the registration
 watch that engages target clusters; the metrics and probe endpoints; leader
-election when asked; then the manager runs until SIGTERM or SIGINT.
+election when asked; the rule reloader; then the manager runs until SIGTERM or SIGINT.
+
+The rule folder is polled while running (``--rules-reload-interval``): a changed set that lints
+clean is swapped in between passes, one that does not is refused and the running rules stay
+(``engine.runtime.reload``; decision 0023).
 
 Shutdown is graceful: no new pass starts, running passes finish (workers join),
 informer and registration threads stop, the Lease is released (a follower takes
@@ -45,7 +49,7 @@ from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
-from engine.runtime.kinds import LabelScopes, label_scopes
+from engine.runtime.kinds import Catalog, LabelScopes, label_scopes
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -56,6 +60,7 @@ from engine.runtime.leader import (
     default_identity,
 )
 from engine.runtime.manager import Manager
+from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import MEMBER_LABEL
 from engine.runtime.sharding.member import ShardMember
@@ -95,6 +100,8 @@ class Options:
     """Seconds one informer watch lasts before it resumes (no flag; tests shorten it)."""
     sharded: bool = False
     """Spread the orders over every replica run so (implies leader election: the leader assigns them)."""
+    rules_reload_interval: float = DEFAULT_RELOAD_INTERVAL
+    """Seconds between looks at the rule folder for a changed set; 0: never reloaded."""
 
 
 def seconds(text: str) -> float:
@@ -193,22 +200,24 @@ class Operator:
         target_factory: Callable[[Registration], Cluster] = target_cluster,
         metrics: Metrics | None = None,
     ) -> None:
-        from engine.rules.catalog import load_catalog
+        from engine.rules.folder import RuleFolder
 
         self.options = options
         self.management = management
         self.metrics = metrics if metrics is not None else Metrics(CollectorRegistry(), process=True)
         self.registry = self.metrics.registry
         self.clock = PreciseClock()
-        catalog = load_catalog(options.rules, templates_dir=options.templates)
+        folder = RuleFolder(options.rules, options.templates)
+        loaded = folder.fingerprint()  # before loading: a change made meanwhile is reloaded at the first poll
+        catalog = folder.load()
         clusters = ClusterSet(management)
         self.identity = options.leader_election_identity or default_identity()
         self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
-        scopes = label_scopes(catalog)
-        scope_by_labels(management, scopes)
+        self.scopes: LabelScopes = label_scopes(catalog)
+        scope_by_labels(management, self.scopes)
 
         def scoped_target(registration: Registration) -> Cluster:
-            return scope_by_labels(target_factory(registration), scopes)
+            return scope_by_labels(target_factory(registration), self.scopes)
 
         self.lost = threading.Event()
         """Set when this replica lost its shard membership (``run`` then stops; the exit status is 1)."""
@@ -224,6 +233,9 @@ class Operator:
             run_pass=self.member.recorded(run_pass) if self.member is not None else None,
         )
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
+        self.reloader = RuleReloader(folder, self.replace_rules, loaded=loaded, metrics=self.metrics,
+                                     log=logging.getLogger("engine.rules"),
+                                     interval=options.rules_reload_interval)
         self.registrations = (
             Registrations(management, options.clusters_namespace, self.manager, scoped_target, metrics=self.metrics)
             if options.clusters_namespace else None
@@ -273,6 +285,15 @@ class Operator:
                             lease_duration=options.lease_duration, metrics=self.metrics)
         return member, assigner
 
+    def replace_rules(self, catalog: Catalog) -> None:
+        """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""
+        scopes = label_scopes(catalog)
+        if scopes != self.scopes:
+            self.scopes = scopes
+            for _, cluster in self.manager.clusters:
+                scope_by_labels(cluster, scopes)
+        self.manager.replace_catalog(catalog)
+
     def ready(self) -> bool:
         """Caches synced: the manager's informers, the registrations, the management client's own cache."""
         if self.registrations is not None and not self.registrations.synced.is_set():
@@ -298,6 +319,11 @@ class Operator:
             threads.append(threading.Thread(target=self.registrations.run, args=(stop,),
                                             kwargs={"watch_timeout": self.options.watch_timeout},
                                             name="registrations", daemon=True))
+        if self.options.rules_reload_interval > 0 and self.options.sharded:
+            LOG.info("rule reload is off with --sharded (the shard members hold the rules they started with)")
+        elif self.options.rules_reload_interval > 0:
+            threads.append(threading.Thread(target=self.reloader.run, args=(stop,), name="rule reloader",
+                                            daemon=True))
         if self.elector is not None:
             threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
                                             daemon=True))

@@ -212,6 +212,21 @@ class Manager(Generic[K]):
         self.disengage(name)
         self.clusters.unusable(name, why)
 
+    # -- rules ------------------------------------------------------------------
+
+    def replace_catalog(self, catalog: Mapping[str, K]) -> int:
+        """Serve a reloaded rule set: a pass takes its kind from the catalog once, when it starts, so
+        passes running now finish on the old rules and every later pass uses the new ones; the watches
+        follow the new set and every order is queued again (its next pass applies the new rules).
+        Returns the orders queued."""
+        self.catalog = catalog
+        self.sources.replace_catalog(catalog)
+        if not self._started:
+            return 0
+        if not self._threaded:
+            self.sources.pump()
+        return self.sources.requeue_orders()
+
     # -- threaded ---------------------------------------------------------------
 
     def run(self, stop: threading.Event, *, shutdown_timeout: float = 30.0,

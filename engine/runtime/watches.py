@@ -50,6 +50,9 @@ from engine.runtime.queue import WorkQueue
 Key = tuple[str, str]
 """(namespace or "", name) of an object."""
 
+InformerKey = tuple[str, str, str, str | None, str | None]
+"""(cluster, apiVersion, kind, namespace or None, label key or None) of an informer."""
+
 WATCH_TIMEOUT = 300.0
 """Threaded mode: seconds one watch call lasts before it is renewed from the last resourceVersion."""
 
@@ -151,6 +154,20 @@ class Informer:
         """The last-seen objects (a copy of the mapping)."""
         with self._sources.lock:
             return dict(self._cache)
+
+    def retarget(self, watches: list[Watch], indexes: list[OrderKind]) -> None:
+        """Feed a reloaded rule set's watches; its index expressions are applied to every held order (lock held)."""
+        self.forget_index()
+        self.watches, self._indexes = watches, indexes
+        for key, obj in self._cache.items():
+            for order_kind in indexes:
+                self._sources.index.put(order_kind.key, (self.cluster_name, *key), self._index_keys(order_kind, obj))
+
+    def forget_index(self) -> None:
+        """Drop the index entries of the orders this informer holds (lock held)."""
+        for key in self._cache:
+            for order_kind in self._indexes:
+                self._sources.index.put(order_kind.key, (self.cluster_name, *key), ())
 
     # -- deterministic --------------------------------------------------------
 
@@ -336,6 +353,10 @@ class Informer:
             return ()
 
 
+Feeds = tuple[list[Watch], list[OrderKind]]
+"""What one informer feeds: the watches mapping its events, the order kinds whose index it keeps."""
+
+
 class Sources:
     """Every informer of every engaged cluster, the order index, and the queue they feed."""
 
@@ -352,7 +373,9 @@ class Sources:
         self.recover = recover
         self.lock = threading.RLock()
         self.index = OrderIndex()
-        self._informers: dict[tuple[str, str, str, str | None, str | None], Informer] = {}
+        self._informers: dict[InformerKey, Informer] = {}
+        self._clusters: dict[str, tuple[Cluster, tuple[str, ...] | None]] = {}
+        """Engaged clusters and their namespaces, to build informers for a reloaded rule set."""
         self._label_scopes = label_scopes(catalog)
         self.order_selector: str | None = None
         """A label selector the orders' own informers list and watch with (a shard member's); None: every order."""
@@ -369,34 +392,84 @@ class Sources:
 
         namespaces: watch only these (one informer per kind and namespace); None: every namespace."""
         self.remove_cluster(name)
-        plan: dict[tuple[str, str], tuple[list[Watch], list[OrderKind]]] = {}
-        for order_kind in self._catalog.values():  # order kinds first: the index is filled before fan-out watches map
-            plan.setdefault((order_kind.api_version, order_kind.kind), ([], []))[1].append(order_kind)
-        for order_kind in self._catalog.values():
-            for watch in order_kind.watches:
-                if name != MANAGEMENT_CLUSTER and watch.clusters == "management":
-                    continue
-                plan.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
-        built = [
-            Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
-            for (api_version, kind), (watches, indexes) in plan.items()
-            for namespace in (namespaces or (None,))
-            for label in self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
-        ]
+        built = [Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
+                 for (_, api_version, kind, namespace, label), (watches, indexes)
+                 in self._plan(name, namespaces).items()]
         with self.lock:
+            self._clusters[name] = (cluster, tuple(namespaces) if namespaces is not None else None)
             for informer in built:
-                key = (name, informer.api_version, informer.kind, informer.namespace, informer.label)
-                self._informers[key] = informer
+                self._informers[self._informer_key(informer)] = informer
             if self._threads_running:
                 for informer in built:
                     self._start(informer)
         return built
+
+    def replace_catalog(self, catalog: Catalog) -> None:
+        """Follow a reloaded rule set: informers it needs are opened, ones it no longer needs closed, and
+        the informers kept feed its watches (and its index expressions, applied again to what they hold)."""
+        with self.lock:
+            self._catalog = catalog
+            self._label_scopes = label_scopes(catalog)
+            plan: dict[InformerKey, Feeds] = {}
+            for name, (_, namespaces) in self._clusters.items():
+                plan.update(self._plan(name, namespaces))
+            closed = [self._informers.pop(key) for key in [k for k in self._informers if k not in plan]]
+            for informer in closed:
+                informer.forget_index()
+            opened: list[Informer] = []
+            for key, (watches, indexes) in plan.items():
+                kept = self._informers.get(key)
+                if kept is not None:
+                    kept.retarget(watches, indexes)
+                    continue
+                name, api_version, kind, namespace, label = key
+                informer = Informer(self, name, self._clusters[name][0], api_version, kind, watches, indexes,
+                                    namespace, label)
+                self._informers[key] = informer
+                opened.append(informer)
+            if self._threads_running:
+                for informer in opened:
+                    self._start(informer)
+        for informer in closed:
+            informer.halt()
+
+    def requeue_orders(self) -> int:
+        """Queue every order held by an order kind's informer (after a rule reload); returns how many."""
+        queued = 0
+        for informer in self.informers():
+            for watch in [w for w in informer.watches if w.is_order]:
+                for obj in informer.cached().values():
+                    self.map_event(watch, informer.cluster_name, None, obj, obj)
+                    queued += 1
+        return queued
+
+    def _plan(self, name: str, namespaces: Sequence[str] | None) -> dict[InformerKey, Feeds]:
+        """The informers one cluster needs for the current catalog, with the watches and indexes each feeds."""
+        kinds: dict[tuple[str, str], tuple[list[Watch], list[OrderKind]]] = {}
+        for order_kind in self._catalog.values():  # order kinds first: the index is filled before fan-out watches map
+            kinds.setdefault((order_kind.api_version, order_kind.kind), ([], []))[1].append(order_kind)
+        for order_kind in self._catalog.values():
+            for watch in order_kind.watches:
+                if name != MANAGEMENT_CLUSTER and watch.clusters == "management":
+                    continue
+                kinds.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
+        return {
+            (name, api_version, kind, namespace, label): (watches, indexes)
+            for (api_version, kind), (watches, indexes) in kinds.items()
+            for namespace in (namespaces or (None,))
+            for label in self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
+        }
+
+    @staticmethod
+    def _informer_key(informer: Informer) -> InformerKey:
+        return (informer.cluster_name, informer.api_version, informer.kind, informer.namespace, informer.label)
 
     def remove_cluster(self, name: str) -> None:
         """Stop and drop a cluster's informers and its orders' index entries."""
         with self.lock:
             gone = [k for k in self._informers if k[0] == name]
             informers = [self._informers.pop(k) for k in gone]
+            self._clusters.pop(name, None)
             self.index.drop_cluster(name)
         for informer in informers:
             informer.halt()

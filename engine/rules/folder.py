@@ -1,0 +1,66 @@
+"""A rule set on disk: the rules folder and its templates, fingerprinted, linted and loaded as one.
+
+The operator polls the fingerprint to reload rules without a restart. The folder may be a mounted
+ConfigMap: there every key is a symlink into ``..data``, itself a symlink kubelet swaps atomically
+to a new timestamped folder, and the old one is deleted soon after. Names starting with ``..`` are
+kubelet's and never hashed (their content is reached through the top-level links); a file that
+vanishes while hashed raises OSError, and a set whose fingerprint changes while it is linted and
+loaded is not taken (see ``engine.runtime.reload``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.rules.catalog import Catalog, load_catalog
+from engine.rules.errors import RuleError
+from engine.rules.lint import lint_paths
+
+
+def _files(root: Path) -> list[Path]:
+    """Every file below ``root``, following links, sorted; kubelet's ``..`` entries skipped."""
+    if root.is_file():
+        return [root]
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".."))
+        found.extend(Path(folder) / name for name in sorted(names) if not name.startswith(".."))
+    return found
+
+
+@dataclass(frozen=True)
+class RuleFolder:
+    """The rule files under ``rules`` and the templates they apply (``templates``; default beside the rules)."""
+
+    rules: Path
+    templates: Path | None = None
+
+    @property
+    def templates_root(self) -> Path:
+        root = self.rules if self.rules.is_dir() else self.rules.parent
+        return self.templates or root.parent / "templates"
+
+    def fingerprint(self) -> str:
+        """SHA-256 over every file's relative path and content (rules, then templates). OSError: a file
+        went away while read (a ConfigMap swapping its contents); the caller tries again later."""
+        digest = hashlib.sha256()
+        for label, root in (("rules", self.rules), ("templates", self.templates_root)):
+            if not root.exists():
+                continue
+            for path in _files(root):
+                relative = path.relative_to(root).as_posix() if path != root else path.name
+                digest.update(f"{label}/{relative}\0".encode())
+                digest.update(path.read_bytes())
+                digest.update(b"\0")
+        return digest.hexdigest()
+
+    def lint(self) -> list[RuleError]:
+        """Every lint error of the set, as ``engine lint`` reports them."""
+        return lint_paths([self.rules], templates_root=self.templates)
+
+    def load(self) -> Catalog:
+        """The compiled catalog (RuleErrors when it does not compile)."""
+        return load_catalog(self.rules, templates_dir=self.templates)
