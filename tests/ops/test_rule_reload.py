@@ -172,3 +172,32 @@ def test_a_pass_is_never_split_across_two_rule_sets(rules_dir: Callable[..., Pat
     manager.settle()
     versions = [cluster.get("v1", "ConfigMap", "default", f"w3-{n}")["data"]["version"] for n in ("part", "second")]
     assert versions == ["2", "2"]
+
+
+def test_watches_follow_the_reloaded_rules(rules_dir: Callable[..., Path], cluster: MemoryCluster) -> None:
+    """A rule file added while running opens the watches of its kind (and its existing orders are served);
+    removed again, they are closed and the other kind's stay."""
+    rules = rules_dir(NO_WAIT)
+    operator = Operator(options(rules), cluster)
+    manager = operator.manager
+    manager.start()
+
+    def watched() -> set[str]:
+        return {informer.kind for informer in manager.sources.informers()}
+
+    assert watched() == {"Widget", "ConfigMap"}
+    gadget = {"apiVersion": "example.io/v1", "kind": "Gadget", "metadata": {"name": "g1", "namespace": "default"},
+              "spec": {}}
+    cluster.create(gadget)
+    (rules / "gadget.yaml").write_text(NO_WAIT.swap("kind: Widget", "kind: Gadget").swap("plural: widgets",
+                                                                                         "plural: gadgets"))
+    gadget_templates = rules.parent / "templates" / "gadget"
+    gadget_templates.mkdir()
+    (gadget_templates / "part.yaml.j2").write_text(PART.swap("'part'", "'gadget-part'"))
+    assert operator.reloader.poll() is Reload.LOADED
+    assert watched() == {"Widget", "Gadget", "ConfigMap"}
+    manager.settle()
+    assert cluster.get("v1", "ConfigMap", "default", "g1-gadget-part")["data"] == {"size": "1"}
+    (rules / "gadget.yaml").unlink()
+    assert operator.reloader.poll() is Reload.LOADED
+    assert watched() == {"Widget", "ConfigMap"}
