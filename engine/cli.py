@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the RBAC the rule files need (ServiceAccount, ClusterRole, the Lease's Role)",
         description="Derive, verb by verb, the rights the rule files need (what inputs read, what actions and "
         "teardown write, the orders, their status and finalizers) plus the runtime's own (the Lease, Events, "
-        "registration Secrets) and print them as manifests, each verb commented with what needs it. "
+        "registration Secrets) and print them as manifests, each verb commented with what needs it; with --target, "
+        "what it needs on a registered target cluster. "
         "Exit status: 0 printed, 1 the rules do not compile or name a kind whose resource is unknown.",
     )
     rbac.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     rbac.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
                       help="namespace of the registration Secrets (default: c5c3-clusters; empty: no Role)")
     rbac.add_argument("--name", default="c5c3-operator", help="ServiceAccount and role name (default: c5c3-operator)")
+    rbac.add_argument("--target", action="store_true",
+                      help="print what the operator needs on a registered target cluster instead (its orders, and "
+                      "what the rules read and write on the order's cluster or a cluster they name)")
     rbac.set_defaults(handler=_rbac)
 
     _add_render(subparsers)
@@ -262,7 +266,7 @@ def _rbac(args: argparse.Namespace) -> int:
     from engine.rules.catalog import load_catalog
     from engine.rules.errors import RuleErrors
     from engine.rules.rbac import RbacError, crd_plurals, kind_rights
-    from engine.rules.rbac_manifest import Identity, render
+    from engine.rules.rbac_manifest import Identity, render, render_target
 
     args.rules = args.rules or default_folder("rules")
     crds = list(args.crds or [default_folder("crds")])
@@ -270,7 +274,7 @@ def _rbac(args: argparse.Namespace) -> int:
         return 1
     try:
         catalog = load_catalog(args.rules, templates_dir=args.templates)
-        rights = kind_rights(catalog.values(), crd_plurals(crds))
+        rights = kind_rights(catalog.values(), crd_plurals(crds), target=args.target)
     except RuleErrors as err:
         for error in err.errors:
             print(error, file=sys.stderr)
@@ -279,7 +283,8 @@ def _rbac(args: argparse.Namespace) -> int:
         print(f"engine rbac: {err}", file=sys.stderr)
         return 1
     who = Identity(name=args.name, namespace=args.namespace, clusters_namespace=args.clusters_namespace)
-    print(render(rights, who, f"{args.rules.as_posix().rstrip('/')}/"), end="")
+    manifest = render_target if args.target else render
+    print(manifest(rights, who, f"{args.rules.as_posix().rstrip('/')}/"), end="")
     return 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +124,59 @@ def test_containerfile_ships_rules_templates_and_crds() -> None:
     for folder in ("rules/", "templates/", "deploy/crds/"):
         assert f"COPY {folder}" in text
     assert 'ENTRYPOINT ["engine"]' in text
+
+
+TARGET = ROOT / "deploy" / "target-cluster"
+
+
+def test_target_rbac_manifest_is_the_output_of_engine_rbac_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """deploy/target-cluster/rbac.yaml is what `engine rbac --target` prints now (stale after a rule change)."""
+    assert main(["rbac", "--target", "--rules", str(ROOT / "rules"), "--crds", str(ROOT / "deploy" / "crds")]) == 0
+    printed = capsys.readouterr().out.replace(f"{ROOT / 'rules'}/", "rules/")
+    assert printed == (TARGET / "rbac.yaml").read_text(), \
+        "stale: run `engine rbac --target > deploy/target-cluster/rbac.yaml`"
+
+
+def target_granted() -> dict[tuple[str, str], set[str]]:
+    role = next(d for d in documents(TARGET) if d["kind"] == "ClusterRole")
+    verbs: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                verbs.setdefault((group, resource), set()).update(rule["verbs"])
+    return verbs
+
+
+def test_target_rbac_grants_what_the_rules_do_on_the_orders_cluster_only() -> None:
+    """On a target cluster: its orders, the delivered Secret and the inputs read there, Events; nothing the
+    rules address on the management cluster only (the external operators' kinds, the ControlPlane)."""
+    verbs = target_granted()
+    assert verbs[("c5c3.io", "keystoneusers")] == {"get", "list", "watch", "update", "patch"}
+    assert verbs[("c5c3.io", "rabbitmqvhosts/status")] == {"get", "patch", "update"}
+    assert verbs[("", "secrets")] == {"get", "list", "watch", "create", "patch", "delete"}
+    assert verbs[("events.k8s.io", "events")] == {"create", "patch"}
+    management_only = {("c5c3.io", "controlplanes"), ("openstack.k-orc.cloud", "users"),
+                       ("rabbitmq.com", "vhosts"), ("external-secrets.io", "pushsecrets")}
+    assert not management_only & set(verbs)
+    assert management_only <= set(granted())
+    binding = next(d for d in documents(TARGET) if d["kind"] == "ClusterRoleBinding")
+    account = next(d for d in documents(TARGET) if d["kind"] == "ServiceAccount")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
+                                    "namespace": account["metadata"]["namespace"]}]
+    assert not any(d["kind"] == "Role" for d in documents(TARGET))  # no Lease, no registrations there
+
+
+def test_target_rbac_follows_where_a_rule_writes(rules_dir: Callable[..., Path]) -> None:
+    """A template applied on the management cluster needs no right on a target; applied on the order's
+    cluster, it does."""
+    from tests.conftest import WIDGET
+
+    def target_rights(rule: str) -> dict[tuple[str, str], set[str]]:
+        rules = rules_dir(rule)
+        derived = kind_rights(load_catalog(rules).values(), crd_plurals([]) | {("example.io", "Widget"): "widgets"},
+                              target=True)
+        return {key: set(grant.reasons) for key, grant in derived.grants.items()}
+
+    assert ("", "configmaps") not in target_rights(WIDGET)
+    on_order = WIDGET.swap("        as: part\n", "        as: part\n        cluster: order\n")
+    assert target_rights(on_order)[("", "configmaps")] >= {"get", "create", "patch"}

@@ -116,3 +116,17 @@ def test_apply_k_is_accepted_by_the_server(emulated: tuple[MemoryCluster, dict[s
     assert [d["metadata"]["name"] for d in cluster.list("networking.k8s.io/v1", "NetworkPolicy", None).items] == [
         "c5c3-operator-metrics"]
     assert cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "keystoneusers.c5c3.io")
+
+
+def test_the_target_cluster_install_renders_and_is_accepted(
+        emulated: tuple[MemoryCluster, dict[str, str]], tmp_path: Path) -> None:
+    """`kubectl apply -k deploy/target-cluster/` on a target: the namespace, the ServiceAccount and the ClusterRole
+    `engine rbac --target` derives, bound to it; accepted by the server."""
+    result = kubectl("kustomize", str(DEPLOY / "target-cluster"), home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(result.stdout) if d)
+    assert kinds == [("ClusterRole", "c5c3-operator-target"), ("ClusterRoleBinding", "c5c3-operator-target"),
+                     ("Namespace", "c5c3-system"), ("ServiceAccount", "c5c3-operator")]
+    _, env = emulated
+    result = kubectl("apply", "-k", str(DEPLOY / "target-cluster"), "--dry-run=server", env=env, home=tmp_path)
+    assert result.returncode == 0, result.stderr

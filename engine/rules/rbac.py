@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from engine.rules.model import Action, CompiledKind
+from engine.rules.model import Action, ClusterScope, CompiledKind
 
 CORE_PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "Namespace": "namespaces", "Lease": "leases",
                 "Event": "events", "Service": "services", "ServiceAccount": "serviceaccounts", "Pod": "pods"}
@@ -139,11 +139,19 @@ def templated_kinds(kind: CompiledKind, source: str, group: str,
     return tuple(sorted(name for name in names if (group, name) in plurals))
 
 
-def _input_rights(rights: Rights, kind: CompiledKind) -> None:
+def _reaches(scope: ClusterScope, target: bool) -> bool:
+    """Whether a read or write of this cluster scope can land on the cluster the rights are for: on the
+    management cluster everything can (its orders are served there too); on a target cluster, what reads
+    or writes the order's cluster or a cluster the rules name."""
+    return not target or scope != "management"
+
+
+def _input_rights(rights: Rights, kind: CompiledKind, target: bool) -> None:
     for watch in kind.watches:
-        rights.need(watch.api_version, watch.kind, READ, "watched", _where(kind, watch.origin))
+        if not target or watch.clusters == "all":
+            rights.need(watch.api_version, watch.kind, READ, "watched", _where(kind, watch.origin))
     for item in kind.inputs.values():
-        if item.verb == "served":  # discovery only
+        if item.verb == "served" or not _reaches(item.cluster, target):  # served: discovery only
             continue
         if not item.api_version.is_constant:
             raise RbacError(f"{_where(kind, item.origin)}: input {item.name}: a templated apiVersion cannot be granted")
@@ -173,7 +181,10 @@ def _written(kind: CompiledKind) -> dict[str, tuple[str, str]]:
     return bound
 
 
-def _action_rights(rights: Rights, kind: CompiledKind, action: Action, bound: Mapping[str, tuple[str, str]]) -> None:
+def _action_rights(rights: Rights, kind: CompiledKind, action: Action, bound: Mapping[str, tuple[str, str]],
+                   target: bool) -> None:
+    if not _reaches(action.cluster, target):
+        return
     where = _where(kind, action.origin)
     if action.op in ("apply", "ensure"):
         assert action.template is not None
@@ -214,24 +225,27 @@ def _deleted(kind: CompiledKind, action: Action, bound: Mapping[str, tuple[str, 
     return written | set(bound.values())
 
 
-def _teardown_rights(rights: Rights, kind: CompiledKind) -> None:
+def _teardown_rights(rights: Rights, kind: CompiledKind, target: bool) -> None:
     for action in kind.teardown.actions:
-        if action.op not in ("patch", "delete"):
+        if action.op not in ("patch", "delete") or not _reaches(action.cluster, target):
             continue
         finding = ("get",) if action.object_name is not None else ("list",)
         rights.need(action.api_version, action.kind, (*finding, action.op), f"teardown {action.op}",
                     _where(kind, action.origin))
 
 
-def kind_rights(kinds: Iterable[CompiledKind], plurals: Mapping[tuple[str, str], str]) -> Rights:
-    """Every right the rule files' kinds need on the management cluster (which serves orders too)."""
+def kind_rights(kinds: Iterable[CompiledKind], plurals: Mapping[tuple[str, str], str], *,
+                target: bool = False) -> Rights:
+    """Every right the rule files' kinds need on the management cluster (which serves orders too), or with
+    ``target`` on a registered target cluster: its orders, and what the rules read and write on the order's
+    cluster or a cluster they name (never what they address on the management cluster only)."""
     rights = Rights(plurals)
     for kind in kinds:
         _order_rights(rights, kind)
-        _input_rights(rights, kind)
+        _input_rights(rights, kind, target)
         bound = _written(kind)
         for step in kind.steps:
             for action in step.actions:
-                _action_rights(rights, kind, action, bound)
-        _teardown_rights(rights, kind)
+                _action_rights(rights, kind, action, bound, target)
+        _teardown_rights(rights, kind, target)
     return rights
