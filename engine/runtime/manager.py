@@ -20,6 +20,10 @@ bucket (10 retries per second, burst 100) may delay retries further. In
 deterministic mode the delay is simulated time, so ``settle`` at one instant
 never spins on a failing order, and ``advance`` retries it when its delay is up.
 A ``TerminalError`` (the rule file is wrong) is logged and counted, not retried.
+
+**Rule reload.** ``replace_catalog`` swaps the catalog between passes: a pass takes its kind once,
+when it starts, so it ends on the rules it began with; the watches follow and every order is queued
+again (decision 0023).
 """
 
 from __future__ import annotations
