@@ -26,6 +26,8 @@ REVIEWED: dict[tuple[str, str, str], str] = {
         "drives the real kubectl binary; CI installs it, a laptop without it cannot run the test",
     ("test_deploy_kustomize.py", "<module>", "skipif"):
         "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
+    ("test_deploy_rules_configmap.py", "<module>", "skipif"):
+        "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
     ("cluster/contract/conftest.py", "<module>", "skip"):
         "garbage collection seen through a cache is asynchronous; the live `kube` run checks it",
 }
