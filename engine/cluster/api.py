@@ -325,6 +325,19 @@ class WatchFeed(Protocol):
         ...
 
 
+class WriteObserver(Protocol):
+    """Told of a cluster's writes as they are sent and answered (``KubeCluster.observe_writes``), so the
+    runtime can tell the watch events that only echo a pass's own writes."""
+
+    def sending(self, api_version: str, kind: str, namespace: str | None, name: str) -> object:
+        """A write of this object is about to be sent; returns a ticket for ``answered``."""
+        ...
+
+    def answered(self, ticket: object, obj: Obj | None) -> None:
+        """The write's answer as the cluster returns it; None when the write failed."""
+        ...
+
+
 class Discovery(Protocol):
     def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
         """How a kind is served; NotFound when this cluster does not serve it."""

@@ -20,6 +20,7 @@ from typing import Literal
 
 from engine.metrics import Metrics, PassResult
 from engine.outcome import EventNote, Request, Result, TerminalError
+from engine.runtime.echoes import CURRENT_PASS
 from engine.runtime.kinds import Log
 from engine.runtime.queue import ShutDown, WorkQueue
 
@@ -84,6 +85,7 @@ class Controller:
     def run_pass(self, request: Request) -> Result:
         """Run one pass of ``request`` now and apply the outcome switch; the queue entry is untouched."""
         self._set_active(+1)
+        passing = CURRENT_PASS.set(request)
         try:
             try:
                 result = self._run(request)
@@ -93,6 +95,7 @@ class Controller:
                 self._log.exception("%s: the pass raised", request)
                 result = Result(error=exc)
         finally:
+            CURRENT_PASS.reset(passing)
             self._set_active(-1)
         self.handle(request, result)
         return result

@@ -42,6 +42,7 @@ from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.runtime.controller import Admit, Controller, EventSink, default_log
+from engine.runtime.echoes import Echoes
 from engine.runtime.kinds import Log, OrderKind, RunPass
 from engine.runtime.queue import COALESCE, TokenBucket, WorkQueue
 from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
@@ -247,6 +248,7 @@ class Manager(Generic[K]):
         self.queue.coalesce = COALESCE
         self.controller.recover = True
         self.sources.recover = True
+        self.sources.echoes = Echoes(self.queue.add)
         self._build()
         self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
         halt = threading.Event()

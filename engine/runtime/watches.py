@@ -44,6 +44,7 @@ from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.outcome import Request
+from engine.runtime.echoes import Echoes
 from engine.runtime.kinds import Catalog, Index, Log, OrderKind, Watch, label_scopes
 from engine.runtime.queue import WorkQueue
 
@@ -340,8 +341,10 @@ class Informer:
         for order_kind in self._indexes:
             self._sources.index.put(order_kind.key, (self.cluster_name, *key),
                                     () if new is None else self._index_keys(order_kind, new))
+        echo = self._sources.echoes.echo_of(self.cluster_name, self.api_version, self.kind, obj) \
+            if self._sources.echoes is not None else None
         for watch in self.watches:
-            self._sources.map_event(watch, self.cluster_name, old, new, obj)
+            self._sources.map_event(watch, self.cluster_name, old, new, obj, echo=echo)
         return 1
 
     def _index_keys(self, order_kind: OrderKind, order: Obj) -> Sequence[str]:
@@ -382,6 +385,9 @@ class Sources:
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
+        self.echoes: Echoes | None = None
+        """Set (``engine run``) before clusters are added: the events that only echo a pass's own writes do
+        not wake its order again (``engine.runtime.echoes``); None (deterministic runs): every event does."""
 
     def informers(self, cluster: str | None = None) -> list[Informer]:
         with self.lock:
@@ -392,6 +398,9 @@ class Sources:
 
         namespaces: watch only these (one informer per kind and namespace); None: every namespace."""
         self.remove_cluster(name)
+        observe = getattr(cluster, "observe_writes", None)
+        if self.echoes is not None and callable(observe):
+            observe(self.echoes.observer(name))
         built = [Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
                  for (_, api_version, kind, namespace, label), (watches, indexes)
                  in self._plan(name, namespaces).items()]
@@ -502,8 +511,10 @@ class Sources:
             if informer.thread is not None:
                 informer.thread.join(timeout / max(len(informers), 1))
 
-    def map_event(self, watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj) -> None:
-        """Queue the orders an event wakes, if the watch's update predicate lets it through."""
+    def map_event(self, watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj, *,
+                  echo: Request | None = None) -> None:
+        """Queue the orders an event wakes, if the watch's update predicate lets it through; ``echo``: the
+        order whose own write the event echoes, which it does not wake."""
         try:
             if not watch.passes(old, new):
                 return
@@ -517,7 +528,8 @@ class Sources:
             self.log.exception("a watch on %s.%s failed to map an event", watch.kind, watch.api_version)
             return
         for request in requests:
-            self._queue.add(request)
+            if request != echo:
+                self._queue.add(request)
 
     def event_error(self, kind: str, cluster: str, obj: Obj, what: str, origin: object, err: ExprError) -> None:
         """An expression failed on an object's data: one error line and a count; the caller skips it."""

@@ -22,7 +22,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from engine.cluster.api import (
     ResourceInfo,
     WatchEvent,
     WatchFeed,
+    WriteObserver,
 )
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import FedInformer, Informer
@@ -126,6 +127,7 @@ class KubeCluster:
         self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         """(group, kind) -> the label keys whose objects alone are cached (``scope_by_labels``)."""
         self._stopped = False
+        self._write_observer: WriteObserver | None = None
 
     def __repr__(self) -> str:
         return f"<KubeCluster {self.name or '(management)'} {self.api_client.configuration.host}>"
@@ -197,6 +199,11 @@ class KubeCluster:
         if previous is not None:
             previous.stop()
         return fed
+
+    def observe_writes(self, observer: WriteObserver | None) -> None:
+        """Tell ``observer`` of every named write (create with a name, update, status, patch, apply) as it is sent
+        and answered (the runtime recognises the watch events that echo a pass's own writes)."""
+        self._write_observer = observer
 
     def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str,
                     obj: Obj | None = None) -> None:
@@ -357,22 +364,20 @@ class KubeCluster:
     # Writes.
 
     def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        api_version, kind, namespace, _ = self._identify(obj, need_name=False)
-        created = self._wire.call("create", api_version, kind, namespace=namespace, body=obj,
-                                  **_manager(field_manager))
-        return self._written(api_version, kind, created)
+        api_version, kind, namespace, name = self._identify(obj, need_name=False)
+        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+            "create", api_version, kind, namespace=namespace, body=obj, **_manager(field_manager)))
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
-        updated = self._wire.call("replace", api_version, kind, namespace=namespace, name=name, body=obj,
-                                  **_manager(field_manager))
-        return self._written(api_version, kind, updated)
+        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+            "replace", api_version, kind, namespace=namespace, name=name, body=obj, **_manager(field_manager)))
 
     def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
-        updated = self._wire.call("replace", api_version, kind, namespace=namespace, name=name, body=obj,
-                                  subresource="status", **_manager(field_manager))
-        return self._written(api_version, kind, updated)
+        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+            "replace", api_version, kind, namespace=namespace, name=name, body=obj, subresource="status",
+            **_manager(field_manager)))
 
     def patch(
         self,
@@ -399,17 +404,30 @@ class KubeCluster:
                 return self._live_get(api_version, kind, namespace, name)
         else:
             raise BadRequest(f"unsupported patch type {patch_type!r}")
-        patched = self._wire.call("patch", api_version, kind, namespace=namespace, name=name, body=patch,
-                                  subresource="status" if status else None, content_type=content_type,
-                                  **_manager(field_manager))
-        return self._written(api_version, kind, patched)
+        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+            "patch", api_version, kind, namespace=namespace, name=name, body=patch,
+            subresource="status" if status else None, content_type=content_type, **_manager(field_manager)))
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
-        applied = self._wire.call("server_side_apply", api_version, kind, namespace=namespace, name=name, body=obj,
-                                  subresource="status" if status else None, field_manager=field_manager,
-                                  force_conflicts=True if force else None)
-        return self._written(api_version, kind, applied)
+        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+            "server_side_apply", api_version, kind, namespace=namespace, name=name, body=obj,
+            subresource="status" if status else None, field_manager=field_manager,
+            force_conflicts=True if force else None))
+
+    def _write(self, api_version: str, kind: str, namespace: str | None, name: str, send: Callable[[], Any]) -> Obj:
+        """Send a write and take its answer (``_written``), telling the write observer of both."""
+        observer = self._write_observer
+        ticket = observer.sending(api_version, kind, namespace, name) if observer is not None and name else None
+        try:
+            obj = self._written(api_version, kind, send())
+        except BaseException:
+            if observer is not None and ticket is not None:
+                observer.answered(ticket, None)
+            raise
+        if observer is not None and ticket is not None:
+            observer.answered(ticket, obj)
+        return obj
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         namespace = self._namespace(api_version, kind, namespace)

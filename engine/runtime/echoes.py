@@ -1,0 +1,151 @@
+"""Watch events that only echo a pass's own writes: recognised, and not queued for that order again.
+
+A pass that writes a child sees the answer of its write; the watch event the write causes carries
+that same object (the same resourceVersion), so it tells the pass's order nothing new, and queueing
+it only runs a pass that finds everything done. The cluster tells this ledger of each write a
+pass sends (``sending``) and of its answer (``answered``); the runtime's informers ask it, for each
+event, which order it echoes (``echo_of``), and that order alone is not woken by it: every other
+order the event maps to still is, and so is the writer for any other event on the object. A
+foreign edit right after our write has another resourceVersion, so it wakes the order as before.
+
+An event can arrive before the write's answer does (the watch and the answer race). While a write
+is in flight, the events on its object are held for the writer: once the answer is in, those with
+another resourceVersion wake it, the one with the answer's resourceVersion does not; a write that
+fails wakes it for all of them. The order's own object is not tracked: its echoes (the finalizer
+added) keep waking it, as the seeds' watch on the order does.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.cluster.api import Obj
+from engine.outcome import Request
+
+CURRENT_PASS: contextvars.ContextVar[Request | None] = contextvars.ContextVar("current_pass", default=None)
+"""The order whose pass runs on this thread (set by the controller around each pass)."""
+
+LIMIT = 100_000
+"""Answered writes remembered until their echo arrives (the oldest is forgotten first: it only costs a pass)."""
+
+Key = tuple[str, str, str, str, str]
+"""(cluster, API group, kind, namespace or "", name) of a written object."""
+
+
+@dataclass
+class _InFlight:
+    request: Request
+    held: list[str] = field(default_factory=list)
+    """resourceVersions of events on the object seen while the write was in flight."""
+
+
+def _number(rv: str) -> int | None:
+    try:
+        return int(rv)
+    except ValueError:
+        return None
+
+
+def _key(cluster: str, api_version: str, kind: str, namespace: str | None, name: str) -> Key:
+    return (cluster, api_version.rpartition("/")[0], kind, namespace or "", name)
+
+
+class Echoes:
+    """The ledger of the passes' writes and their echoes, for every engaged cluster. Thread-safe."""
+
+    def __init__(self, wake: Callable[[Request], None], *, limit: int = LIMIT) -> None:
+        """wake: queues an order (an event held for a write turned out not to be its echo)."""
+        self._wake = wake
+        self._limit = limit
+        self._lock = threading.Lock()
+        self._in_flight: dict[Key, _InFlight] = {}
+        self._answered: OrderedDict[Key, tuple[str, Request]] = OrderedDict()
+
+    def observer(self, cluster: str) -> ClusterWrites:
+        """What one cluster tells of its writes (``KubeCluster.observe_writes``)."""
+        return ClusterWrites(self, cluster)
+
+    # -- the writes ---------------------------------------------------------------
+
+    def sending(self, cluster: str, api_version: str, kind: str, namespace: str | None, name: str) -> Key | None:
+        """A pass is about to write this object: a ticket for ``answered``, or None when it is not tracked
+        (no pass runs here, the object is the pass's own order, or another pass writes it now)."""
+        request = CURRENT_PASS.get()
+        if request is None or not name:
+            return None
+        key = _key(cluster, api_version, kind, namespace, name)
+        order_api_version, _, order_kind = request.kind.rpartition("/")
+        if (request.cluster, request.namespace, request.name, order_kind) == (cluster, namespace or "", name, kind) \
+                and order_api_version.rpartition("/")[0] == api_version.rpartition("/")[0]:
+            return None
+        with self._lock:
+            if key in self._in_flight:
+                return None
+            self._in_flight[key] = _InFlight(request)
+            self._answered.pop(key, None)
+        return key
+
+    def answered(self, ticket: Key, obj: Obj | None) -> None:
+        """The write's answer (None: it failed). Events held meanwhile that are not its echo wake the writer."""
+        rv = str((obj or {}).get("metadata", {}).get("resourceVersion") or "") if obj is not None else ""
+        with self._lock:
+            flight = self._in_flight.pop(ticket, None)
+            if flight is None:
+                return
+            others = [held for held in flight.held if not rv or held != rv]
+            if rv and rv not in flight.held:
+                self._answered[ticket] = (rv, flight.request)
+                while len(self._answered) > self._limit:
+                    self._answered.popitem(last=False)
+        if others:
+            self._wake(flight.request)
+
+    # -- the events ----------------------------------------------------------------
+
+    def echo_of(self, cluster: str, api_version: str, kind: str, obj: Obj) -> Request | None:
+        """The order this event must not wake: the writer of a write it echoes, or of a write in flight on
+        its object (held until the answer says). None: it wakes whatever it maps to."""
+        meta = obj.get("metadata") or {}
+        rv = str(meta.get("resourceVersion") or "")
+        if not rv:
+            return None
+        key = _key(cluster, api_version, kind, meta.get("namespace"), str(meta.get("name") or ""))
+        with self._lock:
+            flight = self._in_flight.get(key)
+            if flight is not None:
+                flight.held.append(rv)
+                return flight.request
+            answered = self._answered.get(key)
+            if answered is None:
+                return None
+            written, request = answered
+            if rv == written:
+                del self._answered[key]
+                return request
+            seen, mine = _number(rv), _number(written)
+            if seen is None or mine is None or seen > mine:
+                del self._answered[key]  # a later change: ours was echoed already, or will never be
+            return None  # an older event (before our write) or a later one: it wakes the writer
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._in_flight) + len(self._answered)
+
+
+@dataclass(frozen=True)
+class ClusterWrites:
+    """The ``WriteObserver`` of one cluster: its writes go to the ledger under its name."""
+
+    echoes: Echoes
+    cluster: str
+
+    def sending(self, api_version: str, kind: str, namespace: str | None, name: str) -> object:
+        return self.echoes.sending(self.cluster, api_version, kind, namespace, name)
+
+    def answered(self, ticket: object, obj: Obj | None) -> None:
+        if ticket is not None:
+            self.echoes.answered(ticket, obj)  # type: ignore[arg-type]
