@@ -491,3 +491,19 @@ class TestSharedWatch:
         assert make_kube().share_watch("v1", "Secret", "default", None) is None
         assert make_kube(cache=False).share_watch("v1", "Secret", None, None) is None
         assert make_kube(namespaces=["default"]).share_watch("v1", "Secret", "default", None) is not None
+
+
+def test_cached_objects_share_their_keys(memory: MemoryCluster, kube: KubeCluster) -> None:
+    """Objects decoded from different answers (a list, then a watch event) share one copy of each map key
+    and short value, instead of one per object: a third of what the caches held per order."""
+    memory.create(secret("a"))
+    kube.list("v1", "Secret")
+    memory.create(secret("b"))
+    assert eventually(lambda: names(kube.list("v1", "Secret").items) == ["a", "b"])
+    a, b = kube.list("v1", "Secret").items
+
+    def key(obj: Obj, name: str) -> str:
+        return next(k for k in obj["metadata"] if k == name)
+
+    assert key(a, "resourceVersion") is key(b, "resourceVersion")
+    assert key(a, "namespace") is key(b, "namespace") and a["metadata"]["namespace"] is b["metadata"]["namespace"]

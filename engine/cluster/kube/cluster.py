@@ -49,7 +49,7 @@ from engine.cluster.api import (
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import FedInformer, Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
-from engine.cluster.kube.store import Expectation, key_of, slim_metadata, version_number
+from engine.cluster.kube.store import Expectation, interned, key_of, slim_metadata, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
@@ -356,7 +356,7 @@ class KubeCluster:
         if fields:
             params["field_selector"] = fields
         answer = self._wire.call("get", api_version, kind, namespace=namespace, **params) or {}
-        items = [self._out(item, api_version, kind) for item in answer.get("items") or []]
+        items = [interned(self._out(item, api_version, kind)) for item in answer.get("items") or []]
         items.sort(key=key_of)
         return ObjectList(items, str((answer.get("metadata") or {}).get("resourceVersion") or ""))
 

@@ -35,7 +35,7 @@ from kubernetes.dynamic.resource import Resource
 
 from engine.cluster.api import ApiError, NotFound, Obj, WatchEvent
 from engine.cluster.kube.errors import from_status, no_resource, translated
-from engine.cluster.kube.store import slim_metadata
+from engine.cluster.kube.store import interned, slim_metadata
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection to the API server."""
@@ -276,8 +276,9 @@ class WatchStream(Iterator[WatchEvent]):
                 self.close()
                 raise from_status(event.get("object"))
             obj: Obj = event["object"] if isinstance(event.get("object"), dict) else {}
-            if self._strip and isinstance(obj.get("metadata"), dict):
+            if self._strip and isinstance(obj.get("metadata"), dict):  # an object for a cache
                 obj["metadata"] = slim_metadata(obj["metadata"])
+                obj = interned(obj)
             return {"type": str(event.get("type", "")), "object": obj}
 
     def _read_lines(self) -> Iterator[str]:
