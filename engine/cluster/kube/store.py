@@ -61,7 +61,7 @@ def interned(value: _T) -> _T:
     """JSON-shaped data with every map key, and every short string value, interned.
 
     A decoded answer has its own copy of each key (json shares them within one answer only), and
-    the keys were a third of what the caches held per KeystoneUser order (16 of 44 KiB); interned,
+    the keys were a third of what the caches held per order (16 of 44 KiB in the benchmark); interned,
     every cached object shares one ``"metadata"``, one ``"lastTransitionTime"``, one ``"True"``."""
     if isinstance(value, dict):
         return cast(_T, {sys.intern(k): interned(v) for k, v in value.items()})
