@@ -466,6 +466,12 @@ class TestSharedWatch:
         threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
         assert kube.get("v1", "Secret", "default", "mine")["metadata"]["uid"] == written["metadata"]["uid"]
 
+    def test_a_value_selector_watch_keeps_no_cache_no_read_asks(self, kube: KubeCluster) -> None:
+        """A shard member's ``key=value`` watch of orders is not shared: no read names that selector, so
+        sharing would hold a second, unread copy of the member's orders."""
+        assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard=member-a") is None
+        assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard") is not None
+
     def test_a_read_waits_for_the_first_list(self, kube: KubeCluster) -> None:
         feed = kube.share_watch("v1", "Secret", None, None)
         assert feed is not None

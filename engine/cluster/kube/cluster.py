@@ -179,10 +179,13 @@ class KubeCluster:
         watch of the cluster's own (one watch per kind: the runtime's informers call it as they are built).
 
         namespace: the caller's scope (None: every namespace); label: the label key it selects on (None: every
-        object). None when the cache would not answer reads of that scope (caching off, or a namespace the
-        cache does not cover as such): the caller watches alone. An informer of the cluster's own already
-        running for that scope stops; reads wait for the caller's first list."""
+        object). None when the cache would not answer reads of that scope (caching off, a namespace the
+        cache does not cover as such, or a ``key=value`` selector such as a shard member's, which no read
+        names): the caller watches alone. An informer of the cluster's own already running for that scope
+        stops; reads wait for the caller's first list."""
         if not self._cache or (namespace is None) != (self._namespaces is None):
+            return None
+        if label is not None and "=" in label:
             return None
         if namespace is not None and self._namespaces is not None and namespace not in self._namespaces:
             return None
