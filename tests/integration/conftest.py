@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import os
 import signal
 import socket
@@ -266,3 +267,25 @@ def example(kind: str, cluster: str = "") -> Obj:
     """The example order of examples/orders/ for a kind on a cluster ("" management, or edge-1)."""
     doc: Obj = yaml.safe_load((ROOT / "examples" / "orders" / EXAMPLES[(kind, cluster)]).read_text())
     return doc
+
+
+@contextlib.contextmanager
+def operator_in_process(management: Any) -> Iterator[Any]:
+    """An Operator with the checkout's rules on ``management`` (a KubeCluster on an emulated cluster), run on a
+    thread until the block ends; yields it once ready, and stops it and the client afterwards."""
+    from engine.operator import Operator, Options
+
+    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
+                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
+    running = Operator(options, management)
+    stop = threading.Event()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
+    thread.start()
+    try:
+        wait_for(running.ready, message="the in-process operator to be ready")
+        yield running
+    finally:
+        stop.set()
+        thread.join(20)
+        with contextlib.suppress(Exception):
+            management.stop()

@@ -9,18 +9,15 @@ of the repaired Secret by someone else, made as soon as the repair shows, is rep
 from __future__ import annotations
 
 import base64
-import contextlib
-import contextvars
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, ROOT, TENANT, World, condition, get, order, secret_value, wait_for
+from conftest import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
 
 from engine.cluster.kube import kube_cluster_from_kubeconfig
 from engine.metrics import PassResult
-from engine.operator import Operator, Options
+from engine.operator import Operator
 
 NAME = "echoes"
 DELIVERED = f"{NAME}-credentials"
@@ -31,20 +28,8 @@ QUIET = 1.5
 @pytest.fixture(scope="module")
 def operator(world: World) -> Iterator[Operator]:
     management = kube_cluster_from_kubeconfig("", world.kubeconfig, context="management")
-    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
-                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
-    running = Operator(options, management)
-    stop = threading.Event()
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
-    thread.start()
-    try:
-        wait_for(running.ready, message="the in-process operator to be ready")
+    with operator_in_process(management) as running:
         yield running
-    finally:
-        stop.set()
-        thread.join(20)
-        with contextlib.suppress(Exception):
-            management.stop()
 
 
 def passes(running: Operator) -> int:

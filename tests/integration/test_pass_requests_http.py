@@ -12,8 +12,6 @@ AlreadyExists and it is read live.
 from __future__ import annotations
 
 import base64
-import contextlib
-import contextvars
 import hashlib
 import threading
 import time
@@ -22,10 +20,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import API, ROOT, TENANT, World, condition, get, order, secret_value, wait_for
+from conftest import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
 
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
-from engine.operator import Operator, Options
 
 Request = tuple[str, str]
 """(method, path) of one request that is not a watch."""
@@ -83,20 +80,8 @@ def quiet(recorder: Recorder, for_s: float = 1.0) -> None:
 def operator(world: World) -> Iterator[Recorder]:
     management = kube_cluster_from_kubeconfig("", world.kubeconfig, context="management")
     recorder = Recorder(management)
-    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
-                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
-    running = Operator(options, management)
-    stop = threading.Event()
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
-    thread.start()
-    try:
-        wait_for(running.ready, message="the in-process operator to be ready")
+    with operator_in_process(management):
         yield recorder
-    finally:
-        stop.set()
-        thread.join(20)
-        with contextlib.suppress(Exception):
-            management.stop()
 
 
 def converge(world: World, recorder: Recorder, name: str) -> list[Request]:

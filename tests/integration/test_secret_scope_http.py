@@ -10,19 +10,16 @@ RabbitMQ default-user Secret) are read from the server by name, so the orders st
 from __future__ import annotations
 
 import base64
-import contextlib
-import contextvars
-import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, ROOT, TENANT, World, condition, get, order, wait_for
+from conftest import API, TENANT, World, condition, get, operator_in_process, order, wait_for
 
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
 from engine.cluster.kube.store import key_of
 from engine.cluster.selectors import EVERYTHING, FieldSelector
-from engine.operator import Operator, Options
+from engine.operator import Operator
 
 UNRELATED = 40
 """Unrelated Secrets written before the operator starts, and again after it is ready."""
@@ -40,20 +37,8 @@ def operator(world: World) -> Iterator[tuple[Operator, KubeCluster]]:
     for i in range(UNRELATED):
         world.management.create(unrelated(f"before-{i}", ("openstack", TENANT)[i % 2]))
     management = kube_cluster_from_kubeconfig("", world.kubeconfig, context="management")
-    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
-                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
-    running = Operator(options, management)
-    stop = threading.Event()
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
-    thread.start()
-    try:
-        wait_for(running.ready, message="the in-process operator to be ready")
+    with operator_in_process(management) as running:
         yield running, management
-    finally:
-        stop.set()
-        thread.join(20)
-        with contextlib.suppress(Exception):
-            management.stop()
 
 
 def held_secrets(running: Operator, management: KubeCluster) -> set[tuple[str, str]]:
