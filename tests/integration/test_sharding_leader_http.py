@@ -1,0 +1,127 @@
+"""The leader of three ``engine run --sharded`` processes killed (-9): another replica takes over the
+assigning, the dead leader's orders move only once its membership Lease has lapsed, orders created after
+the kill are assigned and converge; never two passes of one order at once, nothing provisioned twice."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import itertools
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from conftest import API, TENANT, OperatorProcess, World, get, order, wait_for
+from test_sharding_http import SHARD, SHARDED, managed_users, member_of, passes, ready
+
+LEASES = "c5c3-system"
+LEASE_DURATION = 6.0
+"""As SHARDED says (--leader-elect-lease-duration)."""
+BEFORE = [f"k{n:02}" for n in range(15)]
+AFTER = [f"n{n:02}" for n in range(6)]
+"""Orders created after the leader was killed."""
+PATIENCE = 120.0
+
+
+@pytest.fixture
+def replicas(world: World) -> Iterator[dict[str, OperatorProcess]]:
+    started: dict[str, OperatorProcess] = {}
+    processes = [OperatorProcess(world, *SHARDED, "--clusters-namespace", "", name=f"lead-{n}") for n in range(3)]
+    try:
+        for process in processes:
+            started[member_of(process)] = process
+        yield started
+    finally:  # also when one failed to start
+        for process in {*processes, *started.values()}:
+            if process.process.poll() is None:
+                process.stop()
+
+
+def owners(world: World, names: list[str]) -> dict[str, str]:
+    """Order name -> its shard label ("" none), for the orders named that exist."""
+    found = {}
+    for item in world.management.list(API, "KeystoneUser", TENANT).items:
+        if item["metadata"]["name"] in names:
+            found[item["metadata"]["name"]] = (item["metadata"].get("labels") or {}).get(SHARD, "")
+    return found
+
+
+def held_by(world: World, names: list[str], members: set[str]) -> bool:
+    found = owners(world, names)
+    return len(found) == len(names) and set(found.values()) <= members
+
+
+def renewed_at(world: World, member: str) -> float:
+    """When a member last renewed its Lease (its own clock: the same machine's as the test's)."""
+    lease = world.management.get("coordination.k8s.io/v1", "Lease", LEASES, member)
+    moment = dt.datetime.strptime(lease["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.replace(tzinfo=dt.UTC).timestamp()
+
+
+def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
+        world: World, replicas: dict[str, OperatorProcess]) -> None:
+    for name in BEFORE:
+        world.management.create(order("KeystoneUser", name))
+    members = set(replicas)
+    wait_for(lambda: held_by(world, BEFORE, members) and set(owners(world, BEFORE).values()) == members,
+             timeout=PATIENCE, message="the orders spread over 3 members")
+    wait_for(lambda: all(ready(world.management, n) for n in BEFORE), timeout=PATIENCE, message="every order Ready")
+    first = owners(world, BEFORE)
+
+    leader = wait_for(lambda: next((m for m, p in replicas.items() if p.leads()), None), timeout=PATIENCE,
+                      message="a leader")
+    replicas[leader].kill()
+    killed_at = time.time()
+    lapsed_at = renewed_at(world, leader) + LEASE_DURATION
+    for name in AFTER:
+        world.management.create(order("KeystoneUser", name))
+    survivors = members - {leader}
+
+    successor = wait_for(lambda: next((m for m in survivors if replicas[m].leads()), None), timeout=PATIENCE,
+                         message="a surviving replica to become the leader")
+    wait_for(lambda: held_by(world, BEFORE + AFTER, survivors), timeout=PATIENCE,
+             message="the dead leader's orders and the new ones labelled for the survivors")
+    second = owners(world, BEFORE)
+    moved = {n for n in BEFORE if first[n] != second[n]}
+    assert moved == {n for n in BEFORE if first[n] == leader}, "only the dead leader's orders move"
+    assert moved, first  # 15 orders over 3 members: the leader held some
+    wait_for(lambda: all(ready(world.management, n) for n in BEFORE + AFTER), timeout=PATIENCE,
+             message="every order Ready on the survivors")
+    logs = replicas[successor].logs()
+    assert "became the leader" in logs
+    assert f"member {leader} left the shards or its Lease expired" in logs
+    assert "is gone; reassigned to member" in logs
+    time.sleep(1.0)
+    for member in survivors:
+        assert replicas[member].stop() == 0, replicas[member].logs()[-3000:]
+
+    spans: dict[str, list[tuple[float, float, str]]] = collections.defaultdict(list)
+    for member, process in replicas.items():
+        for request, start, end, who in passes(process, member, killed_at if member == leader else None):
+            spans[request].append((start, end, who))
+    # The survivors took the dead leader's orders only once its Lease had lapsed (on the leader's last renewal).
+    for request, runs in spans.items():
+        name = request.rsplit("/", 1)[-1]
+        if name in moved:
+            first_there = min(start for start, _, who in runs if who != leader)
+            assert first_there >= lapsed_at, f"{request}: a survivor started it before the dead leader's Lease lapsed"
+    # Never two passes of one order at once, across the replicas.
+    for request, runs in spans.items():
+        runs.sort()
+        for (_, end, who), (start, _, other) in itertools.pairwise(runs):
+            assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
+    assert {r.rsplit("/", 1)[-1] for r in spans} == set(BEFORE + AFTER)
+    assert not any(who == leader for n in AFTER for _, _, who in spans[_request(spans, n)])
+
+    # Nothing provisioned twice.
+    for name in BEFORE + AFTER:
+        stored = get(world.management, API, "KeystoneUser", TENANT, name) or {}
+        assert stored["status"]["passwordGeneration"] == 1, name
+        assert managed_users(world, name, "") == 1, name
+
+
+def _request(spans: dict[str, list[tuple[float, float, str]]], name: str) -> str:
+    found = [r for r in spans if re.search(rf"/{name}$", r)]
+    assert len(found) == 1, (name, list(spans))
+    return found[0]
