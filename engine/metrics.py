@@ -26,7 +26,8 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
   (``OrdersCollector``, registered by the operator).
 - ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
-  reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back.
+  reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back;
+  ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed.
 - ``<p>_rules_reload_total{result}``: changed rule sets loaded or refused (lint errors) while running.
 - ``<p>_rules_info{hash}``: 1 for the rule set served now (the first 16 hex digits of its content hash).
 """
@@ -152,6 +153,10 @@ class Metrics:
             ["how"], registry=registry)
         self.shard_drains = Counter(
             f"{prefix}_shard_drains_total", "Orders this replica handed back when asked to drain them.",
+            registry=registry)
+        self.shard_fenced_writes = Counter(
+            f"{prefix}_shard_fenced_writes_total",
+            "Writes a pass of this replica did not send: its shard tenure had lapsed (decision 0033).",
             registry=registry)
         self.rules_reloads = Counter(
             f"{prefix}_rules_reload_total",

@@ -230,7 +230,7 @@ class Operator:
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
             watch_timeout=options.watch_timeout, events=self.events.record,
             order_selector=self.member.selector if self.member is not None else None,
-            run_pass=self.member.recorded(run_pass) if self.member is not None else None,
+            run_pass=self.member.passes(run_pass) if self.member is not None else None,
         )
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
         self.reloader = RuleReloader(folder, self.replace_rules, loaded=loaded, metrics=self.metrics,

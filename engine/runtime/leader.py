@@ -159,6 +159,17 @@ class LeaderElector:
             self._check_deadline_locked()
             return self._leading
 
+    def tenure_left(self) -> float:
+        """Seconds until the renew deadline, counted from the start of the last successful renewal, on this
+        elector's clock and without a request; 0 when not leading. The Lease stays ours in every other
+        candidate's eyes for at least ``lease_duration`` from that start, so this leaves a margin of
+        ``lease_duration - renew_deadline`` (a shard member's write fence asks it before every write)."""
+        with self._lock:
+            if not self._leading or self._renewed_at is None:
+                return 0.0
+            held = (self._clock.now() - self._renewed_at).total_seconds()
+            return max(0.0, self.settings.renew_deadline - held)
+
     def release(self) -> None:
         """Stop leading and clear the holder, so a follower need not wait for the lease to expire.
 

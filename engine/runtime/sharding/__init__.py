@@ -4,6 +4,7 @@
 - ``labels``: the shard and drain labels on orders, the member label on Leases.
 - ``member``: every replica's side: its membership Lease, which requests it may run, the drain ack.
 - ``assigner``: the leader's side: which members are live, and the label each order should carry.
+- ``fence``: a member's passes write only while its tenure holds (decision 0033).
 
 Decision 0027 says why no order is ever in two passes at once.
 """

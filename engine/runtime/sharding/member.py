@@ -28,6 +28,7 @@ from engine.outcome import Request, Result
 from engine.runtime.controller import Admission
 from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
 from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
+from engine.runtime.sharding.fence import Check, Fenced, FencedClusters
 from engine.runtime.sharding.labels import (
     FIELD_MANAGER,
     SHARD_LABEL,
@@ -144,6 +145,46 @@ class ShardMember:
         if self._metrics is not None:
             self._metrics.shard_drains.inc()
         return "skip"
+
+    # -- the write fence ------------------------------------------------------------
+
+    def holds(self) -> bool:
+        """Whether the tenure holds now: Lease renewed within the renew deadline (this member's clock, no
+        request), never lapsed, not leaving. The watchdog clears ``active`` up to 50 ms later; this is exact."""
+        with self._lock:
+            if self._lost or self._leaving:
+                return False
+        return self.elector.tenure_left() > 0
+
+    def passes(self, run_pass: RunPass[K]) -> RunPass[K]:
+        """``run_pass`` as this member runs it: every write fenced, each start and end recorded."""
+        return self.recorded(self.fenced(run_pass))
+
+    def fenced(self, run_pass: RunPass[K]) -> RunPass[K]:
+        """``run_pass`` whose every write first checks ``holds``: once the tenure lapsed nothing more is
+        written (``engine.runtime.sharding.fence``; decision 0033)."""
+
+        def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
+            return run_pass(kind, request, clusters=FencedClusters(clusters, self._fence(request)), clock=clock,
+                            log=log)
+
+        return run
+
+    def _fence(self, request: Request) -> Check:
+        refused: list[bool] = []
+
+        def check() -> None:
+            if self.holds():
+                return
+            if self._metrics is not None:
+                self._metrics.shard_fenced_writes.inc()
+            if not refused:  # one line per pass; a failed step's successors try theirs
+                refused.append(True)
+                self._log.warning("%s: write refused: member %s's shard tenure has lapsed (the pass ends here)",
+                                  request, self.name, extra={"request": str(request)})
+            raise Fenced(f"member {self.name}'s shard tenure has lapsed: no write is sent any more")
+
+        return check
 
     # -- pass records ---------------------------------------------------------------
 
