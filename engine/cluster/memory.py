@@ -271,7 +271,11 @@ class MemoryCluster:
             _keep_server_fields(new, old)
             if k.info.status_subresource:
                 _take_status(new, old)
-            return self._update(k, old, new, field_manager, subresource=None)
+            given = _given_managed_fields(obj)
+            if given is None:
+                return self._update(k, old, new, field_manager, subresource=None)
+            base = {**old, "metadata": {**old["metadata"], "managedFields": given}}
+            return self._update(k, base, new, field_manager, subresource=None, stored=old)
 
     def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         check_depth(obj)
@@ -595,8 +599,18 @@ class MemoryCluster:
             raise self._conflict(k, old["metadata"]["name"])
 
     def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
-                subresource: str | None, attributed: bool = False) -> Obj:
-        """Admit and store a changed object; a write that changes nothing stores nothing."""
+                subresource: str | None, attributed: bool = False, stored: Obj | None = None) -> Obj:
+        """Admit and store a changed object; a write that changes nothing stores nothing.
+
+        ``stored``, when given, is the object in the store and ``old`` the one whose managedFields the
+        bookkeeping continues from (a PUT that sent managedFields of its own).
+        """
+        if stored is not None and stored["metadata"].get("managedFields") != old["metadata"].get("managedFields"):
+            attributed = False
+            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+                                    subresource=subresource, list_map_keys=k.list_keys)
+            return self._update(k, stored, new, field_manager, subresource=subresource, attributed=True)
+        old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
         new = self._admit(k, new, old)
@@ -937,6 +951,22 @@ def _take_status(target: Obj, source: Obj) -> None:
         target["status"] = json_copy(source["status"])
     else:
         target.pop("status", None)
+
+
+def _given_managed_fields(body: Obj) -> list[Any] | None:
+    """The managedFields a PUT's body sets, as the API server reads them: None keeps the stored ones
+    (absent, null, or not decodable: a client that does not know the field must not wipe it), an
+    empty list or one empty entry resets them, any other list of entries replaces them."""
+    rows = (body.get("metadata") or {}).get("managedFields") if isinstance(body.get("metadata"), dict) else None
+    if not isinstance(rows, list):
+        return None
+    if rows == [] or rows == [{}]:
+        return []
+    if all(isinstance(row, dict) and isinstance(row.get("manager", ""), str)
+           and row.get("operation") in ("Apply", "Update") and row.get("fieldsType", "FieldsV1") == "FieldsV1"
+           for row in rows):
+        return json_copy(rows)
+    return None
 
 
 def _take_managed_fields(target: Obj, source: Obj) -> None:

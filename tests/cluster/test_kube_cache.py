@@ -513,3 +513,23 @@ def test_cached_objects_share_their_keys(memory: MemoryCluster, kube: KubeCluste
 
     assert key(a, "resourceVersion") is key(b, "resourceVersion")
     assert key(a, "namespace") is key(b, "namespace") and a["metadata"]["namespace"] is b["metadata"]["namespace"]
+
+
+def test_a_put_of_a_cached_object_keeps_every_managers_entries(memory: MemoryCluster, kube: KubeCluster) -> None:
+    """The cache keeps only Apply entries of managedFields; a PUT of a cached object must not send that
+    cut list back, or the API server replaces the object's managedFields with it and another
+    manager's field ownership is lost."""
+    memory.apply(secret("shared", app="a"), field_manager="owner")
+    edited = memory.get("v1", "Secret", "default", "shared")
+    edited["data"] = {"k": "ZWRpdGVk"}
+    memory.update(edited, field_manager="editor")
+
+    cached = kube.get("v1", "Secret", "default", "shared")
+    assert {row["operation"] for row in cached["metadata"]["managedFields"]} == {"Apply"}
+    cached["metadata"]["labels"]["relabelled"] = "yes"
+    kube.update(cached, field_manager="engine")
+
+    stored = memory.get("v1", "Secret", "default", "shared")
+    assert stored["metadata"]["labels"]["relabelled"] == "yes"
+    assert {(row["manager"], row["operation"]) for row in stored["metadata"]["managedFields"]} == {
+        ("owner", "Apply"), ("editor", "Update"), ("engine", "Update")}

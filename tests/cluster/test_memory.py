@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -296,3 +297,46 @@ class TestInputLimits:
     def test_a_body_nested_150_deep_is_stored(self, memory: MemoryCluster) -> None:
         memory.create(widget("fine", spec={"size": 1, "x": self.deep(150)}))
         memory.patch(WIDGET, "Widget", "default", "fine", {"spec": {"size": 2}})
+
+
+class TestPutWithManagedFields:
+    """What a PUT's body says of managedFields, as the API server reads it (fieldmanager.decodeLiveOrNew)."""
+
+    @staticmethod
+    def managers(obj: dict[str, Any]) -> set[tuple[str, str]]:
+        return {(row["manager"], row["operation"]) for row in obj["metadata"].get("managedFields") or []}
+
+    @pytest.fixture
+    def cluster(self) -> MemoryCluster:
+        cluster = MemoryCluster("", clock=Clock())
+        cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
+                       "data": {"a": "1"}}, field_manager="owner")
+        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live["data"]["b"] = "2"
+        cluster.update(live, field_manager="editor")
+        return cluster
+
+    def test_absent_keeps_the_stored_entries(self, cluster: MemoryCluster) -> None:
+        live = cluster.get("v1", "ConfigMap", "default", "c")
+        del live["metadata"]["managedFields"]
+        live["data"]["c"] = "3"
+        assert self.managers(cluster.update(live, field_manager="third")) == {
+            ("owner", "Apply"), ("editor", "Update"), ("third", "Update")}
+
+    def test_a_list_replaces_the_stored_entries(self, cluster: MemoryCluster) -> None:
+        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live["metadata"]["managedFields"] = [
+            row for row in live["metadata"]["managedFields"] if row["operation"] == "Apply"]
+        live["data"]["c"] = "3"
+        assert self.managers(cluster.update(live, field_manager="third")) == {("owner", "Apply"), ("third", "Update")}
+
+    def test_an_empty_list_resets_them_even_when_nothing_else_changes(self, cluster: MemoryCluster) -> None:
+        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live["metadata"]["managedFields"] = []
+        assert self.managers(cluster.update(live, field_manager="third")) == set()
+        assert self.managers(cluster.get("v1", "ConfigMap", "default", "c")) == set()
+
+    def test_entries_it_cannot_read_keep_the_stored_ones(self, cluster: MemoryCluster) -> None:
+        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live["metadata"]["managedFields"] = [{"manager": "x", "operation": "Delete"}]
+        assert self.managers(cluster.update(live, field_manager="third")) == {("owner", "Apply"), ("editor", "Update")}

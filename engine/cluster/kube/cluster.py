@@ -373,13 +373,15 @@ class KubeCluster:
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
+        body = _without_managed_fields(obj)
         return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
-            "replace", api_version, kind, namespace=namespace, name=name, body=obj, **_manager(field_manager)))
+            "replace", api_version, kind, namespace=namespace, name=name, body=body, **_manager(field_manager)))
 
     def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
+        body = _without_managed_fields(obj)
         return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
-            "replace", api_version, kind, namespace=namespace, name=name, body=obj, subresource="status",
+            "replace", api_version, kind, namespace=namespace, name=name, body=body, subresource="status",
             **_manager(field_manager)))
 
     def patch(
@@ -666,4 +668,14 @@ def _widen_pool(api_client: ApiClient) -> None:
 def _conforms(cluster: KubeCluster) -> Cluster:
     """Never called: mypy proves here that KubeCluster satisfies the Cluster protocol."""
     return cluster
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    """A PUT body without metadata.managedFields, so the server keeps the stored ones. The cache keeps
+    only the Apply entries (store.stripped): sent back, that cut list would replace the object's
+    managedFields and drop every other manager's entries."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
