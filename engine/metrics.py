@@ -28,6 +28,9 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
   reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back;
   ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed.
+- ``<p>_cached_objects{cluster,kind}``: objects this replica holds in full in its caches (the clients' read
+  caches and the runtime's watches, each object once), computed at scrape time (``CacheCollector``); what
+  sharding makes fall with the replicas (decision 0032).
 - ``<p>_rules_reload_total{result}``: changed rule sets loaded or refused (lint errors) while running.
 - ``<p>_rules_info{hash}``: 1 for the rule set served now (the first 16 hex digits of its content hash).
 """
@@ -324,3 +327,29 @@ def _buckets(values: list[float]) -> list[tuple[str, float]]:
     """Cumulative bucket counts (``le`` as text, ``+Inf`` last), as a histogram exposes them."""
     out = [(str(bound), float(sum(1 for v in values if v <= bound))) for bound in TIME_TO_READY_BUCKETS]
     return [*out, ("+Inf", float(len(values)))]
+
+
+CachedKeys = Iterable[tuple[str, str, Iterable[tuple[str, str]]]]
+"""(cluster, kind, the (namespace, name) keys of the objects of that kind one cache holds), per cache."""
+
+
+class CacheCollector:
+    """``<p>_cached_objects{cluster,kind}``: distinct objects held in full by the replica's caches, at scrape time."""
+
+    def __init__(self, prefix: str, caches: Callable[[], CachedKeys]) -> None:
+        self.prefix = prefix
+        self._caches = caches
+
+    def describe(self) -> list[Metric]:
+        return []  # computed at scrape time: registering must not run a scrape
+
+    def collect(self) -> Iterator[Metric]:
+        held: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for cluster, kind, keys in self._caches():
+            held.setdefault((cluster, kind), set()).update(keys)
+        family = GaugeMetricFamily(f"{self.prefix}_cached_objects",
+                                   "Objects held in full by this replica's caches, by cluster and kind.",
+                                   labels=["cluster", "kind"])
+        for (cluster, kind), keys in sorted(held.items()):
+            family.add_metric([cluster, kind], len(keys))
+        return iter([family])

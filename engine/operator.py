@@ -44,7 +44,7 @@ from engine import durations, logs
 from engine.cluster.api import Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
-from engine.metrics import Metrics, OrderKindView, OrdersCollector
+from engine.metrics import CacheCollector, CachedKeys, Metrics, OrderKindView, OrdersCollector
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
@@ -213,18 +213,18 @@ class Operator:
         clusters = ClusterSet(management)
         self.identity = options.leader_election_identity or default_identity()
         self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
-        self.scopes: LabelScopes = label_scopes(catalog)
-        scope_by_labels(management, self.scopes)
-
-        def scoped_target(registration: Registration) -> Cluster:
-            return scope_by_labels(target_factory(registration), self.scopes)
-
         self.lost = threading.Event()
         """Set when this replica lost its shard membership (``run`` then stops; the exit status is 1)."""
         self.member: ShardMember | None = None
         self.assigner: Assigner | None = None
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
+        self.scopes: LabelScopes = self._label_scopes(catalog)
+        scope_by_labels(management, self.scopes)
+
+        def scoped_target(registration: Registration) -> Cluster:
+            return scope_by_labels(target_factory(registration), self.scopes)
+
         self.manager: Manager[Any] = Manager(
             catalog, clusters, clock=self.clock, metrics=self.metrics,
             log=logging.getLogger("engine.runtime"), max_concurrent_reconciles=options.max_concurrent_reconciles,
@@ -232,7 +232,10 @@ class Operator:
             order_selector=self.member.selector if self.member is not None else None,
             run_pass=self.member.passes(run_pass) if self.member is not None else None,
         )
+        if self.assigner is not None:
+            self.assigner.orders = self.manager.sources.keys_of  # the leader places orders from keys, not objects
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
+        self.registry.register(CacheCollector(self.metrics.prefix, self.cached_keys))
         self.reloader = RuleReloader(folder, self.replace_rules, loaded=loaded, metrics=self.metrics,
                                      log=logging.getLogger("engine.rules"),
                                      interval=options.rules_reload_interval)
@@ -265,11 +268,22 @@ class Operator:
         seen: dict[str, list[Any]] = {}
         for informer in self.manager.sources.informers():
             key = f"{informer.api_version}/{informer.kind}"
-            if key in catalog:
+            if key in catalog and not informer.keys_only:
                 seen.setdefault(key, []).extend(informer.cached().values())
         return [OrderKindView(kind.kind, (*kind.conditions.types, kind.conditions.ready_type),
                               kind.conditions.ready_type, kind.conditions.reasons, seen.get(key, []))
                 for key, kind in catalog.items()]
+
+    def cached_keys(self) -> CachedKeys:
+        """The keys of what each cache holds in full: every cluster client's read caches, the runtime's watches
+        (not the keys-only ones), per cluster and kind."""
+        for informer in self.manager.sources.informers():
+            if not informer.keys_only:
+                yield informer.cluster_name, informer.kind, informer.cached().keys()
+        for name, cluster in self.manager.clusters:
+            held = getattr(cluster, "cached_keys", None)
+            for kind, keys in held() if callable(held) else ():
+                yield name, kind, keys
 
     def _shards(self, options: Options, catalog: Any, clusters: ClusterSet) -> tuple[ShardMember, Assigner]:
         """This replica's shard membership (a Lease of its own) and the assigner it runs while leading."""
@@ -285,9 +299,19 @@ class Operator:
                             lease_duration=options.lease_duration, metrics=self.metrics)
         return member, assigner
 
+    def _label_scopes(self, catalog: Catalog) -> LabelScopes:
+        """What the clusters' read caches hold of each kind: the rules' label-scoped kinds (decision 14) and, for
+        a shard member, of each order kind only its own orders (decision 0032)."""
+        scopes = dict(label_scopes(catalog))
+        if self.member is not None:
+            for kind in catalog.values():
+                key = (kind.api_version, kind.kind)
+                scopes[key] = (*scopes.get(key, ()), self.member.selector)
+        return scopes
+
     def replace_rules(self, catalog: Catalog) -> None:
         """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""
-        scopes = label_scopes(catalog)
+        scopes = self._label_scopes(catalog)
         if scopes != self.scopes:
             self.scopes = scopes
             for _, cluster in self.manager.clusters:

@@ -60,6 +60,16 @@ WATCH_TIMEOUT = 300.0
 RECHECK_INTERVAL = 30.0
 """Threaded mode: seconds between checks whether an unserved kind is served now."""
 
+KEYS_ONLY = ""
+"""The label of an order kind's keys-only informer, beside a shard member's selected one: every order of the kind,
+each held as its name, resourceVersion and labels only (what the shard leader places them by); it wakes nothing."""
+
+
+def keys(obj: Obj) -> Obj:
+    """What a keys-only informer holds of an object: its identity, version and labels."""
+    meta = obj.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("namespace", "name", "uid", "resourceVersion", "labels") if k in meta}}
+
 
 
 def _key(obj: Obj) -> Key:
@@ -137,9 +147,11 @@ class Informer:
         """True once listed and while the watch can resume; False while unserved or after a Gone."""
         self.stop = threading.Event()
         self._stream: Iterator[WatchEvent] | None = None
-        self._expect_seen = getattr(cluster, "expect_seen", None)
+        self.keys_only = label == KEYS_ONLY
+        """Holds keys (``keys``), maps no event and keeps no read cache: the shard leader's view of the orders."""
+        self._expect_seen = None if self.keys_only else getattr(cluster, "expect_seen", None)
         """A cached cluster's read barrier (KubeCluster.expect_seen), or None."""
-        share = getattr(cluster, "share_watch", None)
+        share = None if self.keys_only else getattr(cluster, "share_watch", None)
         self._feed: WatchFeed | None = share(api_version, kind, namespace, label) if callable(share) else None
         """The cluster's read cache of this kind and scope, kept by this informer's watch (one watch per kind),
         or None (a cluster without a cache of its own, or one that does not cover this scope as such)."""
@@ -148,7 +160,7 @@ class Informer:
     def __repr__(self) -> str:
         where = f"cluster {self.cluster_name!r}" if self.cluster_name else "the management cluster"
         scope = f" in {self.namespace}" if self.namespace else ""
-        labelled = f" labelled {self.label}" if self.label else ""
+        labelled = f" labelled {self.label}" if self.label else " (keys only)" if self.keys_only else ""
         return f"<Informer {self.kind}.{self.api_version}{scope}{labelled} on {where}>"
 
     def cached(self) -> dict[Key, Obj]:
@@ -254,7 +266,7 @@ class Informer:
 
     def _open(self, *, timeout: float) -> Iterator[WatchEvent]:
         self._stream = self._cluster.watch(
-            self.api_version, self.kind, self.namespace, resource_version=self._rv, labels=self.label,
+            self.api_version, self.kind, self.namespace, resource_version=self._rv, labels=self.label or None,
             timeout=timeout, bookmarks=True,
         )
         if self.stop.is_set():  # halted while opening: end at once
@@ -282,8 +294,9 @@ class Informer:
 
         A shared watch lists from the server (the cluster's cache is what it keeps) and hands the answer
         to the cluster's cache before mapping anything, so the passes it wakes read what it listed."""
-        if self._feed is not None:
-            answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label, live=True)
+        if self._feed is not None or self.keys_only:
+            answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label or None,
+                                        live=True)
         else:
             answer = self._cluster.list(self.api_version, self.kind, self.namespace, labels=self.label)
         mapped = 0
@@ -328,6 +341,12 @@ class Informer:
         wakes never read an older state than the one that woke them."""
         key = _key(obj)
         rv = _rv(obj)
+        if self.keys_only:
+            if kind == "DELETED":
+                self._cache.pop(key, None)
+            else:
+                self._cache[key] = keys(obj)
+            return 0
         if self._feed is not None and not fed and rv is not None:
             self._feed.apply({"type": kind, "object": obj})
         if rv is not None and callable(self._expect_seen):
@@ -462,12 +481,25 @@ class Sources:
                 if name != MANAGEMENT_CLUSTER and watch.clusters == "management":
                     continue
                 kinds.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
-        return {
-            (name, api_version, kind, namespace, label): (watches, indexes)
-            for (api_version, kind), (watches, indexes) in kinds.items()
-            for namespace in (namespaces or (None,))
-            for label in self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
-        }
+        plan: dict[InformerKey, Feeds] = {}
+        for (api_version, kind), (watches, indexes) in kinds.items():
+            labels = self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
+            for namespace in namespaces or (None,):
+                for label in labels:
+                    plan[(name, api_version, kind, namespace, label)] = (watches, indexes)
+                if indexes and self.order_selector is not None:  # the leader's view of every order, keys only
+                    plan[(name, api_version, kind, namespace, KEYS_ONLY)] = ([], [])
+        return plan
+
+    def keys_of(self, cluster: str, api_version: str, kind: str) -> list[Obj] | None:
+        """Every order of a kind on a cluster as its keys-only informers hold them (a shard member's: ``keys``);
+        None until each has listed (or when there is none)."""
+        with self.lock:
+            views = [i for i in self._informers.values() if i.keys_only and i.cluster_name == cluster
+                     and i.api_version == api_version and i.kind == kind]
+            if not views or not all(view.listed for view in views):
+                return None
+            return [obj for view in views for obj in view._cache.values()]
 
     @staticmethod
     def _informer_key(informer: Informer) -> InformerKey:

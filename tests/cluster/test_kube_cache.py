@@ -466,11 +466,37 @@ class TestSharedWatch:
         threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
         assert kube.get("v1", "Secret", "default", "mine")["metadata"]["uid"] == written["metadata"]["uid"]
 
-    def test_a_value_selector_watch_keeps_no_cache_no_read_asks(self, kube: KubeCluster) -> None:
-        """A shard member's ``key=value`` watch of orders is not shared: no read names that selector, so
-        sharing would hold a second, unread copy of the member's orders."""
+    def test_a_selector_no_scope_names_is_not_shared(self, kube: KubeCluster) -> None:
+        """A watch by a selector that is not one of the kind's scopes keeps no cache: no read is answered from it."""
         assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard=member-a") is None
-        assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard") is not None
+        assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard") is None
+
+    def test_a_shard_members_orders_are_the_only_ones_cached(self, memory: MemoryCluster,
+                                                              kube: KubeCluster) -> None:
+        """A kind scoped by a member's ``key=value`` (its orders under --sharded): the member's watch keeps the read
+        cache, which holds its objects only; its gets are answered there (a miss by a caller that says the object
+        carries the shard label is NotFound without a request), other reads go to the server, and the cluster
+        never opens a watch, or a cache, of every object of the kind."""
+        mine = "sharding.c5c3.io/shard=member-a"
+        kube.scope_by_labels({("v1", "Secret"): (mine,)})
+        memory.create(secret("a1", **{"sharding.c5c3.io/shard": "member-a"}))
+        memory.create(secret("b1", **{"sharding.c5c3.io/shard": "member-b"}))
+        memory.create(secret("none"))
+        feed = kube.share_watch("v1", "Secret", None, mine)
+        assert feed is not None
+        answer = kube.list("v1", "Secret", labels=mine, live=True)
+        feed.replace(answer.items, answer.resource_version)
+        assert names(feed.store.select(None, EVERYTHING, FieldSelector())[0]) == ["a1"]
+        requests = Requests(kube)
+        assert kube.get("v1", "Secret", "default", "a1")["metadata"]["name"] == "a1"
+        assert names(kube.list("v1", "Secret", labels=mine).items) == ["a1"]
+        with pytest.raises(NotFound):
+            kube.get("v1", "Secret", "default", "b1", carries=("sharding.c5c3.io/shard",))
+        assert requests.count() == 0
+        assert kube.get("v1", "Secret", "default", "b1")["metadata"]["name"] == "b1"  # not ours: the server
+        assert names(kube.list("v1", "Secret").items) == ["a1", "b1", "none"]  # no scope answers: the server
+        assert [m for m, _, _ in requests.seen] == ["GET", "GET"] and requests.watches() == []
+        assert [repr(i) for i in kube.informers()] == [repr(feed)]
 
     def test_a_read_waits_for_the_first_list(self, kube: KubeCluster) -> None:
         feed = kube.share_watch("v1", "Secret", None, None)

@@ -136,6 +136,14 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
     assert min(spread.values()) >= 2 and max(spread.values()) <= 20, spread  # 27 orders: 9 each expected
     assert {cluster for cluster, _ in first} == {"", "edge-s"}
 
+    # Each member holds its own orders in full, and no other (its watch and its client's read cache).
+    for member, process in replicas.items():
+        held = {cluster: sum(1 for (c, _), m in first.items() if c == cluster and m == member)
+                for cluster in ("", "edge-s")}
+        for cluster, count in held.items():
+            assert process.metric(f'c5c3_operator_cached_objects{{cluster="{cluster}",kind="KeystoneUser"}}') \
+                == float(count), (member, cluster, count)
+
     # The leader's /metrics: live members, orders per member, moves.
     leader = next(p for p in replicas.values() if p.leads())
     assert leader.metric("c5c3_operator_shard_members") == 3.0

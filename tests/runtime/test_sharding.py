@@ -258,7 +258,8 @@ class StaleCluster:
 
 
 def test_a_members_watches_hold_only_its_orders() -> None:
-    """A manager given a member's selector lists and watches only the orders labelled for it."""
+    """A manager given a member's selector lists and watches only the orders labelled for it in full; beside it,
+    the leader's view holds every order as its name, version and labels only, and wakes nothing."""
     clock = SimulatedClock(START)
     cluster = memory("", clock)
     cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
@@ -270,13 +271,20 @@ def test_a_members_watches_hold_only_its_orders() -> None:
                                     order_selector=f"{SHARD_LABEL}=a")
     manager.start()
     assert [r.name for r in manager.queue.waiting()] == ["mine"]
-    [informer] = manager.sources.informers()
+    [informer] = [i for i in manager.sources.informers() if not i.keys_only]
+    [view] = [i for i in manager.sources.informers() if i.keys_only]
     assert sorted(name for _, name in informer.cached()) == ["mine"]
+    assert sorted(name for _, name in view.cached()) == ["mine", "theirs", "unassigned"]
+    assert all(set(held) == {"metadata"} for held in view.cached().values())
     theirs = cluster.get("example.io/v1", "Widget", "ns", "theirs")
     theirs["metadata"]["labels"][SHARD_LABEL] = "a"
     cluster.update(theirs)
     manager.settle()
     assert sorted(name for _, name in informer.cached()) == ["mine", "theirs"]
+    placed = manager.sources.keys_of("", "example.io/v1", "Widget")
+    assert placed is not None
+    assert {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(SHARD_LABEL) for o in placed} == {
+        "mine": "a", "theirs": "a", "unassigned": None}
 
 
 @pytest.mark.parametrize("members", [1, 2, 4])
@@ -286,3 +294,28 @@ def test_every_order_has_exactly_one_member(members: int) -> None:
         world.join(f"m{n}")
     world.assigner.step()
     assert len(set(world.owners().values())) == members
+
+
+def test_the_leader_places_orders_from_their_keys_alone_and_never_from_a_stale_one() -> None:
+    """Given only each order's name, version and labels (the keys-only view), the leader labels them with a merge
+    patch of the two labels: the rest of the order is kept, and a key older than the order writes nothing."""
+    world = World(orders=4)
+    world.join("a")
+    for order in world.cluster.list("example.io/v1", "Widget").items:
+        world.cluster.update({**order, "spec": {"size": order["metadata"]["name"]}})
+    held = [{"metadata": {k: o["metadata"][k] for k in ("namespace", "name", "resourceVersion")}}
+            for o in world.cluster.list("example.io/v1", "Widget").items]
+    world.assigner.orders = lambda cluster, api_version, kind: held
+    stale = world.cluster.get("example.io/v1", "Widget", "ns", "w00")
+    stale["spec"] = {"changed": True}
+    world.cluster.update(stale)  # w00 is newer than its key now
+    done = world.assigner.step()
+    assert done.moves == {"assigned": 3}
+    orders = world.orders()
+    assert SHARD_LABEL not in (orders[(MANAGEMENT_CLUSTER, "w00")]["metadata"].get("labels") or {})
+    assert orders[(MANAGEMENT_CLUSTER, "w00")]["spec"] == {"changed": True}
+    for name in ("w01", "w02", "w03"):
+        assert orders[(MANAGEMENT_CLUSTER, name)]["metadata"]["labels"][SHARD_LABEL] == "a"
+        assert orders[(MANAGEMENT_CLUSTER, name)]["spec"] == {"size": name}
+    world.assigner.orders = lambda cluster, api_version, kind: None  # not listed yet: the kind waits
+    assert world.assigner.step().moves == {}

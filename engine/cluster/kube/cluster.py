@@ -5,10 +5,11 @@ Writes and watches go to the API server. Reads are answered by an informer cache
 so a converged pass reads from memory; a kind the runtime watches anyway is kept by the
 runtime's watch instead (``share_watch``: one watch per kind); ``live=True`` reads, and reads outside the namespaces
 the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
-label-selected informer per label key, so objects carrying none of the keys are never held in
-memory; a get they do not answer goes to the server (the object may exist unlabelled) unless the
-caller says the object carries one of the keys (``carries``), a list
-answers from them only when its selector requires one of the keys. A read right after a write waits until the watch has
+label-selected informer per scope (a label key, or a selector such as a shard member's ``key=value``),
+so objects in none of the scopes are never held in memory; a get they do not answer goes to the
+server (the object may exist outside them) unless the caller says the object carries the keys a
+scope requires (``carries``), and a list answers from a scope only when every object its selector
+matches is in it (``scopes``). A read right after a write waits until the watch has
 delivered that write (see ``store``), so the engine reads its own writes while every list
 stays a consistent snapshot a watch can resume from.
 """
@@ -49,6 +50,7 @@ from engine.cluster.api import (
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import FedInformer, Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
+from engine.cluster.kube.scopes import answers, holds, trusted
 from engine.cluster.kube.store import Expectation, interned, key_of, slim_metadata, version_number
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
@@ -68,10 +70,7 @@ Scope = str | None
 """The namespace an informer covers, or None for all namespaces (and cluster-scoped kinds)."""
 
 InformerKey = tuple[str, str, Scope, str | None]
-"""(apiVersion, kind, namespace scope, label key the informer selects on or None for every object)."""
-
-LABEL_OPERATORS = frozenset({"=", "in", "exists"})
-"""Selector operators under which every matching object carries the requirement's key."""
+"""(apiVersion, kind, namespace scope, label scope the informer selects on (``scopes``) or None for every object)."""
 
 
 class KubeCluster:
@@ -125,7 +124,7 @@ class KubeCluster:
         """The informers by (group, kind), rebuilt after ``_informers`` changes (``_covering`` runs per event)."""
         self._starting: dict[InformerKey, threading.Lock] = {}
         self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
-        """(group, kind) -> the label keys whose objects alone are cached (``scope_by_labels``)."""
+        """(group, kind) -> the label scopes whose objects alone are cached (``scope_by_labels``, ``scopes``)."""
         self._stopped = False
         self._write_observer: WriteObserver | None = None
 
@@ -161,8 +160,15 @@ class KubeCluster:
         with self._lock:
             return [i for i in self._informers.values() if not i.dead]
 
+    def cached_keys(self) -> builtins.list[tuple[str, builtins.list[tuple[str, str]]]]:
+        """(kind, the keys of the objects its informer holds) per running informer (the cached-objects metric)."""
+        with self._lock:
+            running = [(key[1], informer) for key, informer in self._informers.items() if not informer.dead]
+        return [(kind, informer.store.keys()) for kind, informer in running]
+
     def scope_by_labels(self, scopes: Mapping[tuple[str, str], Sequence[str]]) -> None:
-        """Cache the objects of these (apiVersion, kind) only when they carry one of the label keys.
+        """Cache the objects of these (apiVersion, kind) only when they are in one of the label scopes: a label
+        key (decision 14), or a selector such as a shard member's ``key=value`` (``scopes``).
 
         Call it before the first read; an all-objects informer of such a kind already running is dropped."""
         with self._lock:
@@ -178,15 +184,15 @@ class KubeCluster:
         """Let the caller's watch of this kind keep the read cache of the same scope and label, instead of a
         watch of the cluster's own (one watch per kind: the runtime's informers call it as they are built).
 
-        namespace: the caller's scope (None: every namespace); label: the label key it selects on (None: every
+        namespace: the caller's scope (None: every namespace); label: the label scope it selects on (None: every
         object). None when the cache would not answer reads of that scope (caching off, a namespace the
-        cache does not cover as such, or a ``key=value`` selector such as a shard member's, which no read
-        names): the caller watches alone. An informer of the cluster's own already running for that scope
+        cache does not cover as such, or a selector that is not one of the kind's ``scope_by_labels``
+        scopes): the caller watches alone. An informer of the cluster's own already running for that scope
         stops; reads wait for the caller's first list."""
         if not self._cache or (namespace is None) != (self._namespaces is None):
             return None
-        if label is not None and "=" in label:
-            return None
+        if (label is not None or self._keys_of(api_version, kind)) and label not in self._keys_of(api_version, kind):
+            return None  # a scope no read is answered from (the cache of a label-scoped kind is by its scopes)
         if namespace is not None and self._namespaces is not None and namespace not in self._namespaces:
             return None
         key = (api_version, kind, namespace, label)
@@ -319,7 +325,7 @@ class KubeCluster:
         """A get of a label-scoped kind: from the cache of a label the object carries, else from the server
         (a miss does not mean absent: the object may exist without the labels), unless the caller says
         the object it wants carries one of the labels: then that label's cache alone answers."""
-        known = [label for label in labels if label in carries]
+        known = [label for label in labels if trusted(label, carries)]
         for label in known or labels:
             informer = self._informer(api_version, kind, namespace, label)
             if informer is None:
@@ -333,16 +339,13 @@ class KubeCluster:
         return self._live_get(api_version, kind, namespace, name)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
-        """The label key whose cache answers a list of a label-scoped kind: one the selector requires;
-        "" when the kind is label-scoped and the selector requires none of its keys (the server answers);
+        """The label scope whose cache answers a list of a label-scoped kind: one whose objects include every
+        object the selector matches; "" when there is none (the server answers);
         None when the kind is not label-scoped."""
         keys = self._keys_of(api_version, kind)
         if not keys:
             return None
-        for requirement in selector.requirements:
-            if requirement.key in keys and requirement.operator in LABEL_OPERATORS:
-                return requirement.key
-        return ""
+        return next((key for key in keys if answers(key, selector)), "")
 
     def _keys_of(self, api_version: str, kind: str) -> tuple[str, ...]:
         return self._label_scopes.get((api_version.rpartition("/")[0], kind), ())
@@ -522,7 +525,7 @@ class KubeCluster:
                   label: str | None = None) -> Informer | FedInformer | None:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
-        label: the label key the informer selects on (a label-scoped kind); None: every object."""
+        label: the label scope the informer selects on (a label-scoped kind); None: every object."""
         resource = self._wire.resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
@@ -591,7 +594,8 @@ class KubeCluster:
             return [
                 informer for (_, _, scope, label), informer in self._by_kind.get((group, kind), ())
                 if (scope is None or scope == namespace) and not informer.dead
-                and (label is None or (obj is not None and (label in labels or informer.store.uid_at(key) is not None)))
+                and (label is None or (obj is not None
+                                       and (holds(label, labels) or informer.store.uid_at(key) is not None)))
             ]
 
     # -----------------------------------------------------------------------

@@ -239,6 +239,10 @@ class Store:
             narrowed = members if narrowed is None else narrowed & members
         return self._objects.keys() if narrowed is None else narrowed
 
+    def keys(self) -> list[Key]:
+        with self._changed:
+            return list(self._objects)
+
     def __len__(self) -> int:
         with self._changed:
             return len(self._objects)

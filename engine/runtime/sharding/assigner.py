@@ -1,7 +1,9 @@
 """The leader's side of sharding: which members are live, and the shard label each order should carry.
 
 Each round (every retry period, while leading) the assigner lists the membership Leases (live reads)
-and every order of every kind on every engaged cluster (the cache), and for each order:
+and takes every order of every kind on every engaged cluster from ``orders``: under ``engine run``
+the keys-only informers every member keeps (name, resourceVersion and labels of each order, not the
+order: decision 0032), else a list. For each order:
 
 - it carries the label of the member the ring picks, and no drain label: nothing to do;
 - it carries no shard label (new, or handed back after a drain): label it with that member;
@@ -10,7 +12,7 @@ and every order of every kind on every engaged cluster (the cache), and for each
 - its member is live but another should have it: add the drain label and wait for the member to
   hand it back (it removes both labels); the next round labels it for the new member.
 
-Every write is an update conditional on the resourceVersion read, so a write based on a stale read
+Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on a stale read
 fails with a Conflict and is decided again next round. A Lease is live while its record keeps
 changing: unchanged for its ``leaseDurationSeconds`` on the leader's own clock, it has expired
 (client-go's observed time; clocks of different machines are never compared).
@@ -23,6 +25,7 @@ import copy
 import datetime as dt
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +40,8 @@ from engine.runtime.sharding.labels import (
     FIELD_MANAGER,
     MEMBER_SELECTOR,
     draining,
+    label_patch,
     owner_of,
-    relabelled,
 )
 from engine.runtime.sharding.ring import order_key, owner
 
@@ -111,6 +114,9 @@ class Assigner:
         self._log: Log = log if log is not None else LOG
         self.view = MemberView(lease_duration)
         self._members: list[str] = []
+        self.orders: Callable[[str, str, str], list[Obj] | None] | None = None
+        """(cluster name, apiVersion, kind) -> every order there, at least its metadata (None: not known yet, the
+        kind is skipped this round); None: the cluster lists them."""
         self._draining: dict[tuple[str, str], str] = {}
         """Order key -> the member asked to hand it back (to tell a completed move from a first assignment)."""
 
@@ -141,15 +147,20 @@ class Assigner:
         if done.members:
             for cluster_name, cluster in self._clusters:
                 for kind in self._catalog.values():
-                    try:
-                        orders = cluster.list(kind.api_version, kind.kind).items
-                    except ApiError:
-                        continue  # a kind this cluster does not serve (yet), or an unreachable cluster
-                    for order in orders:
+                    orders = self._orders_of(cluster_name, cluster, kind)
+                    for order in orders or ():
                         self._place(done, cluster_name, cluster, kind, order)
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
+
+    def _orders_of(self, cluster_name: str, cluster: Cluster, kind: OrderKind) -> list[Obj] | None:
+        if self.orders is not None:
+            return self.orders(cluster_name, kind.api_version, kind.kind)
+        try:
+            return cluster.list(kind.api_version, kind.kind).items
+        except ApiError:
+            return None  # a kind this cluster does not serve (yet), or an unreachable cluster
 
     def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj) -> None:
         meta = order.get("metadata") or {}
@@ -161,7 +172,7 @@ class Assigner:
         request = Request(kind.key, cluster_name, namespace, name)
         if have == want:
             if draining(order):  # the ring changed back before the member handed it over
-                self._write(cluster, relabelled(order, owner=want, drain=False), request)
+                self._write(cluster, kind, order, request, owner=want, drain=False)
             self._draining.pop((cluster_name, key), None)
             done.owned[have] += 1
             return
@@ -170,7 +181,7 @@ class Assigner:
             drained_from = self._draining.pop((cluster_name, key), None)
             if not have and drained_from is not None:
                 how = "moved"
-            if self._write(cluster, relabelled(order, owner=want, drain=False), request):
+            if self._write(cluster, kind, order, request, owner=want, drain=False):
                 done.owned[want] += 1
                 done.moves[how] += 1
                 self._count(how)
@@ -184,16 +195,19 @@ class Assigner:
                                    extra={"request": str(request)})
             return
         done.owned[have] += 1
-        if not draining(order) and self._write(cluster, relabelled(order, owner=have, drain=True), request):
+        if not draining(order) and self._write(cluster, kind, order, request, owner=have, drain=True):
             self._draining[(cluster_name, key)] = have
             done.moves["drain"] += 1
             self._count("drain")
             self._log.info("%s: draining from member %s for member %s", request, have, want,
                            extra={"request": str(request)})
 
-    def _write(self, cluster: Cluster, order: Obj, request: Request) -> bool:
+    def _write(self, cluster: Cluster, kind: OrderKind, order: Obj, request: Request, *, owner: str,
+               drain: bool) -> bool:
+        """Set the order's labels, conditionally on the resourceVersion read (the order itself is not held)."""
         try:
-            cluster.update(order, field_manager=FIELD_MANAGER)
+            cluster.patch(kind.api_version, kind.kind, request.namespace or None, request.name,
+                          label_patch(order, owner=owner, drain=drain), field_manager=FIELD_MANAGER)
             return True
         except (Conflict, NotFound):
             return False  # it changed or went meanwhile: decided again next round

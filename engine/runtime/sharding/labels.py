@@ -46,6 +46,14 @@ def relabelled(obj: Obj, *, owner: str | None, drain: bool) -> Obj:
     return out
 
 
+def label_patch(obj: Obj, *, owner: str, drain: bool) -> Obj:
+    """A merge patch setting the shard label to ``owner`` and the drain label present or not, conditional on
+    ``obj``'s resourceVersion (a patch carrying one fails with a Conflict once the object has changed)."""
+    meta = obj.get("metadata") or {}
+    return {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+                         "labels": {SHARD_LABEL: owner, DRAIN_LABEL: "true" if drain else None}}}
+
+
 def resource_version(obj: Obj) -> int | None:
     """The resourceVersion as a number (etcd's are; the API calls them opaque), else None."""
     try:

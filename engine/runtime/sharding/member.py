@@ -99,7 +99,9 @@ class ShardMember:
             return "run"  # the pass says what is wrong
         try:
             cluster = self._clusters.resolve(request.cluster)
-            order = cluster.get(kind.api_version, kind.kind, request.namespace or None, request.name)
+            # Our orders are in the cache the member's watch keeps: one missing there is not ours (no request).
+            order = cluster.get(kind.api_version, kind.kind, request.namespace or None, request.name,
+                                carries=(SHARD_LABEL,))
         except (NotFound, ClusterNotFound):
             return "skip"
         except ApiError as exc:
