@@ -1,6 +1,6 @@
 """Label scopes of the read cache: a label selector per label-selected informer, and what it may answer.
 
-A scope is a label selector string: a label key (``c5c3.io/keystoneuser-name``: every object carrying
+A scope is a label selector string: a label key (``example.com/owner``: every object carrying
 it), a ``key=value`` (``sharding.c5c3.io/shard=member-1``: a shard member's orders), or several
 requirements joined by commas (every one must hold). An informer of a scope holds exactly the objects
 the selector matches, so:
