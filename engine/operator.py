@@ -49,7 +49,7 @@ from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
-from engine.runtime.kinds import Catalog, LabelScopes, label_scopes
+from engine.runtime.kinds import Catalog, LabelScopes, label_scopes, shard_scopes
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -301,9 +301,11 @@ class Operator:
 
     def _label_scopes(self, catalog: Catalog) -> LabelScopes:
         """What the clusters' read caches hold of each kind: the rules' label-scoped kinds (decision 14) and, for
-        a shard member, of each order kind only its own orders (decision 0032)."""
+        a shard member, of each order kind only its own orders and of its children's kinds only what it stamped
+        (decision 0032)."""
         scopes = dict(label_scopes(catalog))
         if self.member is not None:
+            scopes.update(shard_scopes(catalog, self.member.selector))
             for kind in catalog.values():
                 key = (kind.api_version, kind.kind)
                 scopes[key] = (*scopes.get(key, ()), self.member.selector)

@@ -98,6 +98,8 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
     assert action.template is not None
     rendered = ctx.render_object(action.template)
     live = _live(ctx, action.cluster, rendered)
+    if not action.status_subresource:
+        rendered = ctx.stamped(rendered)
     if action.adopt_children_only:
         if action.foreign is not None and live is not None and not ctx.is_child(live):
             return stop(ctx, action.foreign)
@@ -127,14 +129,15 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
     with address_only():  # learn the name first: a generated secret is made only when it is needed
         addressed = ctx.render_object(action.template)
     live = _live(ctx, action.cluster, addressed)
+    addressed = ctx.stamped(addressed)
     if live is None:
-        rendered = ctx.render_object(action.template)
+        rendered = ctx.stamped(ctx.render_object(action.template))
         try:
             live = remember_secrets(cluster.create(rendered))
         except AlreadyExists:
             live = _claimed(cluster, remember_secrets(cluster.get(*_address(rendered))), rendered)
     elif claim(live, addressed):
-        live = _claimed(cluster, live, ctx.render_object(action.template))
+        live = _claimed(cluster, live, ctx.stamped(ctx.render_object(action.template)))
     if action.bind:
         ctx.scope[action.bind] = live
     return None

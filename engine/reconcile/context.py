@@ -22,6 +22,7 @@ from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.reconcile.conditions import ConditionMarker
+from engine.reconcile.stamp import CHILD_STAMP
 from engine.rules.model import ClusterScope, CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
@@ -99,6 +100,8 @@ class PassContext:
                                           int(order.get("metadata", {}).get("generation") or 0), format_time(self.now))
         self.steps_done: dict[str, bool] = {}
         self._resolving: list[str] = []
+        self.stamp: Mapping[str, str] = CHILD_STAMP.get()
+        """Labels every object written for the order carries (a shard member's; none elsewhere)."""
         base = {
             "order": order, "cluster": request.cluster, "now": format_time(self.now),
             "status": self.before_status, "conditions": {}, "steps": {},
@@ -201,6 +204,30 @@ class PassContext:
         children = self.kind.children
         return (children.name_label, children.namespace_label, children.cluster_label)
 
+    def children_selector(self) -> dict[str, str]:
+        """The labels a list of the order's children selects by: the ownership labels, and the stamp (every child
+        carries it once the order's member has stamped them; a member's caches hold those only)."""
+        return {**self.scope["childLabels"], **self.stamp}
+
+    def stamped(self, obj: Obj) -> Obj:
+        """``obj`` with the stamp's labels when it is the order's own (it carries the order's name label, and its
+        namespace and cluster labels when it has them); else ``obj`` as it is."""
+        if not self.stamp:
+            return obj
+        meta = obj.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or not isinstance(labels, dict):
+            return obj
+        children = self.kind.children
+        own = {children.name_label: self.order["metadata"]["name"],
+               children.namespace_label: self.order["metadata"].get("namespace", ""),
+               children.cluster_label: self.request.cluster}
+        if children.name_label not in labels or any(labels.get(k, v) != v for k, v in own.items()):
+            return obj
+        if all(labels.get(k) == v for k, v in self.stamp.items()):
+            return obj
+        return {**obj, "metadata": {**meta, "labels": {**labels, **self.stamp}}}
+
     def is_child(self, obj: Obj) -> bool:
         """The order's child: all three ownership labels match AND the name carries the prefix."""
         meta = obj.get("metadata") or {}
@@ -222,14 +249,14 @@ class PassContext:
             if spec.verb == "get":
                 assert name is not None
                 try:
-                    carries = self.ownership_labels() if spec.labelled else ()
+                    carries = (*self.ownership_labels(), *self.stamp) if spec.labelled else ()
                     return remember_secrets(cluster.get(api_version, kind, namespace or None, name, live=spec.live,
                                                         carries=carries))
                 except NotFound:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
             if not labels and spec.children_only:
-                labels = dict(self.scope["childLabels"])
+                labels = self.children_selector()
             try:
                 items = remember_secrets(
                     cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items)

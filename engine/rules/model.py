@@ -377,6 +377,24 @@ class CompiledKind:
         return tuple((api_version, kind, self.children.name_label)
                      for api_version, kind in self.children.cache_only_labelled)
 
+    @property
+    def listed_beyond_children(self) -> tuple[tuple[str, str], ...] | None:
+        """(apiVersion, kind) of every input that lists objects beyond the order's children (other orders' too);
+        None when one names its kind by a template (any kind)."""
+        found: list[tuple[str, str]] = []
+        for spec in self.inputs.values():
+            if spec.verb != "list" or spec.children_only:
+                continue
+            if not spec.api_version.is_constant or not spec.kind.is_constant:
+                return None
+            found.append((spec.api_version.source, spec.kind.source))
+        return tuple(found)
+
+    @property
+    def ownership_labels(self) -> tuple[str, str, str]:
+        """The name, namespace and cluster label keys of the order's children."""
+        return (self.children.name_label, self.children.namespace_label, self.children.cluster_label)
+
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
         """The order's keys in the fan-out index (e.g. the objects it references): a key or a list of keys;
         ``cluster`` is the order's cluster ("" the management cluster), so a rule may index some clusters only."""

@@ -101,6 +101,44 @@ def label_scopes(catalog: Catalog) -> dict[tuple[str, str], tuple[str, ...]]:
             keys.setdefault((api_version, kind), set()).add(label)
     return {scoped: tuple(sorted(labels)) for scoped, labels in keys.items()}
 
+CHILD_MAPPINGS = frozenset({"labels", "owner"})
+"""Watches whose objects the engine writes for one order (its children by their labels, what it controls)."""
+
+
+def shard_scoped_kinds(catalog: Catalog) -> dict[tuple[str, str], frozenset[str]]:
+    """(apiVersion, kind) -> the order kinds whose objects of it a shard member caches by its stamp (decision 0032).
+
+    A kind qualifies when every watch of it, of every order kind, maps its objects to the one order they belong to
+    by its labels (children the engine writes, and stamps, for that order; also by owner reference when the kind is
+    cached by the name label anyway, so what the order controls carries it), it is no order kind, and no input
+    lists it beyond an order's children (a read across orders needs every object: that kind is cached whole)."""
+    orders = {(kind.api_version, kind.kind) for kind in catalog.values()}
+    mappings: dict[tuple[str, str], set[str]] = {}
+    owners: dict[tuple[str, str], set[str]] = {}
+    listed: set[tuple[str, str]] = set()
+    for order_kind in catalog.values():
+        beyond = getattr(order_kind, "listed_beyond_children", ())
+        if beyond is None:
+            return {}  # an input lists a kind named by a template: any kind may be read across orders
+        listed.update(beyond)
+        for watch in order_kind.watches:
+            key = (watch.api_version, watch.kind)
+            mappings.setdefault(key, set()).add(str(getattr(watch, "mapping", "")))
+            owners.setdefault(key, set()).add(order_kind.key)
+    scoped = label_scopes(catalog)
+    return {key: frozenset(owners[key]) for key, found in mappings.items()
+            if (found <= {"labels"} or (found <= CHILD_MAPPINGS and key in scoped))
+            and key not in orders and key not in listed}
+
+
+def shard_scopes(catalog: Catalog, selector: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The cache scopes of the shard-scoped kinds for a member's ``selector``: each label-scoped kind's keys with the
+    selector added (``key,shard=member``), the others by the selector alone."""
+    keys = label_scopes(catalog)
+    return {scoped: tuple(f"{key},{selector}" for key in keys.get(scoped, ())) or (selector,)
+            for scoped in shard_scoped_kinds(catalog)}
+
+
 K_contra = TypeVar("K_contra", bound=OrderKind, contravariant=True)
 
 

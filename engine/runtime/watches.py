@@ -45,7 +45,7 @@ from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.runtime.echoes import Echoes
-from engine.runtime.kinds import Catalog, Index, Log, OrderKind, Watch, label_scopes
+from engine.runtime.kinds import Catalog, Index, LabelScopes, Log, OrderKind, Watch, label_scopes, shard_scopes
 from engine.runtime.queue import WorkQueue
 
 Key = tuple[str, str]
@@ -482,14 +482,22 @@ class Sources:
                     continue
                 kinds.setdefault((watch.api_version, watch.kind), ([], []))[0].append(watch)
         plan: dict[InformerKey, Feeds] = {}
+        scopes = self._scopes()
         for (api_version, kind), (watches, indexes) in kinds.items():
-            labels = self._label_scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
+            labels = scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
             for namespace in namespaces or (None,):
                 for label in labels:
                     plan[(name, api_version, kind, namespace, label)] = (watches, indexes)
                 if indexes and self.order_selector is not None:  # the leader's view of every order, keys only
                     plan[(name, api_version, kind, namespace, KEYS_ONLY)] = ([], [])
         return plan
+
+    def _scopes(self) -> LabelScopes:
+        """The label scopes kinds are watched by: the rules' (decision 14) and, for a shard member, its selector on
+        the kinds of the objects it stamps (``kinds.shard_scopes``, decision 0032)."""
+        if self.order_selector is None:
+            return self._label_scopes
+        return {**self._label_scopes, **shard_scopes(self._catalog, self.order_selector)}
 
     def keys_of(self, cluster: str, api_version: str, kind: str) -> list[Obj] | None:
         """Every order of a kind on a cluster as its keys-only informers hold them (a shard member's: ``keys``);

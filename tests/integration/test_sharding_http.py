@@ -122,6 +122,39 @@ def managed_users(world: World, name: str, cluster: str) -> int:
     return len([u for u in users if not u["metadata"]["name"].endswith("-probe")])
 
 
+NAME_LABEL = "c5c3.io/keystoneuser-name"
+CHILD_KINDS = (("v1", "Secret"), ("external-secrets.io/v1alpha1", "PushSecret"))
+"""Kinds of the orders' children a member caches by its shard label (neither is listed across orders)."""
+
+
+def children(world: World, owner_of: dict[tuple[str, str], str]) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """(apiVersion, namespace, name) of every child of the test's orders on the management cluster -> (its shard
+    label, the member owning its order)."""
+    found = {}
+    for api_version, kind in CHILD_KINDS:
+        for item in world.management.list(api_version, kind, labels=NAME_LABEL).items:
+            labels = item["metadata"].get("labels") or {}
+            key = (labels.get("c5c3.io/keystoneuser-cluster", ""), labels[NAME_LABEL])
+            if key in owner_of:
+                found[(kind, item["metadata"]["namespace"], item["metadata"]["name"])] = (labels.get(SHARD, ""),
+                                                                                         owner_of[key])
+    return found
+
+
+def check_children_cached_by_member(world: World, edge: Target, replicas: dict[str, OperatorProcess]) -> None:
+    """Every child carries its order's member's label, and each member's caches hold its own children only."""
+    owner_of = owners(world, edge)
+    found = children(world, owner_of)
+    assert found and all(shard == member for shard, member in found.values()), found
+    for member, process in replicas.items():
+        if process.process.poll() is not None:
+            continue
+        for api_version, kind in CHILD_KINDS:
+            mine = world.management.list(api_version, kind, labels=f"{NAME_LABEL},{SHARD}={member}").items
+            held = process.metric(f'c5c3_operator_cached_objects{{cluster="",kind="{kind}"}}') or 0.0
+            assert held == float(len(mine)), (member, kind, held, len(mine))
+
+
 def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         world: World, edge: Target, replicas: dict[str, OperatorProcess]) -> None:
     for name in MANAGEMENT_ORDERS:
@@ -143,6 +176,8 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         for cluster, count in held.items():
             assert process.metric(f'c5c3_operator_cached_objects{{cluster="{cluster}",kind="KeystoneUser"}}') \
                 == float(count), (member, cluster, count)
+
+    check_children_cached_by_member(world, edge, replicas)
 
     # The leader's /metrics: live members, orders per member, moves.
     leader = next(p for p in replicas.values() if p.leads())
@@ -175,6 +210,7 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
     assert (leader.metric('c5c3_operator_shard_moves_total{how="moved"}') or 0) >= len(moved)
     wait_for(lambda: all_ready(world, edge), timeout=PATIENCE, message="every order Ready after the moves")
     time.sleep(1.0)
+    check_children_cached_by_member(world, edge, replicas)
 
     for member, process in replicas.items():
         if member != victim:

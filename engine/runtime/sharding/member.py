@@ -21,18 +21,20 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from engine.clock import Clock
-from engine.cluster.api import ApiError, NotFound, Obj
+from engine.cluster.api import ApiError, Cluster, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
+from engine.reconcile.stamp import stamping
 from engine.runtime.controller import Admission
-from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
+from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass, shard_scoped_kinds
 from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
 from engine.runtime.sharding.fence import Check, Fenced, FencedClusters
 from engine.runtime.sharding.labels import (
     FIELD_MANAGER,
     SHARD_LABEL,
     draining,
+    labels_of,
     owner_of,
     relabelled,
     resource_version,
@@ -75,6 +77,10 @@ class ShardMember:
         self._leaving = False
         self._released: dict[Request, int | None] = {}
         """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
+        self._children = shard_scoped_kinds(catalog)
+        """The kinds of the objects it stamps and caches by its label -> the order kinds they belong to."""
+        self._adopted: set[Request] = set()
+        """Orders whose children carry this member's label (stamped before its first pass of them)."""
         self.elector = LeaderElector(clusters.management, settings, clock=clock,
                                      on_started_leading=self._joined, on_stopped_leading=self._stopped, log=self._log,
                                      role=f"shard member {self.name}")
@@ -103,6 +109,8 @@ class ShardMember:
             order = cluster.get(kind.api_version, kind.kind, request.namespace or None, request.name,
                                 carries=(SHARD_LABEL,))
         except (NotFound, ClusterNotFound):
+            with self._lock:
+                self._adopted.discard(request)
             return "skip"
         except ApiError as exc:
             self._log.warning("%s: could not read the order to check its shard: %s", request, exc,
@@ -111,12 +119,71 @@ class ShardMember:
         if owner_of(order) != self.name:
             with self._lock:
                 self._released.pop(request, None)  # the cache is past the hand-back: a later label is new
+                self._adopted.discard(request)
             return "skip"
         if self._handed_back(request, order):
             return "skip"
         if draining(order):
             return self._acknowledge(request, order)
+        with self._lock:
+            adopted = request in self._adopted
+        return "run" if adopted else self._adopt(request, kind)
+
+    def _adopt(self, request: Request, kind: OrderKind) -> Admission:
+        """Before this member's first pass of an order, label its children for this member: those of the kinds it
+        caches by its label that another member stamped (a move) or none did (written before ``--sharded``). So its
+        caches hold every child of the order before a pass reads them: none is created twice, none left behind.
+
+        Listed from the API server on every cluster by the order's name and namespace labels (the cluster label,
+        when a child has one, must be the order's; one without it must be on the order's cluster). A cluster that
+        cannot be read holds the order back when it is the management or the order's cluster (``retry``)."""
+        labels = getattr(kind, "ownership_labels", None)
+        kinds = sorted(child for child, owners in self._children.items() if kind.key in owners)
+        if labels is None or not kinds:
+            with self._lock:
+                self._adopted.add(request)
+            return "run"
+        name_label, namespace_label, cluster_label = labels
+        selector = f"{name_label}={request.name},{namespace_label}={request.namespace}"
+        taken = 0
+        for cluster_name, cluster in self._clusters:
+            try:
+                for api_version, child_kind in kinds:
+                    if not cluster.serves(api_version, child_kind):
+                        continue
+                    for child in cluster.list(api_version, child_kind, labels=selector, live=True).items:
+                        taken += self._take(cluster_name, cluster, request, child, cluster_label)
+            except ApiError as exc:
+                if cluster_name in ("", request.cluster):
+                    self._log.info("%s: could not label its children for this member yet: %s", request, exc,
+                                   extra={"request": str(request)})
+                    return "retry"
+                self._log.warning("%s: could not label its children on cluster %r for this member: %s", request,
+                                  cluster_name, exc, extra={"request": str(request)})
+        with self._lock:
+            self._adopted.add(request)
+        if taken:
+            self._log.info("%s: labelled %d child object(s) for member %s", request, taken, self.name,
+                           extra={"request": str(request)})
         return "run"
+
+    def _take(self, cluster_name: str, cluster: Cluster, request: Request, child: Obj, cluster_label: str) -> int:
+        """Label one listed object for this member when it is the order's and not labelled so (a conditional
+        merge patch); 1 when written."""
+        found = labels_of(child)
+        where = found.get(cluster_label)
+        if (where is None and cluster_name != request.cluster) or (where is not None and where != request.cluster):
+            return 0  # a same-named order's of another cluster
+        if found.get(SHARD_LABEL) == self.name:
+            return 0
+        if not self.holds():
+            raise Fenced(f"member {self.name}'s shard tenure has lapsed: no write is sent any more")
+        meta = child.get("metadata") or {}
+        cluster.patch(str(child.get("apiVersion")), str(child.get("kind")), meta.get("namespace") or None,
+                      str(meta.get("name")), {"metadata": {"resourceVersion": meta.get("resourceVersion"),
+                                                           "labels": {SHARD_LABEL: self.name}}},
+                      field_manager=FIELD_MANAGER)
+        return 1
 
     def _handed_back(self, request: Request, order: Obj) -> bool:
         """Whether the cache still shows a state at or before this member's hand-back of the order."""
@@ -142,6 +209,7 @@ class ShardMember:
             return "retry"
         with self._lock:
             self._released[request] = resource_version(written)
+            self._adopted.discard(request)
         self._log.info("%s: drained, handed back to the leader for another member", request,
                        extra={"request": str(request)})
         if self._metrics is not None:
@@ -199,7 +267,8 @@ class ShardMember:
             extra = {"request": str(request)}
             records.debug("pass started at %.6f by %s", time.time(), self.name, extra=extra)
             try:
-                return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
+                with stamping({SHARD_LABEL: self.name}):  # what the pass writes for its order carries our label
+                    return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
             finally:
                 records.debug("pass ended at %.6f by %s", time.time(), self.name, extra=extra)
 

@@ -1,0 +1,126 @@
+"""A shard member's children: stamped with its label as passes write them, taken over (relabelled) before its
+first pass of a moved order, and the only ones its watches and caches select (decision 0032)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.registry import ClusterSet
+from engine.metrics import Metrics
+from engine.outcome import Request
+from engine.reconcile.run import run_pass
+from engine.reconcile.stamp import stamping
+from engine.rules.catalog import load_catalog
+from engine.runtime.kinds import shard_scoped_kinds, shard_scopes
+from engine.runtime.leader import LeaseSettings
+from engine.runtime.manager import Manager
+from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL
+from engine.runtime.sharding.member import ShardMember
+from engine.testing.clock import SimulatedClock
+from tests.conftest import WIDGET
+
+NS = "c5c3-system"
+WIDGET_KIND = "example.io/v1/Widget"
+CHILD = {"example.io/name": "w", "example.io/namespace": "ns", "example.io/cluster": ""}
+
+
+class World:
+    def __init__(self, rules: Path) -> None:
+        self.clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        self.cluster = MemoryCluster("", clock=self.clock, permissive=True)
+        self.edge = MemoryCluster("edge", clock=self.clock, permissive=True)
+        self.catalog = load_catalog(rules)
+        self.kind = self.catalog[WIDGET_KIND]
+        self.request = Request(WIDGET_KIND, "", "ns", "w")
+
+    def clusters(self) -> ClusterSet:
+        found = ClusterSet(self.cluster)
+        found.engage("edge", self.edge)
+        return found
+
+    def order(self, owner: str) -> None:
+        self.cluster.create({"apiVersion": "example.io/v1", "kind": "Widget",
+                             "metadata": {"name": "w", "namespace": "ns", "labels": {SHARD_LABEL: owner}},
+                             "spec": {"size": 2}})
+
+    def member(self, name: str) -> ShardMember:
+        settings = LeaseSettings(NS, name, name, lease_duration=15, renew_deadline=10, retry_period=2,
+                                 labels=((MEMBER_LABEL, "true"),))
+        member = ShardMember(self.clusters(), self.catalog, settings, clock=self.clock)
+        member.elector.step()
+        return member
+
+    def run(self, member: str | None) -> None:
+        if member is None:
+            run_pass(self.kind, self.request, clusters=self.clusters(), clock=self.clock)
+            return
+        with stamping({SHARD_LABEL: member}):
+            run_pass(self.kind, self.request, clusters=self.clusters(), clock=self.clock)
+
+    def parts(self, cluster: MemoryCluster | None = None) -> dict[str, str | None]:
+        """ConfigMap name -> its shard label."""
+        return {item["metadata"]["name"]: (item["metadata"].get("labels") or {}).get(SHARD_LABEL)
+                for item in (cluster or self.cluster).list("v1", "ConfigMap").items}
+
+
+def test_the_children_kinds_a_member_selects(rules_dir: Callable[..., Path]) -> None:
+    """The kind the rules write children of (watched by their labels, listed by no one across orders) is cached by
+    the member's label; the order kind itself is not among them."""
+    world = World(rules_dir(WIDGET))
+    assert shard_scoped_kinds(world.catalog) == {("v1", "ConfigMap"): frozenset({WIDGET_KIND})}
+    assert shard_scopes(world.catalog, f"{SHARD_LABEL}=a") == {("v1", "ConfigMap"): (f"{SHARD_LABEL}=a",)}
+    listed = rules_dir(WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
+                                                "values:\n"))
+    assert shard_scoped_kinds(load_catalog(listed)) == {}  # read across orders: cached whole
+
+
+def test_a_members_passes_stamp_what_they_write_for_the_order(rules_dir: Callable[..., Path]) -> None:
+    """Under a stamp the child carries the member's label; without one (scenarios, an unsharded run) it does not."""
+    world = World(rules_dir(WIDGET))
+    world.order("a")
+    world.run(None)
+    assert world.parts() == {"w-part": None}
+    world.run("a")
+    assert world.parts() == {"w-part": "a"}
+
+
+def test_a_moved_order_has_its_children_relabelled_before_the_first_pass(rules_dir: Callable[..., Path]) -> None:
+    """The new member labels the order's children for itself before its first pass (the previous member's label,
+    or none), leaves a same-named order's children of another cluster alone, and its pass then finds the child
+    (nothing created twice); later admissions write nothing."""
+    world = World(rules_dir(WIDGET))
+    world.order("b")
+    world.run("a")  # written by the previous member
+    world.cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "w-part", "namespace": "edge-ns",
+                                       "labels": {**CHILD, "example.io/cluster": "edge", SHARD_LABEL: "c"}}})
+    b = world.member("b")
+    assert b.admit(world.request) == "run"
+    assert world.parts() == {"w-part": "b"}
+    assert world.cluster.get("v1", "ConfigMap", "edge-ns", "w-part")["metadata"]["labels"][SHARD_LABEL] == "c"
+    version = world.cluster.get("v1", "ConfigMap", "ns", "w-part")["metadata"]["resourceVersion"]
+    assert b.admit(world.request) == "run"
+    world.run("b")
+    assert len(world.cluster.list("v1", "ConfigMap", "ns").items) == 1
+    assert world.cluster.get("v1", "ConfigMap", "ns", "w-part")["metadata"]["resourceVersion"] == version
+
+
+def test_a_members_child_watch_holds_only_its_childrens(rules_dir: Callable[..., Path]) -> None:
+    """A member's runtime watches of the children's kind select by its label: another member's children are not
+    held, and they wake none of its orders."""
+    world = World(rules_dir(WIDGET))
+    for name, owner in (("mine", "a"), ("theirs", "b")):
+        world.cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": f"{name}-part", "namespace": "ns",
+                                           "labels": {**CHILD, "example.io/name": name, SHARD_LABEL: owner}}})
+    manager: Manager[object] = Manager(world.catalog, ClusterSet(world.cluster), clock=world.clock,  # type: ignore[arg-type]
+                                       metrics=Metrics(CollectorRegistry()), order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    [children] = [i for i in manager.sources.informers() if i.kind == "ConfigMap"]
+    assert children.label == f"{SHARD_LABEL}=a"
+    assert sorted(name for _, name in children.cached()) == ["mine-part"]
