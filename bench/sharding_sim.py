@@ -9,7 +9,7 @@ For each replica count it reports, per replica: the orders its order watch holds
 KiB), the passes it runs when every order changes once (its share of the work: throughput scales
 with the replicas as far as the passes are the cost), and the orders that move when one more
 member joins and when one leaves. The client's read cache of orders and the children's caches are
-not scoped by the shard (decision 0027): their memory does not fall with the replicas.
+scoped by the shard too (decision 0032); ``sharding_memory.py`` measures real processes.
 """
 
 from __future__ import annotations
