@@ -22,7 +22,7 @@ from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.reconcile.conditions import ConditionMarker
-from engine.reconcile.stamp import CHILD_STAMP
+from engine.reconcile.stamp import CHILD_STAMP, STAMPED_KINDS
 from engine.rules.model import ClusterScope, CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
@@ -102,6 +102,7 @@ class PassContext:
         self._resolving: list[str] = []
         self.stamp: Mapping[str, str] = CHILD_STAMP.get()
         """Labels every object written for the order carries (a shard member's; none elsewhere)."""
+        self.stamped_kinds = STAMPED_KINDS.get()
         base = {
             "order": order, "cluster": request.cluster, "now": format_time(self.now),
             "status": self.before_status, "conditions": {}, "steps": {},
@@ -204,10 +205,12 @@ class PassContext:
         children = self.kind.children
         return (children.name_label, children.namespace_label, children.cluster_label)
 
-    def children_selector(self) -> dict[str, str]:
-        """The labels a list of the order's children selects by: the ownership labels, and the stamp (every child
-        carries it once the order's member has stamped them; a member's caches hold those only)."""
-        return {**self.scope["childLabels"], **self.stamp}
+    def children_selector(self, api_version: str, kind: str) -> dict[str, str]:
+        """The labels a list of the order's children of a kind selects by: the ownership labels, and the stamp for
+        the kinds whose children all carry it (``STAMPED_KINDS``: a member's caches of those hold only its own)."""
+        if (api_version, kind) in self.stamped_kinds:
+            return {**self.scope["childLabels"], **self.stamp}
+        return dict(self.scope["childLabels"])
 
     def stamped(self, obj: Obj) -> Obj:
         """``obj`` with the stamp's labels when it is the order's own (it carries the order's name label, and its
@@ -256,7 +259,7 @@ class PassContext:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
             if not labels and spec.children_only:
-                labels = self.children_selector()
+                labels = self.children_selector(api_version, kind)
             try:
                 items = remember_secrets(
                     cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items)

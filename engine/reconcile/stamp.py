@@ -18,12 +18,21 @@ CHILD_STAMP: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
     "child_stamp", default=MappingProxyType({}))
 """The labels every object a pass writes for its order carries (set by the runtime around the pass)."""
 
+STAMPED_KINDS: contextvars.ContextVar[frozenset[tuple[str, str]]] = contextvars.ContextVar(
+    "stamped_kinds", default=frozenset())
+"""(apiVersion, kind) whose children of the order all carry the stamp before a pass (the runtime relabels them
+first): a list of the order's children of those kinds selects by the stamp too; of other kinds it does not (a
+child another member stamped may still carry its label)."""
+
 
 @contextmanager
-def stamping(labels: Mapping[str, str]) -> Iterator[None]:
-    """Passes run inside the block stamp ``labels`` on the objects they write for their order."""
+def stamping(labels: Mapping[str, str], kinds: frozenset[tuple[str, str]] = frozenset()) -> Iterator[None]:
+    """Passes run inside the block stamp ``labels`` on the objects they write for their order; ``kinds``: those
+    whose children carry the stamp already (``STAMPED_KINDS``)."""
     token = CHILD_STAMP.set(MappingProxyType(dict(labels)))
+    kinds_token = STAMPED_KINDS.set(kinds)
     try:
         yield
     finally:
+        STAMPED_KINDS.reset(kinds_token)
         CHILD_STAMP.reset(token)

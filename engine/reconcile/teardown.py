@@ -142,7 +142,7 @@ def select(ctx: PassContext, action: TeardownAction) -> list[Obj]:
             except NotFound:
                 return []
         else:
-            labels = ctx.children_selector() if action.children else None
+            labels = ctx.children_selector(action.api_version, action.kind) if action.children else None
             try:
                 found = remember_secrets(
                     cluster.list(action.api_version, action.kind, namespace or None, labels=labels).items)

@@ -4,6 +4,7 @@ first pass of a moved order, and the only ones its watches and caches select (de
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -124,3 +125,23 @@ def test_a_members_child_watch_holds_only_its_childrens(rules_dir: Callable[...,
     [children] = [i for i in manager.sources.informers() if i.kind == "ConfigMap"]
     assert children.label == f"{SHARD_LABEL}=a"
     assert sorted(name for _, name in children.cached()) == ["mine-part"]
+
+
+def test_a_kind_cached_whole_finds_the_previous_members_children_at_teardown(rules_dir: Callable[..., Path]) -> None:
+    """Children of a kind the member does not cache by its label (read across orders) are not relabelled on a
+    move: the new member's lists of them select by the ownership labels alone, so its teardown still deletes the
+    ones the previous member stamped (none is left behind)."""
+    listed = WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\nvalues:\n")
+    world = World(rules_dir(listed.swap("steps:\n", "gates:\n  - finalizer: true\n    requeue: 1s\nsteps:\n")))
+    world.order("b")
+    world.run("a")
+    world.run("a")
+    assert world.parts() == {"w-part": "a"}
+    assert world.cluster.get("example.io/v1", "Widget", "ns", "w")["metadata"]["finalizers"]
+    world.cluster.delete("example.io/v1", "Widget", "ns", "w")
+    b = world.member("b")
+    assert b.admit(world.request) == "run"
+    assert world.parts() == {"w-part": "a"}  # not relabelled: the kind is cached whole
+    b.recorded(run_pass)(world.kind, world.request, clusters=world.clusters(), clock=world.clock,
+                         log=logging.getLogger("test"))
+    assert world.parts() == {}

@@ -79,6 +79,8 @@ class ShardMember:
         """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
         self._children = shard_scoped_kinds(catalog)
         """The kinds of the objects it stamps and caches by its label -> the order kinds they belong to."""
+        self._stamped_kinds = frozenset(self._children)
+        """The kinds whose children of an order carry this member's label before its passes (``_adopt``)."""
         self._adopted: set[Request] = set()
         """Orders whose children carry this member's label (stamped before its first pass of them)."""
         self.elector = LeaderElector(clusters.management, settings, clock=clock,
@@ -267,7 +269,7 @@ class ShardMember:
             extra = {"request": str(request)}
             records.debug("pass started at %.6f by %s", time.time(), self.name, extra=extra)
             try:
-                with stamping({SHARD_LABEL: self.name}):  # what the pass writes for its order carries our label
+                with stamping({SHARD_LABEL: self.name}, self._stamped_kinds):  # what it writes carries our label
                     return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
             finally:
                 records.debug("pass ended at %.6f by %s", time.time(), self.name, extra=extra)
