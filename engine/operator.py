@@ -234,6 +234,8 @@ class Operator:
         )
         if self.assigner is not None:
             self.assigner.orders = self.manager.sources.keys_of  # the leader places orders from keys, not objects
+        if self.member is not None:
+            self.member.namespaces_of = self.manager.watched_namespaces  # a registration's namespaces only
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
         self.registry.register(CacheCollector(self.metrics.prefix, self.cached_keys))
         self.reloader = RuleReloader(folder, self.replace_rules, loaded=loaded, metrics=self.metrics,

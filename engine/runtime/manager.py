@@ -194,6 +194,10 @@ class Manager(Generic[K]):
 
     # -- clusters ---------------------------------------------------------------
 
+    def watched_namespaces(self, cluster: str) -> tuple[str, ...] | None:
+        """The namespaces watched on an engaged cluster (its registration's); None: every namespace."""
+        return self._namespaces.get(cluster)
+
     def engage(self, name: str, cluster: Cluster, *, namespaces: Sequence[str] | None = None) -> None:
         """Add (or replace) a target cluster: build its sources, list it and queue its orders.
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from engine.cluster.api import Forbidden, ObjectList
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
@@ -145,3 +146,35 @@ def test_a_kind_cached_whole_finds_the_previous_members_children_at_teardown(rul
     b.recorded(run_pass)(world.kind, world.request, clusters=world.clusters(), clock=world.clock,
                          log=logging.getLogger("test"))
     assert world.parts() == {}
+
+
+class NamespacedRights:
+    """A cluster where the operator may list only in some namespaces (a registration's): a list across every
+    namespace is Forbidden, as the API server answers a Role-only service account."""
+
+    def __init__(self, inner: MemoryCluster) -> None:
+        self._inner = inner
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **kwargs: object) -> ObjectList:
+        if namespace is None:
+            raise Forbidden(f"{kind} is forbidden: cannot list at the cluster scope")
+        return self._inner.list(api_version, kind, namespace, **kwargs)  # type: ignore[arg-type]
+
+    def __getattr__(self, attr: str) -> object:
+        return getattr(self._inner, attr)
+
+
+def test_the_take_over_lists_only_the_namespaces_a_cluster_is_watched_in(rules_dir: Callable[..., Path]) -> None:
+    """Where a cluster is watched in some namespaces only, the new member lists the children there, namespace by
+    namespace (a list across every namespace may be forbidden), and still takes them over."""
+    world = World(rules_dir(WIDGET))
+    world.order("b")
+    world.run("a")
+    b = world.member("b")
+    restricted = ClusterSet(NamespacedRights(world.cluster))  # type: ignore[arg-type]
+    restricted.engage("edge", world.edge)
+    b._clusters = restricted
+    assert b.admit(world.request) == "retry"  # every namespace: forbidden
+    b.namespaces_of = lambda cluster: ("ns",) if cluster == "" else None
+    assert b.admit(world.request) == "run"
+    assert world.parts() == {"w-part": "b"}

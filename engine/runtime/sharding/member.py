@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from engine.clock import Clock
@@ -79,6 +79,8 @@ class ShardMember:
         """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
         self._children = shard_scoped_kinds(catalog)
         """The kinds of the objects it stamps and caches by its label -> the order kinds they belong to."""
+        self.namespaces_of: Callable[[str], Sequence[str] | None] = lambda cluster: None
+        """The namespaces a cluster is watched in (a registration's; None: all): where children are listed."""
         self._stamped_kinds = frozenset(self._children)
         """The kinds whose children of an order carry this member's label before its passes (``_adopt``)."""
         self._adopted: set[Request] = set()
@@ -153,8 +155,10 @@ class ShardMember:
                 for api_version, child_kind in kinds:
                     if not cluster.serves(api_version, child_kind):
                         continue
-                    for child in cluster.list(api_version, child_kind, labels=selector, live=True).items:
-                        taken += self._take(cluster_name, cluster, request, child, cluster_label)
+                    for namespace in self.namespaces_of(cluster_name) or (None,):
+                        for child in cluster.list(api_version, child_kind, namespace, labels=selector,
+                                                  live=True).items:
+                            taken += self._take(cluster_name, cluster, request, child, cluster_label)
             except ApiError as exc:
                 if cluster_name in ("", request.cluster):
                     self._log.info("%s: could not label its children for this member yet: %s", request, exc,
