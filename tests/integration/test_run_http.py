@@ -240,8 +240,19 @@ def test_two_orders_naming_one_keystone_user_one_holds_it_the_other_waits(
         named = "is held by KeystoneUser" in verdict.get("message", "")
         return (holders[0], other) if verdict.get("reason") == "ServiceAccountCollision" and named else None
 
-    holder, other = wait_for(settled, message="one order Ready, the other refused with ServiceAccountCollision "
-                                              "naming it")
+    def conditions() -> str:
+        """Both orders' conditions (reasons and messages carry no secret), for a failure to show where each stood."""
+        return "; ".join(f"{name}: " + ", ".join(
+            f"{c['type']}={c['status']}/{c.get('reason')}: {c.get('message', '')}"
+            for c in (status_of(cluster, name).get("conditions") or ())) for name, cluster in orders.items())
+
+    def status_of(cluster: Any, name: str) -> dict[str, Any]:
+        return (get(cluster, API, "KeystoneUser", TENANT, name) or {}).get("status") or {}
+
+    try:  # the refused order names the holder at a pass after its 10 s requeue: two rounds, with room for load
+        holder, other = wait_for(settled, timeout=60)
+    except pytest.fail.Exception:
+        pytest.fail(f"one order Ready, the other refused with ServiceAccountCollision naming it; {conditions()}")
     refused = get(orders[other], API, "KeystoneUser", TENANT, other) or {}
     message = next(c["message"] for c in refused["status"]["conditions"] if c["type"] == "UserReady")
     where = "the management cluster" if holder == "shared-a" else 'target cluster "edge-1"'
