@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -15,7 +16,7 @@ from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.store import Expectation, Store
 from engine.cluster.kube.wire import ResumingStream, WatchStream
 from engine.cluster.retry import Backoff, WarningLimiter
-from engine.cluster.selectors import parse_fields, parse_labels
+from engine.cluster.selectors import Selector, parse_fields, parse_labels
 
 LOG = logging.getLogger(__name__)
 
@@ -105,6 +106,43 @@ class TestStore:
         assert select(store) == ["one/z", "two/a", "two/b"]
         assert select(store, namespace="two") == ["two/a", "two/b"]
         assert select(store, fields="metadata.name!=a") == ["one/z", "two/b"]
+
+    def test_a_select_walks_only_its_namespace(self) -> None:
+        """Listing a small namespace of a crowded store walks (and sorts) that namespace's keys only (issue 11:
+        a pass's lists cost what they answer, not what the cache holds): a walk of all 5000 keys allocates
+        their sorted list, ~40 KiB."""
+        store = Store()
+        store.replace([obj(f"o{i}", i, "crowd") for i in range(5000)] + [obj("mine", 5001, "small")], "5001")
+        assert peak_bytes(lambda: select(store, namespace="small")) == (["small/mine"], True)
+        assert peak_bytes(lambda: select(store, "app!=x", namespace="small")) == (["small/mine"], True)
+
+    def test_a_select_by_a_rare_label_copies_no_crowded_label_set(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """An order's children, selected by its name label beside labels every child carries: one candidate
+        examined and no copy of the crowded labels' index sets made (one would allocate ~100 KiB)."""
+        store = Store()
+        store.replace([obj(f"o{i}", i, "ns", owner=f"o{i}", role="child", cluster="") for i in range(2000)], "2000")
+        examined: list[Obj] = []
+        original = Selector.matches_object
+
+        def matches_object(self: Selector, o: Obj) -> bool:
+            examined.append(o)
+            return original(self, o)
+
+        monkeypatch.setattr(Selector, "matches_object", matches_object)
+        assert peak_bytes(lambda: select(store, "role=child,cluster=,owner in (o7)", namespace="ns")) == (
+            ["ns/o7"], True)
+        assert len(examined) == 1
+
+
+def peak_bytes(call: Callable[[], list[str]], limit: int = 16 * 1024) -> tuple[list[str], bool]:
+    """What ``call`` answers, and whether it allocated at most ``limit`` bytes at its peak (work, not time)."""
+    tracemalloc.start()
+    try:
+        answer = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return answer, peak <= limit
 
 
 class TestExpectations:
