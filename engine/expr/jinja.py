@@ -35,6 +35,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from engine.expr import rendered_yaml
 from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
 from engine.expr.suggest import did_you_mean
@@ -423,6 +424,10 @@ class ObjectTemplate:
     def render(self, context: Mapping[str, Any]) -> Any:
         """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""
         text = self.render_text(context)
+        try:
+            return rendered_yaml.parse(text)
+        except rendered_yaml.NotPlain:
+            pass
         parsed = _PARSED.get(text)
         if parsed is not None:
             return _copy_json(parsed)

@@ -1,0 +1,175 @@
+"""A rendered child template read without a YAML parser, when it is the plain subset templates write.
+
+A child template renders block YAML whose values are JSON (``name: {{ x | tojson }}``, the
+convention ``engine.expr.jinja`` documents) or plain words (``kind: Secret``). PyYAML takes ~3 ms
+for such a 20-line document (its constructor is Python even over libyaml), more than the rest of a
+converged pass; a cache of parsed texts hides it only while every order's texts fit in it, so at
+10,000 orders each pass would parse again (issue 11 item 4). This reads that subset line by line
+(JSON values through ``json.loads``) and gives up on anything else: ``parse`` raises ``NotPlain``
+and the caller parses with PyYAML, which stays the authority. Whatever is read here is what
+PyYAML's safe loader reads from the same text (a test compares both on generated documents):
+
+- printable ASCII text only (YAML refuses some other characters and reads some as line breaks);
+- block mappings of plain keys (letters, digits, ``_.-/``, not a YAML 1.1 boolean or null word);
+- block sequences (``- value``, ``- key: value`` opening a mapping), under a key more indented or at
+  its own indentation;
+- values: a JSON string, object or array (no float in it: ``1e-05`` is a string to YAML 1.1; no ``\\u``
+  escape), an
+  integer, a plain word, ``true``/``false``/``null`` and YAML 1.1's other spellings of them;
+- whole-line comments and blank lines; nothing else (no ``---``, block scalars, anchors, tags, flow
+  values that are not JSON, comments after a value, tabs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["NotPlain", "parse"]
+
+
+class NotPlain(Exception):
+    """The text leaves the subset read here: parse it with PyYAML."""
+
+
+_UNPRINTABLE = re.compile(r"[^\n\x20-\x7e]")
+"""Anything but printable ASCII and newlines (YAML refuses some, reads others as line breaks; tabs too)."""
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_BOOLS = {word: value for words, value in (("yes Yes YES true True TRUE on On ON", True),
+                                           ("no No NO false False FALSE off Off OFF", False))
+          for word in words.split()}
+_NULLS = frozenset({"null", "Null", "NULL", "~"})
+_SPECIAL_WORDS = frozenset(_BOOLS) | _NULLS | {"y", "Y", "n", "N"}
+"""Words a YAML 1.1 resolver may read as something other than a string (y and n included for safety)."""
+
+
+def parse(text: str) -> Any:
+    """The object ``text`` holds; NotPlain when it is not in the plain subset."""
+    if _UNPRINTABLE.search(text) is not None:
+        raise NotPlain
+    lines: list[tuple[int, str]] = []
+    for raw in text.split("\n"):
+        content = raw.rstrip(" ")
+        stripped = content.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        lines.append((len(content) - len(stripped), stripped))
+    if not lines or lines[0][0] != 0:
+        raise NotPlain
+    reader = _Reader(lines)
+    value = reader.block(0)
+    if reader.at != len(lines):
+        raise NotPlain
+    return value
+
+
+class _Reader:
+    def __init__(self, lines: list[tuple[int, str]]) -> None:
+        self.lines = lines
+        self.at = 0
+
+    def block(self, indent: int) -> Any:
+        """The mapping or sequence whose lines start at exactly ``indent``."""
+        if self.lines[self.at][1].startswith("- ") or self.lines[self.at][1] == "-":
+            return self.sequence(indent)
+        return self.mapping(indent, self.lines[self.at][1])
+
+    def mapping(self, indent: int, first: str) -> dict[str, Any]:
+        """A block mapping at ``indent``; ``first`` is its first line's text (after a ``- `` when in a list)."""
+        out: dict[str, Any] = {}
+        text = first
+        while True:
+            key, rest = _key_and_rest(text)
+            if key in out:
+                raise NotPlain
+            self.at += 1
+            out[key] = self.value_after_key(indent, rest)
+            if self.at == len(self.lines):
+                return out
+            next_indent, text = self.lines[self.at]
+            if next_indent < indent:
+                return out
+            if next_indent > indent or text.startswith("- ") or text == "-":
+                raise NotPlain
+
+    def value_after_key(self, indent: int, rest: str) -> Any:
+        if rest:
+            return _scalar(rest)
+        if self.at == len(self.lines):
+            return None
+        next_indent, text = self.lines[self.at]
+        if next_indent > indent:
+            return self.block(next_indent)
+        if next_indent == indent and (text.startswith("- ") or text == "-"):
+            return self.sequence(indent)
+        return None
+
+    def sequence(self, indent: int) -> list[Any]:
+        out: list[Any] = []
+        while True:
+            text = self.lines[self.at][1]
+            if not text.startswith("- "):
+                raise NotPlain
+            item = text[2:].lstrip(" ")
+            item_indent = indent + (len(text) - len(item))
+            if item.startswith(("- ", "#")) or item == "-":
+                raise NotPlain
+            if item[:1] in ('"', "{", "[") or _is_scalar_word(item):
+                self.at += 1
+                out.append(_scalar(item))
+            else:
+                out.append(self.mapping(item_indent, item))
+            if self.at == len(self.lines):
+                return out
+            next_indent, text = self.lines[self.at]
+            if next_indent < indent:
+                return out
+            if next_indent > indent or not text.startswith("- "):
+                if next_indent == indent:  # a key after a sequence at its key's indentation: the mapping goes on
+                    return out
+                raise NotPlain
+
+
+def _key_and_rest(text: str) -> tuple[str, str]:
+    """A mapping line's plain key and what follows ``key:`` (empty when a block follows)."""
+    match = _KEY.match(text)
+    if match is None:
+        raise NotPlain
+    key = match.group()
+    after = text[match.end():]
+    if key in _SPECIAL_WORDS or not (after == ":" or after.startswith(": ")):
+        raise NotPlain
+    return key, after[1:].lstrip(" ")
+
+
+def _is_scalar_word(text: str) -> bool:
+    """A sequence item that is one plain value (not ``key: ...``)."""
+    return _INT.fullmatch(text) is not None or (_WORD.fullmatch(text) is not None) or text in _NULLS
+
+
+def _scalar(text: str) -> Any:
+    if text[0] in ('"', "{", "["):
+        if "\\u" in text:  # a surrogate pair is one character to JSON, two to PyYAML
+            raise NotPlain
+        try:
+            value = json.loads(text, parse_float=_no_float, parse_constant=_no_float)
+        except ValueError:
+            raise NotPlain from None
+        return value
+    if _INT.fullmatch(text):
+        return int(text)
+    if text in _BOOLS:
+        return _BOOLS[text]
+    if text in _NULLS:
+        return None
+    if _WORD.fullmatch(text) and text not in _SPECIAL_WORDS:
+        return text
+    raise NotPlain
+
+
+def _no_float(text: str) -> Any:
+    """A JSON float (or NaN, Infinity): YAML 1.1 reads some of their spellings as strings; leave it to PyYAML."""
+    raise NotPlain
