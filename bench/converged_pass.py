@@ -70,7 +70,7 @@ def main() -> int:
         if not pending(sims):
             break
         react(sims)
-        manager.advance(dt.timedelta(seconds=1))
+        manager.advance(dt.timedelta(seconds=1), max_passes=100_000)
     ready = sum(
         any(c["type"] == "Ready" and c["status"] == "True" for c in o.get("status", {}).get("conditions", []))
         for o in memory.list("c5c3.io/v1alpha1", "KeystoneUser", namespace).items)

@@ -195,9 +195,18 @@ class Metrics:
     def api_request_observer(self, cluster: str) -> Callable[[str, str, float], None]:
         """What a cluster client calls after each request: counts it and observes its latency."""
 
+        # (verb, code) -> the counter's and the histogram's child: a labels() call per request takes a lock and
+        # builds a key (a few verbs and codes, so this stays small).
+        children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
         def observe(verb: str, code: str, seconds: float) -> None:
-            self.api_requests.labels(cluster=cluster, verb=verb, code=code).inc()
-            self.api_request_duration.labels(cluster=cluster, verb=verb, code=code).observe(max(seconds, 0.0))
+            pair = children.get((verb, code))
+            if pair is None:
+                pair = children.setdefault((verb, code), (
+                    self.api_requests.labels(cluster=cluster, verb=verb, code=code),
+                    self.api_request_duration.labels(cluster=cluster, verb=verb, code=code)))
+            pair[0].inc()
+            pair[1].observe(max(seconds, 0.0))
 
         return observe
 

@@ -155,7 +155,7 @@ def _scalar(text: str) -> Any:
         if "\\u" in text:  # a surrogate pair is one character to JSON, two to PyYAML
             raise NotPlain
         try:
-            value = json.loads(text, parse_float=_no_float, parse_constant=_no_float)
+            value = _JSON.decode(text)
         except ValueError:
             raise NotPlain from None
         return value
@@ -173,3 +173,6 @@ def _scalar(text: str) -> Any:
 def _no_float(text: str) -> Any:
     """A JSON float (or NaN, Infinity): YAML 1.1 reads some of their spellings as strings; leave it to PyYAML."""
     raise NotPlain
+
+
+_JSON = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)

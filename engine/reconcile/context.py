@@ -7,7 +7,6 @@ a rotation falls due) happens only on that branch; each input is read at most on
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -15,6 +14,7 @@ from typing import Any
 
 from engine.clock import Clock, format_time
 from engine.cluster.api import ApiError, Cluster, NotFound, Obj
+from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.errors import ExprError, PassThrough
 from engine.expr.functions import FUNCTIONS, remember_secrets
@@ -94,7 +94,7 @@ class PassContext:
         self.management = clusters.management
         self.now = clock.now()
         self.log = log
-        self.before_status: Obj = copy.deepcopy(order.get("status") or {})
+        self.before_status: Obj = json_copy(order.get("status") or {})
         self.status_fields: dict[str, Any] = {}
         self.conditions = ConditionMarker(kind.conditions, self.before_status.get("conditions") or [],
                                           int(order.get("metadata", {}).get("generation") or 0), format_time(self.now))

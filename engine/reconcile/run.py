@@ -9,7 +9,6 @@ written once and only when it changed.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import time
@@ -17,6 +16,7 @@ from typing import Any
 
 from engine.clock import Clock
 from engine.cluster.api import ApiError, NotFound, Obj
+from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
@@ -220,7 +220,7 @@ def log_rule_failure(ctx: PassContext, err: ExprError | RuleRuntimeError) -> Non
 
 def persist_status(ctx: PassContext, result: Result) -> Result:
     """Write the status once, only when it changed; a failed write turns the result into an error."""
-    status: Obj = copy.deepcopy(ctx.before_status)
+    status: Obj = json_copy(ctx.before_status)
     for name, value in ctx.status_fields.items():
         if value is None:
             status.pop(name, None)
@@ -230,8 +230,7 @@ def persist_status(ctx: PassContext, result: Result) -> Result:
     status["observedGeneration"] = int(ctx.order.get("metadata", {}).get("generation") or 0)
     if status == ctx.before_status:
         return result
-    updated = copy.deepcopy(ctx.order)
-    updated["status"] = status
+    updated = {**ctx.order, "status": status}  # the write's body: the order is not changed
     try:
         ctx.order_cluster.update_status(updated)
     except ApiError as err:
