@@ -9,8 +9,9 @@ global (``{{ sha256(x) }}``) and, when it takes an argument and Jinja has no fil
 also a filter (``{{ x | sha256 }}``). ``None`` renders as the empty string and booleans as
 ``true``/``false``, as Go and JSON write them.
 
-The object-template convention: a child-object template renders YAML text that is parsed with
-PyYAML's safe loader, so **every interpolated value must go through ``| tojson``**:
+The object-template convention: a child-object template renders YAML text that is read as PyYAML's
+safe loader reads it (``engine.expr.rendered_yaml`` reads the plain subset templates write without
+PyYAML; anything else goes to PyYAML), so **every interpolated value must go through ``| tojson``**:
 ``name: {{ name | tojson }}``. JSON is valid YAML flow syntax, so the value stays one scalar (or
 one mapping or list) whatever it contains; a plain ``{{ v }}`` lets a value such as
 ``"x\\nkind: Secret"`` rewrite the document. To embed a JSON *string* (for example ConfigMap data)
