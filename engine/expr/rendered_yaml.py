@@ -78,21 +78,33 @@ class _Reader:
         return self.mapping(indent, self.lines[self.at][1])
 
     def mapping(self, indent: int, first: str) -> dict[str, Any]:
-        """A block mapping at ``indent``; ``first`` is its first line's text (after a ``- `` when in a list)."""
+        """A block mapping at ``indent``; ``first`` is its first line's text (after a ``- `` when in a list).
+        The common line (``key: "text"``) is read inline: this runs for most lines of every rendered child."""
         out: dict[str, Any] = {}
+        lines = self.lines
+        count = len(lines)
         text = first
         while True:
-            key, rest = _key_and_rest(text)
-            if key in out:
+            key, colon, rest = text.partition(":")
+            if not colon or key in out or (key not in _GOOD_KEYS and not _good_key(key)):
                 raise NotPlain
             self.at += 1
-            out[key] = self.value_after_key(indent, rest)
-            if self.at == len(self.lines):
+            if rest:
+                if rest[0] != " ":
+                    raise NotPlain
+                rest = rest.lstrip(" ")
+                if rest[0] == '"' and rest[-1] == '"' and rest.count('"') == 2 and "\\" not in rest:
+                    out[key] = rest[1:-1]  # a JSON string without escapes (most values): itself
+                else:
+                    out[key] = _scalar(rest)
+            else:
+                out[key] = self.value_after_key(indent, rest)
+            if self.at == count:
                 return out
-            next_indent, text = self.lines[self.at]
+            next_indent, text = lines[self.at]
             if next_indent < indent:
                 return out
-            if next_indent > indent or text.startswith("- ") or text == "-":
+            if next_indent > indent or text[0] == "-":
                 raise NotPlain
 
     def value_after_key(self, indent: int, rest: str) -> Any:
@@ -133,16 +145,17 @@ class _Reader:
                 raise NotPlain
 
 
-def _key_and_rest(text: str) -> tuple[str, str]:
-    """A mapping line's plain key and what follows ``key:`` (empty when a block follows)."""
-    match = _KEY.match(text)
-    if match is None:
-        raise NotPlain
-    key = match.group()
-    after = text[match.end():]
-    if key in _SPECIAL_WORDS or not (after == ":" or after.startswith(": ")):
-        raise NotPlain
-    return key, after[1:].lstrip(" ")
+_GOOD_KEYS: set[str] = set()
+"""Keys found plain already (a template's keys repeat in every render); bounded."""
+
+
+def _good_key(key: str) -> bool:
+    """A plain key YAML reads as that string (and remembered as one)."""
+    if _KEY.fullmatch(key) is None or key in _SPECIAL_WORDS:
+        return False
+    if len(_GOOD_KEYS) < 4096:
+        _GOOD_KEYS.add(key)
+    return True
 
 
 def _is_scalar_word(text: str) -> bool:
