@@ -40,6 +40,7 @@ from engine.cluster.kube.store import Store, interned  # noqa: E402
 from engine.cluster.memory import MemoryCluster  # noqa: E402
 from engine.cluster.registry import ClusterSet  # noqa: E402
 from engine.cluster.selectors import parse_fields, parse_labels  # noqa: E402
+from engine.expr import jinja  # noqa: E402
 from engine.metrics import Metrics  # noqa: E402
 from engine.outcome import Request  # noqa: E402
 from engine.reconcile.run import run_pass  # noqa: E402
@@ -58,6 +59,8 @@ class CachedReads:
     def __init__(self, inner: MemoryCluster) -> None:
         self.inner = inner
         self.stores: dict[tuple[str, str], Store] = {}
+        self.plain: dict[tuple[str, str], Store] = {}
+        """The stores without the crowd (``crowd`` fills ``stores`` with copies of these plus the crowd)."""
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
@@ -90,23 +93,32 @@ class CachedReads:
         return ObjectList(items, position)
 
     def crowd(self, copies: int, name_label: str, order_kind: str) -> int:
-        """Add ``copies`` renamed copies of every order and of every object carrying the order name label."""
+        """Keep the stores as they are (``plain``) and make crowded ones: the same objects plus ``copies`` renamed
+        copies of every order and of every object carrying the order name label (selected with ``use``)."""
         added = 0
-        for (_, kind), store in self.stores.items():
-            originals, _ = store.select(None, parse_labels(None), parse_fields(None))
+        self.plain = self.stores
+        self.crowded: dict[tuple[str, str], Store] = {}
+        for key, store in self.plain.items():
+            originals, position = store.select(None, parse_labels(None), parse_fields(None))
+            objects = list(originals)
             for obj in originals:
                 labels = (obj.get("metadata") or {}).get("labels") or {}
-                if kind != order_kind and name_label not in labels:
+                if key[1] != order_kind and name_label not in labels:
                     continue
                 for i in range(copies):
-                    twin = interned(json.loads(json.dumps(obj)))
+                    twin = json.loads(json.dumps(obj))
                     twin["metadata"]["name"] = f"{obj['metadata']['name']}-crowd{i}"
                     if name_label in labels:
                         twin["metadata"]["labels"][name_label] = f"{labels[name_label]}-crowd{i}"
                     twin["metadata"]["uid"] = f"{obj['metadata'].get('uid')}-crowd{i}"
-                    store.apply({"type": "ADDED", "object": twin})
+                    objects.append(interned(twin))
                     added += 1
+            self.crowded[key] = Store()
+            self.crowded[key].replace(objects, position)
         return added
+
+    def use(self, crowded: bool) -> None:
+        self.stores = self.crowded if crowded else self.plain
 
 
 def main() -> int:
@@ -114,6 +126,13 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=50)
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--crowd", type=int, default=0)
+    parser.add_argument("--count-calls", action="store_true",
+                        help="also count the Python function calls of one pass per order (plain, crowded): exact")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --crowd: alternating plain and crowded rounds, the fastest of each compared")
+    parser.add_argument("--cold-templates", action="store_true",
+                        help="crowded rounds find no rendered text parsed already (as with more orders than "
+                             "the parsed-text cache holds)")
     parser.add_argument("--project", type=Path, default=None, help="the checkout whose engine runs (default: this one)")
     args = parser.parse_args()
 
@@ -159,17 +178,58 @@ def main() -> int:
     for request in requests:  # fills the stores of every kind a pass reads
         run_pass(kind, request, clusters=reads, clock=clock)
     crowd = cached.crowd(args.crowd, kind.children.name_label, kind.kind)
-    cached_objects = sum(len(store) for store in cached.stores.values())
-    reading.calls.clear()
-    faulty = reading
-    started, cpu_started = time.perf_counter(), time.process_time()
-    for _ in range(args.passes):
-        for request in requests:
+    cached_objects = sum(len(store) for store in cached.crowded.values())
+    limit = jinja._PARSED.limit
+
+    def cold(on: bool) -> None:
+        """No rendered text is found parsed already (on) or the parsed-text cache works as usual (off)."""
+        jinja._PARSED.limit = 0 if on else limit
+        if on:
+            jinja._PARSED._objects.clear()
+
+    def measure(crowded: bool) -> tuple[float, float]:
+        """Wall and CPU seconds of ``passes`` passes over every order, reading the plain or the crowded stores
+        (crowded: with --cold-templates, no rendered text is found parsed already, as with more orders than the
+        parsed-text cache holds)."""
+        cached.use(crowded)
+        cold(crowded and args.cold_templates)
+        for request in requests:  # warm-up, unmeasured: the plain rounds find their texts parsed again
             run_pass(kind, request, clusters=reads, clock=clock)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        reading.calls.clear()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        for _ in range(args.passes):
+            for request in requests:
+                run_pass(kind, request, clusters=reads, clock=clock)
+        return time.perf_counter() - started, time.process_time() - cpu_started
+
+    if args.count_calls:
+        import cProfile
+        import pstats
+        for crowded in (False, True):
+            cached.use(crowded)
+            cold(crowded and args.cold_templates)
+            for request in requests:
+                run_pass(kind, request, clusters=reads, clock=clock)
+            profile = cProfile.Profile()
+            profile.enable()
+            for request in requests:
+                run_pass(kind, request, clusters=reads, clock=clock)
+            profile.disable()
+            calls = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+            print(f"function calls per pass ({'crowded' if crowded else 'plain'}): {calls / len(requests):.0f}")
+    rounds = [(measure(False), measure(True)) for _ in range(args.rounds)] if args.crowd else []
+    cached.use(bool(args.crowd))
+    elapsed, cpu = measure(bool(args.crowd)) if not rounds else min(r[1] for r in rounds)
     total = args.orders * args.passes
-    verbs = Counter(call.verb for call in faulty.calls)
+    verbs = Counter(call.verb for call in reading.calls)
     objects = sum(len(memory.list(i.api_version, i.kind).items) for i in memory.resources() if i.namespaced)
+    if rounds:
+        plain_cpu, crowded_cpu = min(r[0][1] for r in rounds), min(r[1][1] for r in rounds)
+        crowded_orders = (args.crowd + 1) * args.orders
+        cold = " (templates cold)" if args.cold_templates else ""
+        print(f"CPU per pass, fastest of {len(rounds)} alternating rounds: {plain_cpu / total * 1000:.2f} ms with"
+              f" {args.orders} orders' objects cached, {crowded_cpu / total * 1000:.2f} ms with {crowded_orders}{cold}:"
+              f" {crowded_cpu / plain_cpu:.2f}x")
     print(f"orders converged: {ready}; passes measured: {total}")
     print("API calls per converged pass: " + ", ".join(f"{v} {n / total:.1f}" for v, n in sorted(verbs.items())))
     writes = sum(n for v, n in verbs.items() if v in ("create", "update", "patch", "apply", "delete"))
