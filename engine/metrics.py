@@ -27,6 +27,7 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
   reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back;
+  ``<p>_shard_held_orders{member}``: orders this replica holds now (every member, not only the leader);
   ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed.
 - ``<p>_cached_objects{cluster,kind}``: objects this replica holds in full in its caches (the clients' read
   caches and the runtime's watches, each object once), computed at scrape time (``CacheCollector``); what
@@ -157,6 +158,10 @@ class Metrics:
         self.shard_drains = Counter(
             f"{prefix}_shard_drains_total", "Orders this replica handed back when asked to drain them.",
             registry=registry)
+        self.shard_held_orders = Gauge(
+            f"{prefix}_shard_held_orders",
+            "Orders this replica holds as a shard member now (its label-selected watches of orders, at scrape time).",
+            ["member"], registry=registry)
         self.shard_fenced_writes = Counter(
             f"{prefix}_shard_fenced_writes_total",
             "Writes a pass of this replica did not send: its shard tenure had lapsed (decision 0033).",

@@ -62,7 +62,7 @@ from engine.runtime.leader import (
 from engine.runtime.manager import Manager
 from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader
 from engine.runtime.sharding.assigner import Assigner
-from engine.runtime.sharding.labels import MEMBER_LABEL
+from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import member_name
 from engine.runtime.watches import WATCH_TIMEOUT
@@ -238,6 +238,8 @@ class Operator:
             self.member.namespaces_of = self.manager.watched_namespaces  # a registration's namespaces only
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))
         self.registry.register(CacheCollector(self.metrics.prefix, self.cached_keys))
+        if self.member is not None:
+            self.metrics.shard_held_orders.labels(member=self.member.name).set_function(self.held_orders)
         self.reloader = RuleReloader(folder, self.replace_rules, loaded=loaded, metrics=self.metrics,
                                      log=logging.getLogger("engine.rules"),
                                      interval=options.rules_reload_interval)
@@ -286,6 +288,12 @@ class Operator:
             held = getattr(cluster, "cached_keys", None)
             for kind, keys in held() if callable(held) else ():
                 yield name, kind, keys
+
+    def held_orders(self) -> int:
+        """The orders this shard member holds now: those its order watches (selected by its label) last saw
+        carrying its label (an order drained away leaves them)."""
+        name = self.member.name if self.member is not None else ""
+        return sum(1 for view in self.order_views() for order in view.orders if owner_of(order) == name)
 
     def _shards(self, options: Options, catalog: Any, clusters: ClusterSet) -> tuple[ShardMember, Assigner]:
         """This replica's shard membership (a Lease of its own) and the assigner it runs while leading."""

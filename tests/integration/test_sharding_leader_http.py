@@ -68,6 +68,11 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
              timeout=PATIENCE, message="the orders spread over 3 members")
     wait_for(lambda: all(ready(world.management, n) for n in BEFORE), timeout=PATIENCE, message="every order Ready")
     first = owners(world, BEFORE)
+    # Every replica's /metrics says how many orders it holds (not only the leader's view).
+    for member, process in replicas.items():
+        held = sum(1 for m in first.values() if m == member)
+        wait_for(lambda p=process, m=member, n=held: p.metric(f'c5c3_operator_shard_held_orders{{member="{m}"}}') == n,
+                 timeout=PATIENCE, message=f"{member}'s held orders gauge")
 
     leader = wait_for(lambda: next((m for m, p in replicas.items() if p.leads()), None), timeout=PATIENCE,
                       message="a leader")
@@ -92,9 +97,11 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
     assert "became the leader" in logs
     assert f"member {leader} left the shards or its Lease expired" in logs
     assert "is gone; reassigned to member" in logs
+    assert all(f"member {m} joined the shards" in logs for m in survivors)  # the new leader observes afresh
     time.sleep(1.0)
     for member in survivors:
         assert replicas[member].stop() == 0, replicas[member].logs()[-3000:]
+        assert re.search(rf"left the shards as member {member}: handed back [1-9][0-9]* order", replicas[member].logs())
 
     spans: dict[str, list[tuple[float, float, str]]] = collections.defaultdict(list)
     for member, process in replicas.items():

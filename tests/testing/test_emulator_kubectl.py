@@ -125,6 +125,20 @@ def test_get_shows_printer_columns(kubectl: Any, cluster: MemoryCluster, clock: 
     ]
 
 
+def test_get_with_the_shard_label_as_a_column(kubectl: Any, cluster: MemoryCluster, tmp_path: Path) -> None:
+    """``kubectl get keystoneusers -L sharding.c5c3.io/shard`` (README, ``--sharded``) adds each order's member
+    after the CRD's own columns (they stay as the reference documents them)."""
+    apply(kubectl, tmp_path)
+    order = cluster.get(USERS, "KeystoneUser", "ns", "x")
+    order["metadata"]["labels"] = {"sharding.c5c3.io/shard": "operator-0-a1b2c3"}
+    cluster.update(order)
+    result = kubectl("get", "keystoneusers", "-n", "ns", "-L", "sharding.c5c3.io/shard")
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()
+    assert header.split() == ["NAME", "READY", "CONTROLPLANE", "GENERATION", "NEXTROTATION", "AGE", "SHARD"]
+    assert row.split()[0] == "x" and row.split()[-1] == "operator-0-a1b2c3"
+
+
 def test_wait_for_ready(kubectl: Any, cluster: MemoryCluster, tmp_path: Path) -> None:
     """``kubectl wait --for=condition=Ready`` returns once the status says Ready True."""
     apply(kubectl, tmp_path)
