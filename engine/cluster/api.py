@@ -155,6 +155,11 @@ class NotFound(ApiError):
     code, reason = 404, "NotFound"
 
 
+class NotCached(NotFound):
+    """A get that a label-scoped cache alone answered (``carries``) with a miss: no object carrying the
+    labels is there, but one without them may be on the server (decisions 19, 31)."""
+
+
 class MethodNotAllowed(ApiError):
     code, reason = 405, "MethodNotAllowed"
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cluster import ssa
-from engine.cluster.api import AlreadyExists, ApiError, Cluster, Invalid, NotFound, Obj
+from engine.cluster.api import AlreadyExists, ApiError, Cluster, Invalid, NotCached, NotFound, Obj
 from engine.cluster.patches import merge_patch
-from engine.expr.functions import address_only, remember_secrets
+from engine.expr.functions import address_only, controlled_by, remember_secrets
 from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
 from engine.rules.model import Action, ClusterScope, Outcome
 
@@ -74,11 +74,19 @@ def _address(obj: Obj) -> tuple[str, str, str | None, str]:
 def _live(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> Obj | None:
     """The stored object of ``obj``'s name. The labels ``obj`` carries tell a cluster that caches its kind
     only by label that its cache answers alone: an object of ours would be there (decision 19)."""
+    return _looked_up(ctx, cluster_scope, obj)[0]
+
+
+def _looked_up(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> tuple[Obj | None, bool]:
+    """(the stored object of ``obj``'s name or None, whether a None came from a label-scoped cache alone,
+    so an object without the labels may still hold the name on the server)."""
     carries = tuple(((obj.get("metadata") or {}).get("labels") or {}).keys())
     try:
-        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj), carries=carries))
+        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj), carries=carries)), False
+    except NotCached:
+        return None, True
     except NotFound:
-        return None
+        return None, False
 
 
 def _refuse_foreign(ctx: PassContext, live: Obj | None) -> None:
@@ -97,10 +105,23 @@ def run_action(ctx: PassContext, action: Action) -> Stop | None:
 def _apply(ctx: PassContext, action: Action) -> Stop | None:
     assert action.template is not None
     rendered = ctx.render_object(action.template)
-    live = _live(ctx, action.cluster, rendered)
+    live, uncertain = _looked_up(ctx, action.cluster, rendered)
     if not action.status_subresource:
         rendered = ctx.stamped(rendered)
-    if action.adopt_children_only:
+    if action.adopt == "owned":
+        if uncertain:
+            created, live = _create_unless_taken(ctx, action, rendered)
+            if created is not None:
+                if action.bind:
+                    ctx.scope[action.bind] = created
+                return None
+        if live is not None and not controlled_by(live, ctx.order):
+            if action.foreign is not None:  # a refusal, as the `refuse` it replaces (an Event where recorded)
+                return replace(stop(ctx, action.foreign), refusal=True)
+            _api_version, kind, namespace, name = _address(live)
+            raise Refused(f"refusing to adopt pre-existing {kind} {namespace}/{name}: it is not controlled by this "
+                          "order")
+    elif action.adopt == "children":
         if action.foreign is not None and live is not None and not ctx.is_child(live):
             return stop(ctx, action.foreign)
         _refuse_foreign(ctx, live)
@@ -114,6 +135,18 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
     if action.bind:
         ctx.scope[action.bind] = result
     return None
+
+
+def _create_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tuple[Obj | None, Obj | None]:
+    """An object a label-scoped cache does not hold, created at once, with no read first (an apply would
+    take over an unlabelled object of that name): (the created object, None). When the name is taken
+    after all (an object no cache holds, or one the watch has not delivered yet): (None, that object as
+    the API server has it), for the ownership test (decision 31)."""
+    cluster = ctx.cluster_for(action.cluster)
+    try:
+        return remember_secrets(cluster.create(rendered, field_manager=ctx.kind.field_manager)), None
+    except AlreadyExists:
+        return None, remember_secrets(cluster.get(*_address(rendered), live=True))
 
 
 def _ensure(ctx: PassContext, action: Action) -> Stop | None:
@@ -205,6 +238,8 @@ def _delete(ctx: PassContext, action: Action) -> Stop | None:
     assert action.query is not None
     cluster = ctx.cluster_for(action.cluster)
     for obj in walk_objects(ctx.evaluate(action.query)):
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            continue  # already being deleted (a finalizer holds it): a second delete would change nothing
         with contextlib.suppress(NotFound):
             cluster.delete(*_address(obj))
     return None

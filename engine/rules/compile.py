@@ -310,7 +310,7 @@ class Compiler:
                 foreign = self.compile_outcome(Located(spec.foreign, loc.src, (*loc.path, "foreign")), spec.foreign)
             return model.Action("apply", template=self.template(loc, "apply", spec.apply),
                                 cluster=self.cluster(loc, spec.cluster),
-                                adopt_children_only=spec.adopt == "children", bind=spec.as_,
+                                adopt=spec.adopt, bind=spec.as_,
                                 status_subresource=spec.status, foreign=foreign, **common)
         if isinstance(spec, schema.EnsureSpec):
             return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure),

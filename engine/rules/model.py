@@ -133,7 +133,7 @@ class Action:
     error: ErrorReport | None = None
     template: ObjectTemplate | None = None
     cluster: ClusterScope = "management"
-    adopt_children_only: bool = True
+    adopt: Literal["children", "any", "owned"] = "children"
     bind: str | None = None
     status_subresource: bool = False
     target: str | None = None

@@ -231,13 +231,24 @@ class ApplySpec(ActionBase):
 
     apply: str = Field(description="The template file, relative to templates/<kind>/.")
     cluster: Cluster = "management"
-    adopt: Literal["children", "any"] = Field(
-        "children", description="children: refuse to overwrite a live object that is not the order's child.")
+    adopt: Literal["children", "any", "owned"] = Field(
+        "children", description="children: refuse to overwrite a live object that is not the order's child; "
+                                "owned: refuse one the order does not control (controller ownerReference), and "
+                                "create (not apply) one the cache does not hold, so the server says whether the "
+                                "name is taken; any: no check.")
     as_: Name | None = Field(None, alias="as", description="Bind the object as stored to this name.")
     status: bool = Field(False, description="Apply to the status subresource.")
     foreign: OutcomeSpec | None = Field(
-        None, description="A live object of that name that is not the order's child stops the step with this "
-                          "verdict (default: the step fails with an error).")
+        None, description="A live object of that name that is not the order's child (adopt: owned: that the "
+                          "order does not control) stops the step with this verdict (default: the step fails "
+                          "with an error).")
+
+    @model_validator(mode="after")
+    def _owned_is_no_status_apply(self) -> ApplySpec:
+        if self.adopt == "owned" and self.status:
+            raise ValueError("adopt: owned creates an object the cache does not hold, so it cannot apply the "
+                             "status subresource (status: true)")
+        return self
 
 
 class EnsureSpec(ActionBase):

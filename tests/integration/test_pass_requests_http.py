@@ -59,6 +59,13 @@ class Recorder:
             return len(self._seen)
 
 
+def reason(obj: dict[str, Any] | None, type_: str) -> str | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return str(cond.get("reason"))
+    return None
+
+
 def prefix(name: str) -> str:
     return f"{name}-{hashlib.sha256(f'/{TENANT}/{name}'.encode()).hexdigest()[:8]}-user-"
 
@@ -97,21 +104,46 @@ def converge(world: World, recorder: Recorder, name: str) -> list[Request]:
     return recorder.since(start, name, f"{name}-credentials", *children)
 
 
-def test_a_converging_order_reads_no_secret_its_cache_holds(world: World, operator: Recorder) -> None:
+def test_a_converging_order_reads_no_secret_live(world: World, operator: Recorder) -> None:
     requests = converge(world, operator, "counted")
     p = prefix("counted")
-    secret_reads = [path for method, path in requests if method == "GET" and "/secrets" in path]
-    # The owner check of the delivered Secret before its first delivery; nothing else is read live.
-    assert secret_reads == [f"/api/v1/namespaces/{TENANT}/secrets/counted-credentials"]
-    # Each child is written once: the password created, the source and the backup (its stamp folded in) applied.
+    # Nothing is read live: the delivered Secret's owner check is its create (decision 31).
+    assert [path for method, path in requests if method == "GET"] == []
+    # Each child is written once: the password created, the source and the backup (its stamp folded in) applied,
+    # the delivered Secret created, the probe applied and deleted once (not again while K-ORC's finalizer holds it).
     writes = [(method, path) for method, path in requests if method != "GET"]
     assert writes.count(("POST", "/api/v1/namespaces/openstack/secrets")) == 1
     assert writes.count(("PATCH", f"/api/v1/namespaces/openstack/secrets/{p}source")) == 1
     pushsecrets = "/apis/external-secrets.io/v1alpha1/namespaces/openstack/pushsecrets"
     assert writes.count(("PATCH", f"{pushsecrets}/{p}backup")) == 1
-    assert writes.count(("PATCH", f"/api/v1/namespaces/{TENANT}/secrets/counted-credentials")) == 1
+    assert writes.count(("POST", f"/api/v1/namespaces/{TENANT}/secrets")) == 1
+    assert [path for method, path in writes if path.endswith("/counted-credentials")] == []
+    users = "/apis/openstack.k-orc.cloud/v1alpha1/namespaces/openstack/users"
+    assert writes.count(("DELETE", f"{users}/{p}user-probe")) == 1
     push = get(world.management, "external-secrets.io/v1alpha1", "PushSecret", "openstack", f"{p}backup")
     assert push is not None and push["metadata"]["annotations"]["c5c3.io/keystoneuser-push-hash"]
+    delivered = get(world.management, "v1", "Secret", TENANT, "counted-credentials")
+    assert delivered is not None and delivered["metadata"]["ownerReferences"][0]["controller"] is True
+
+
+def test_an_unlabelled_secret_of_the_delivered_name_is_refused_untouched(world: World, operator: Recorder) -> None:
+    # No cache holds it (no ownership label): the create answers AlreadyExists, it is read live and refused.
+    foreign = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "taken-credentials", "namespace": TENANT},
+               "data": {"password": base64.b64encode(b"not-the-operator-s").decode()}}
+    world.management.create(foreign)
+    quiet(operator)
+    start = operator.count()
+    world.management.create(order("KeystoneUser", "taken"))
+    wait_for(lambda: reason(get(world.management, API, "KeystoneUser", TENANT, "taken"), "DeliveryReady")
+             == "DeliveryRefused", message="KeystoneUser taken DeliveryRefused")
+    quiet(operator)
+    delivered = [(method, path) for method, path in operator.since(start, "taken-credentials")
+                 if method != "POST" or path == f"/api/v1/namespaces/{TENANT}/secrets"]
+    assert delivered == [("POST", f"/api/v1/namespaces/{TENANT}/secrets"),
+                         ("GET", f"/api/v1/namespaces/{TENANT}/secrets/taken-credentials")]
+    kept = get(world.management, "v1", "Secret", TENANT, "taken-credentials")
+    assert kept is not None and secret_value(kept, "password") == "not-the-operator-s"
+    assert not kept["metadata"].get("ownerReferences")
 
 
 def test_a_password_secret_made_by_hand_is_still_read_live_and_claimed(world: World, operator: Recorder) -> None:

@@ -419,3 +419,67 @@ def test_a_decision_row_may_give_a_text(rules_dir: Callable[..., Path]) -> None:
     w.run()
     w.run()
     assert w.cluster.get("v1", "ConfigMap", "ns", "w-part")["data"]["address"] == "http://w-2.svc/v3"
+
+
+DELIVERED = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ (order.metadata.name ~ '-delivered') | tojson }}
+  namespace: {{ order.metadata.namespace | tojson }}
+  labels: {"example.io/name": {{ order.metadata.name | tojson }}}
+  ownerReferences:
+    - {apiVersion: {{ order.apiVersion | tojson }}, kind: {{ order.kind | tojson }},
+       name: {{ order.metadata.name | tojson }}, uid: {{ order.metadata.uid | tojson }}, controller: true}
+data:
+  size: {{ size | string | tojson }}
+"""
+OWNED = GATED.swap("      - apply: part.yaml.j2\n        as: part\n", """      - apply: delivered.yaml.j2
+        adopt: owned
+        foreign: {reason: Broken, message: "{{ order.metadata.name }}-delivered is not this order's"}
+        as: part
+""")
+
+
+def test_adopt_owned_refuses_an_object_the_order_does_not_control_untouched(
+        world: Callable[[str], World], rules_dir: Callable[..., Path]) -> None:
+    """`adopt: owned`: a live object of that name without the order's controller reference is refused
+    (a refusal, noted for an Event), untouched; once it is gone the object is written and bound."""
+    catalog = load_catalog(rules_dir(OWNED, extra={"templates/widget/delivered.yaml.j2": DELIVERED}))
+    w = World(next(iter(catalog.values())))
+    w.order(size=2)
+    w.run()  # the finalizer
+    w.cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w-delivered", "namespace": "ns"},
+                      "data": {"mine": "yes"}})
+    result = w.run()
+    assert w.conditions()["BuiltReady"] == ("False", "Broken")
+    assert result.event is not None and result.event.message == "w-delivered is not this order's"
+    assert w.cluster.get("v1", "ConfigMap", "ns", "w-delivered")["data"] == {"mine": "yes"}
+    w.cluster.delete("v1", "ConfigMap", "ns", "w-delivered")
+    w.run()
+    delivered = w.cluster.get("v1", "ConfigMap", "ns", "w-delivered")
+    assert delivered["data"] == {"size": "2"} and delivered["metadata"]["ownerReferences"][0]["controller"] is True
+    assert w.conditions()["BuiltReady"] == ("False", "Waiting")  # the bound object is the written one
+
+
+DELETES_EXTRA = GATED.swap("values:\n", """inputs:
+  extra:
+    get: {apiVersion: v1, kind: ConfigMap, namespace: ns, name: w-extra}
+values:
+""").swap("      - apply: part.yaml.j2\n", """      - delete: "extra"
+        when: "extra != `null`"
+      - apply: part.yaml.j2
+""")
+
+
+def test_a_delete_skips_an_object_already_being_deleted(world: Callable[[str], World]) -> None:
+    """An object a finalizer holds after its delete is not deleted again on the next pass."""
+    w = world(DELETES_EXTRA)
+    w.order(size=1)
+    w.run()  # the finalizer
+    w.cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "w-extra", "namespace": "ns", "finalizers": ["example.io/hold"]}})
+    w.run()
+    assert "delete" in w.writes()
+    assert w.cluster.get("v1", "ConfigMap", "ns", "w-extra")["metadata"].get("deletionTimestamp")
+    w.run()
+    assert "delete" not in w.writes()

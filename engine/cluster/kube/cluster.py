@@ -37,6 +37,7 @@ from engine.cluster.api import (
     Cluster,
     Invalid,
     LabelSelector,
+    NotCached,
     NotFound,
     Obj,
     ObjectList,
@@ -335,7 +336,8 @@ class KubeCluster:
                 return found
         else:
             if known:
-                raise self._not_found(api_version, kind, name)
+                missed = self._not_found(api_version, kind, name)
+                raise NotCached(str(missed), details=missed.details)
         return self._live_get(api_version, kind, namespace, name)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
