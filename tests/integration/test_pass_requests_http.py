@@ -54,9 +54,19 @@ class Recorder:
         return [(m, p) for m, p in seen
                 if m == "POST" or p.rsplit("/", 1)[-1] in names or any(p.endswith(f"/{n}/status") for n in names)]
 
+    def every(self, start: int) -> list[Request]:
+        """Every request from the ``start``-th on."""
+        with self._lock:
+            return self._seen[start:]
+
     def count(self) -> int:
         with self._lock:
             return len(self._seen)
+
+
+def is_discovery(path: str) -> bool:
+    """A discovery document's path: /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>."""
+    return path in ("/api", "/api/v1", "/apis") or (path.startswith("/apis/") and path.count("/") <= 3)
 
 
 def reason(obj: dict[str, Any] | None, type_: str) -> str | None:
@@ -163,3 +173,21 @@ def test_a_password_secret_made_by_hand_is_still_read_live_and_claimed(world: Wo
     assert claimed is not None and claimed["metadata"]["labels"]["c5c3.io/keystoneuser-name"] == "claimed"
     delivered = get(world.management, "v1", "Secret", TENANT, "claimed-credentials")
     assert secret_value(delivered, "password") == hand_made
+
+
+def test_a_converged_vhost_pass_asks_discovery_nothing(world: World, operator: Recorder) -> None:
+    """The topology kinds' `served:` inputs are discovery's remembered answers: a converged pass woken by an
+    edit of the order makes no discovery request (it used to make three, one per kind, on every pass)."""
+    world.management.create(order("RabbitMQVhost", "bus"))
+    wait_for(lambda: condition(get(world.management, API, "RabbitMQVhost", TENANT, "bus"), "Ready") == "True",
+             message="RabbitMQVhost bus Ready")
+    quiet(operator)
+    start = operator.count()
+    world.management.patch(API, "RabbitMQVhost", TENANT, "bus", {"metadata": {"annotations": {"touched": "1"}}})
+    # The pass reads the delivered Secret's owner live (the spec's uncached read): it has run.
+    wait_for(lambda: ("GET", f"/api/v1/namespaces/{TENANT}/secrets/bus-credentials") in operator.every(start),
+             message="a pass of RabbitMQVhost bus")
+    quiet(operator)
+    requests = operator.every(start)
+    assert [path for _, path in requests if is_discovery(path)] == []
+    assert [method for method, _ in requests if method != "GET"] == []  # converged: nothing written

@@ -17,6 +17,7 @@ stays a consistent snapshot a watch can resume from.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -29,6 +30,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 from kubernetes.client.rest import RESTClientObject
+from kubernetes.dynamic.resource import Resource
 
 from engine.cluster.api import (
     ApiError,
@@ -52,8 +54,9 @@ from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import FedInformer, Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.scopes import answers, holds, trusted
+from engine.cluster.kube.served import UNSERVED_RECHECK, ServedKinds
 from engine.cluster.kube.store import Expectation, interned, key_of, slim_metadata, version_number
-from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, WatchStream, Wire
+from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, Verb, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
 POOL_SIZE = 64
@@ -91,13 +94,15 @@ class KubeCluster:
         log: logging.Logger | None = None,
         on_request: RequestObserver | None = None,
         private_dir: str | None = None,
+        unserved_recheck: float = UNSERVED_RECHECK,
     ) -> None:
         """namespaces: the only namespaces the cache covers (reads elsewhere, and of cluster-scoped
         kinds, go live); None covers the whole cluster. discovery_cache_dir: where the
         DynamicClient keeps its discovery file; None uses a private temporary directory.
         request_timeout: seconds a request (not a watch) may take before it fails as Timeout.
         on_request: told of every HTTP request (verb, code, seconds), for the API request metrics.
-        private_dir: a directory of the client's own files (certificates), removed by ``stop``."""
+        private_dir: a directory of the client's own files (certificates), removed by ``stop``.
+        unserved_recheck: seconds discovery's "not served" stands before ``serves`` asks again."""
         self.name = name
         self.api_client = api_client
         self._cache = cache
@@ -119,6 +124,7 @@ class KubeCluster:
         host = str(api_client.configuration.host or "")
         digest = hashlib.sha256(f"{name}\0{host}".encode()).hexdigest()[:16]
         self._wire = Wire(api_client, cache_dir / f"discovery-{digest}.json", request_timeout=request_timeout)
+        self._served = ServedKinds(recheck=unserved_recheck)
         self._lock = threading.Lock()
         self._informers: dict[InformerKey, Informer | FedInformer] = {}
         self._by_kind: dict[tuple[str, str], builtins.list[tuple[InformerKey, Informer | FedInformer]]] | None = None
@@ -271,11 +277,41 @@ class KubeCluster:
         return ()
 
     def serves(self, api_version: str, kind: str) -> bool:
+        """Discovery's answer, remembered (``ServedKinds``): a pass that reads it makes no request."""
+        known = self._served.known(api_version, kind)
+        if known is not None:
+            return known
         entries = self._wire.group_version(api_version)
         served = any(e.get("kind") == kind and "/" not in str(e.get("name", "")) for e in entries or [])
         if not served:
             self._wire.forget(api_version, kind)
+        self._served.note(api_version, kind, served)
         return served
+
+    # -----------------------------------------------------------------------
+    # The wire, watched for a kind leaving the server.
+
+    def _call(self, verb: Verb, api_version: str, kind: str, **params: Any) -> Any:
+        with self._kind_may_leave(api_version, kind):
+            return self._wire.call(verb, api_version, kind, **params)
+
+    def _open_watch(self, api_version: str, kind: str, namespace: str | None, **params: Any) -> WatchStream:
+        with self._kind_may_leave(api_version, kind):
+            return self._wire.watch(api_version, kind, namespace, **params)
+
+    def _resource(self, api_version: str, kind: str) -> Resource:
+        with self._kind_may_leave(api_version, kind):
+            return self._wire.resource(api_version, kind)
+
+    @contextlib.contextmanager
+    def _kind_may_leave(self, api_version: str, kind: str) -> Iterator[None]:
+        """A 404 that names no object says the kind is no longer served: discovery is asked again."""
+        try:
+            yield
+        except NotFound as err:
+            if not err.details.get("name"):
+                self._served.forget(api_version, kind)
+            raise
 
     # -----------------------------------------------------------------------
     # Reads.
@@ -305,7 +341,7 @@ class KubeCluster:
         live: bool = False,
     ) -> ObjectList:
         selector = parse_labels(labels)
-        resource = self._wire.resource(api_version, kind)
+        resource = self._resource(api_version, kind)
         namespace = (namespace or None) if resource.namespaced else None
         field_selector: FieldSelector | None = None
         if not live and self._cache:
@@ -353,7 +389,7 @@ class KubeCluster:
         return self._label_scopes.get((api_version.rpartition("/")[0], kind), ())
 
     def _live_get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
-        found = self._wire.call("get", api_version, kind, namespace=namespace, name=name)
+        found = self._call("get", api_version, kind, namespace=namespace, name=name)
         return self._out(found, api_version, kind)
 
     def _live_list(self, api_version: str, kind: str, namespace: str | None, *, labels: str | None = None,
@@ -363,7 +399,7 @@ class KubeCluster:
             params["label_selector"] = labels
         if fields:
             params["field_selector"] = fields
-        answer = self._wire.call("get", api_version, kind, namespace=namespace, **params) or {}
+        answer = self._call("get", api_version, kind, namespace=namespace, **params) or {}
         items = [interned(self._out(item, api_version, kind)) for item in answer.get("items") or []]
         items.sort(key=key_of)
         return ObjectList(items, str((answer.get("metadata") or {}).get("resourceVersion") or ""))
@@ -373,19 +409,19 @@ class KubeCluster:
 
     def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj, need_name=False)
-        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+        return self._write(api_version, kind, namespace, name, lambda: self._call(
             "create", api_version, kind, namespace=namespace, body=obj, **_manager(field_manager)))
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
         body = _without_managed_fields(obj)
-        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+        return self._write(api_version, kind, namespace, name, lambda: self._call(
             "replace", api_version, kind, namespace=namespace, name=name, body=body, **_manager(field_manager)))
 
     def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
         body = _without_managed_fields(obj)
-        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+        return self._write(api_version, kind, namespace, name, lambda: self._call(
             "replace", api_version, kind, namespace=namespace, name=name, body=body, subresource="status",
             **_manager(field_manager)))
 
@@ -414,13 +450,13 @@ class KubeCluster:
                 return self._live_get(api_version, kind, namespace, name)
         else:
             raise BadRequest(f"unsupported patch type {patch_type!r}")
-        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+        return self._write(api_version, kind, namespace, name, lambda: self._call(
             "patch", api_version, kind, namespace=namespace, name=name, body=patch,
             subresource="status" if status else None, content_type=content_type, **_manager(field_manager)))
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
         api_version, kind, namespace, name = self._identify(obj)
-        return self._write(api_version, kind, namespace, name, lambda: self._wire.call(
+        return self._write(api_version, kind, namespace, name, lambda: self._call(
             "server_side_apply", api_version, kind, namespace=namespace, name=name, body=obj,
             subresource="status" if status else None, field_manager=field_manager,
             force_conflicts=True if force else None))
@@ -441,7 +477,7 @@ class KubeCluster:
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         namespace = self._namespace(api_version, kind, namespace)
-        answer = self._wire.call("delete", api_version, kind, namespace=namespace, name=name)
+        answer = self._call("delete", api_version, kind, namespace=namespace, name=name)
         if isinstance(answer, dict) and answer.get("kind") != "Status":
             meta = answer.get("metadata") or {}
             if meta.get("deletionTimestamp") and meta.get("finalizers"):
@@ -467,6 +503,7 @@ class KubeCluster:
                 informer.store.expect(Expectation(version=version))
         if (api_version.rpartition("/")[0], kind) == CRD:
             self._wire.forget()
+            self._served.forget()
         return obj
 
     def _expect_gone(self, api_version: str, kind: str, namespace: str | None, name: str, uid: Any,
@@ -480,6 +517,7 @@ class KubeCluster:
             informer.store.expect(Expectation(version=version, gone=key, uid=known))
         if (api_version.rpartition("/")[0], kind) == CRD:
             self._wire.forget()
+            self._served.forget()
 
     # -----------------------------------------------------------------------
     # Watch.
@@ -503,7 +541,7 @@ class KubeCluster:
 
         def open_from(rv: str | None) -> WatchStream:
             extra = {"resource_version": rv} if rv else {}
-            return self._wire.watch(api_version, kind, namespace or None, timeout=timeout, bookmarks=bookmarks,
+            return self._open_watch(api_version, kind, namespace or None, timeout=timeout, bookmarks=bookmarks,
                                     strip_managed_fields=self._cache, **params, **extra)
 
         if timeout is None:
@@ -528,7 +566,7 @@ class KubeCluster:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
         label: the label scope the informer selects on (a label-scoped kind); None: every object."""
-        resource = self._wire.resource(api_version, kind)
+        resource = self._resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
             return None
@@ -561,7 +599,7 @@ class KubeCluster:
         informer = Informer(
             f"{kind}.{api_version}{where}{labelled} on {self.name or 'the management cluster'}",
             lambda: self._live_list(api_version, kind, scope, labels=label),
-            lambda rv: self._wire.watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
+            lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
                                         strip_managed_fields=True, **selector,
                                         **({"resource_version": rv} if rv else {})),
             log=self._log, cluster=self.name,
@@ -605,7 +643,7 @@ class KubeCluster:
 
     def _namespace(self, api_version: str, kind: str, namespace: str | None) -> str | None:
         """The namespace a call on one object addresses: required for namespaced kinds, dropped otherwise."""
-        resource = self._wire.resource(api_version, kind)
+        resource = self._resource(api_version, kind)
         if not resource.namespaced:
             return None
         if not namespace:
@@ -646,7 +684,7 @@ class KubeCluster:
         return obj
 
     def _not_found(self, api_version: str, kind: str, name: str) -> NotFound:
-        resource = self._wire.resource(api_version, kind)
+        resource = self._resource(api_version, kind)
         group = api_version.rpartition("/")[0]
         return NotFound(f'{_resource_name(resource.name, api_version)} "{name}" not found',
                         details={"name": name, "group": group, "kind": resource.name})
