@@ -147,3 +147,11 @@ def test_labelled_is_for_a_get_from_a_cache(rules_dir: Callable[..., Path]) -> N
                           "  ok: {get: {apiVersion: v1, kind: ConfigMap, name: x}, labelled: true}\nvalues:\n")
     found = [line for line in lines(rules_dir(rule)) if "labelled is for a get that is not live" in line]
     assert len(found) == 2, found
+
+
+def test_adopt_owned_is_no_status_apply(rules_dir: Callable[..., Path]) -> None:
+    """`adopt: owned` creates an object the cache does not hold, which a status apply cannot: refused, at the action."""
+    rule = WIDGET.replace("      - apply: part.yaml.j2\n", "      - apply: part.yaml.j2\n        adopt: owned\n"
+                          "        status: true\n")
+    line = only(lines(rules_dir(rule)), "adopt: owned creates an object the cache does not hold")
+    assert "widget.yaml:" in line
