@@ -29,6 +29,13 @@ level-based controller safe:
   run as soon as they are due instead of behind the other orders' first passes,
   so orders become Ready one after another rather than all at the end. The
   queue remembers the last ``SEEN_LIMIT`` requests it handed out.
+- **New orders are not starved.** While first passes wait, at most
+  ``FIRST_PASS_EVERY - 1`` returning requests are handed out in a row: the
+  next one is a first pass. A steady stream of returning work (thousands of
+  orders re-checking on their timers during an outage of what they wait for)
+  still lets new orders in, and the share is smaller than an order's own
+  passes (about five), so a burst of new orders still finishes the orders it
+  started before starting most of the rest.
 
 - **Coalescing after a pass (threaded mode).** With ``coalesce`` set, an order
   woken less than ``coalesce`` after its pass ended waits until that much time
@@ -61,9 +68,11 @@ MAX_DELAY = dt.timedelta(seconds=1000)
 BUCKET_QPS = 10.0
 BUCKET_BURST = 100
 SEEN_LIMIT = 100_000
+"""Requests remembered as having had a pass (the oldest is forgotten first; it only loses its priority)."""
+FIRST_PASS_EVERY = 10
+"""While first passes wait, every this many hand-outs one is a first pass (the rest are returning requests)."""
 COALESCE = dt.timedelta(milliseconds=50)
 """``engine run``'s window after a pass in which events for the same order are gathered into one pass."""
-"""Requests remembered as having had a pass (the oldest is forgotten first; it only loses its priority)."""
 
 
 @dataclass
@@ -137,6 +146,8 @@ class WorkQueue:
         """The returning line: requests that have had a pass before."""
         self._first: deque[Request] = deque()
         """The first-pass line: requests never handed out (served only when no returning one waits)."""
+        self._returning_streak = 0
+        """Returning requests handed out in a row while a first pass waited."""
         self._seen: dict[Request, None] = {}
         """Requests handed out before, oldest first (an ordered set, capped at SEEN_LIMIT)."""
         self._dirty: set[Request] = set()
@@ -224,8 +235,9 @@ class WorkQueue:
                 wait = None if deadline is None else deadline - time.monotonic()
                 if wait is not None and wait <= 0:
                     return None
-                if self._timers:
-                    until_timer = (min(self._timers.values()) - self._clock.now()).total_seconds()
+                self._drop_stale_locked()
+                if self._heap:  # the earliest live timer; the heap keeps this O(log n) with many orders waiting
+                    until_timer = (self._heap[0][0] - self._clock.now()).total_seconds()
                     # A clock that ticks coarsely (whole seconds) must not make this spin.
                     until_timer = max(until_timer, 0.01)
                     wait = until_timer if wait is None else min(wait, until_timer)
@@ -271,7 +283,13 @@ class WorkQueue:
     def waiting(self) -> list[Request]:
         """The waiting requests, in the order they will be handed out."""
         with self._cond:
-            return [*self._returning, *self._first]
+            returning, first, streak = deque(self._returning), deque(self._first), self._returning_streak
+            line: list[Request] = []
+            while returning or first:
+                take_first = bool(first) and (not returning or streak >= FIRST_PASS_EVERY - 1)
+                line.append(first.popleft() if take_first else returning.popleft())
+                streak = 0 if take_first or not first else streak + 1
+            return line
 
     def timers(self) -> dict[Request, dt.datetime]:
         """Each request with a pending timer and when it falls due."""
@@ -328,7 +346,12 @@ class WorkQueue:
         self._cond.notify()
 
     def _pop_locked(self) -> Request:
-        request = self._returning.popleft() if self._returning else self._first.popleft()
+        if self._first and (not self._returning or self._returning_streak >= FIRST_PASS_EVERY - 1):
+            request = self._first.popleft()
+            self._returning_streak = 0
+        else:
+            request = self._returning.popleft()
+            self._returning_streak = self._returning_streak + 1 if self._first else 0
         self._remember_locked(request)
         self._dirty.discard(request)
         self._processing.add(request)
