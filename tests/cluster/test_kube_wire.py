@@ -40,8 +40,9 @@ def setup(tmp_path: Path) -> Iterator[tuple[KubeCluster, TokenSource, list[str]]
         api = api_client_from_kubeconfig(server.kubeconfig("test"))
         source = TokenSource()
         api.configuration.refresh_api_key_hook = source
+        cluster = KubeCluster("", api, cache=False, discovery_cache_dir=tmp_path / "discovery")
         sent: list[str] = []
-        rest: Any = api.rest_client
+        rest: Any = api.rest_client  # the cluster's own REST client, installed by KubeCluster
         inner = rest.request
 
         def request(method: str, url: str, *args: Any, headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
@@ -49,7 +50,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[KubeCluster, TokenSource, list[str]]
             return inner(method, url, *args, headers=headers, **kwargs)
 
         rest.request = request
-        yield KubeCluster("", api, cache=False, discovery_cache_dir=tmp_path / "discovery"), source, sent
+        yield cluster, source, sent
     finally:
         server.stop()
 

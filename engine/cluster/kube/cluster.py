@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes.client import ApiClient
-from kubernetes.client.rest import RESTClientObject
 from kubernetes.dynamic.resource import Resource
 
 from engine.cluster.api import (
@@ -56,6 +55,7 @@ from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.scopes import answers, holds, trusted
 from engine.cluster.kube.served import UNSERVED_RECHECK, ServedKinds
 from engine.cluster.kube.store import Expectation, interned, key_of, slim_metadata, version_number
+from engine.cluster.kube.transport import install
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, Verb, WatchStream, Wire
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
@@ -110,7 +110,7 @@ class KubeCluster:
         self._watch_timeout = watch_timeout
         self._settle_timeout = settle_timeout
         self._log = log or logging.getLogger(f"engine.cluster.kube.{name or 'management'}")
-        _widen_pool(api_client)
+        install(api_client, POOL_SIZE)
         if on_request is not None:
             observe_requests(api_client, on_request)
         self._private_dir = private_dir
@@ -698,15 +698,6 @@ def _resource_name(plural: str, api_version: str) -> str:
 
 def _manager(field_manager: str | None) -> dict[str, str]:
     return {"field_manager": field_manager} if field_manager else {}
-
-
-def _widen_pool(api_client: ApiClient) -> None:
-    """Give the client enough pooled connections for its watches (rebuilding its pool if need be)."""
-    configuration = api_client.configuration
-    if (configuration.connection_pool_maxsize or 0) < POOL_SIZE:
-        configuration.connection_pool_maxsize = POOL_SIZE
-        api_client.rest_client.close()
-        api_client.rest_client = RESTClientObject(configuration)
 
 
 def _conforms(cluster: KubeCluster) -> Cluster:

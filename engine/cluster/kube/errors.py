@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException, OpenApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
 
 from engine.cluster.api import ApiError, BadRequest, Cause, NotFound, ServerError, Timeout, error_from_status
+from engine.cluster.kube.http1 import ConnectFailed
 
 NO_RESOURCE = "the server could not find the requested resource"
 """The API server's message for a kind it does not serve."""
@@ -81,6 +82,10 @@ def describe_unparsed(body: str) -> str:
 def from_transport(exc: BaseException) -> ApiError:
     """Our error for a request that got no answer: Timeout when it ran out of time, else ServerError."""
     reason = exc.reason if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason else exc
+    if isinstance(reason, ConnectFailed):
+        if reason.timed_out:
+            return Timeout(f"the API server did not answer in time: {reason}")
+        return ServerError(f"cannot reach the API server: {reason}")
     if isinstance(reason, urllib3.exceptions.NewConnectionError):
         return ServerError(f"cannot reach the API server: {reason}")
     if isinstance(reason, (urllib3.exceptions.TimeoutError, socket.timeout, TimeoutError)):

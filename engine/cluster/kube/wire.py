@@ -52,7 +52,9 @@ _METHODS: dict[str, str] = {"get": "GET", "create": "POST", "replace": "PUT", "p
                             "server_side_apply": "PATCH", "delete": "DELETE"}
 _QUERY: dict[str, str] = {"label_selector": "labelSelector", "field_selector": "fieldSelector",
                           "field_manager": "fieldManager", "force_conflicts": "force",
-                          "resource_version": "resourceVersion", "limit": "limit", "_continue": "continue"}
+                          "resource_version": "resourceVersion", "limit": "limit", "_continue": "continue",
+                          "watch": "watch", "timeout_seconds": "timeoutSeconds",
+                          "allow_watch_bookmarks": "allowWatchBookmarks"}
 
 
 class _DynamicClient(DynamicClient):
@@ -161,18 +163,22 @@ class Wire:
                 self.forget(api_version, kind, rediscover=True)
             raise
 
-    def _send(self, method: str, path: str, *, body: Any, content_type: str | None, params: dict[str, Any]) -> Any:
+    def _send(self, method: str, path: str, *, body: Any, content_type: str | None, params: dict[str, Any],
+              timeout: tuple[float, float | None] | None = None, stream: bool = False) -> Any:
+        """Send one request through the ApiClient's REST client; the parsed JSON answer (or, with
+        stream=True, the open answer). Error answers raise our errors, their bodies never quoted."""
         query = [(_QUERY[key], _query_value(value)) for key, value in params.items() if value is not None]
         url = self.api_client.configuration.host + path + (f"?{urlencode(query)}" if query else "")
         headers = {**self.api_client.default_headers, "Accept": "application/json",
                    "Content-Type": content_type or "application/json", **self._auth_headers()}
         rest: Any = self.api_client.rest_client  # untyped; request observers wrap its request
         with translated():
-            answer = rest.request(method, url, headers=headers, body=body,
-                                                         _request_timeout=self._timeouts)
+            answer = rest.request(method, url, headers=headers, body=body, _request_timeout=timeout or self._timeouts)
             if not 200 <= answer.status <= 299:
                 answer.read()
                 raise ApiException.from_response(http_resp=answer, body=None, data=None)
+        if stream:
+            return answer.response
         return _json(answer.response)
 
     def _auth_headers(self) -> dict[str, str]:
@@ -208,15 +214,15 @@ class Wire:
         elif timeout is not None:
             server_timeout = max(1, math.ceil(timeout))
             read_timeout = timeout + STREAM_GRACE
+        query: dict[str, Any] = {"watch": True, "timeout_seconds": server_timeout, **params}
         if bookmarks:
-            params["allow_watch_bookmarks"] = True
+            query["allow_watch_bookmarks"] = True
         resource = self.resource(api_version, kind)
-        client: Any = self._client()
+        scope = quote(namespace, safe="") if namespace and resource.namespaced else None
+        path = resource.path(namespace=scope)  # type: ignore[no-untyped-call]
         try:
-            with translated():
-                response = client.get(resource, namespace=namespace if resource.namespaced else None,
-                                      serialize=False, watch=True, timeout_seconds=server_timeout,
-                                      _request_timeout=(self._timeouts[0], read_timeout), **params)
+            response = self._send("GET", path, body=None, content_type=None, params=query,
+                                  timeout=(self._timeouts[0], read_timeout), stream=True)
         except ApiError as err:
             if deadline is not None and time.monotonic() >= deadline and err.code == 504:
                 return WatchStream(None)  # out of time before the answer began: an empty stream
