@@ -109,3 +109,35 @@ def test_a_watch_line_that_is_not_json_is_not_quoted() -> None:
     with pytest.raises(ApiError) as caught:
         next(stream)
     assert "not JSON" in str(caught.value) and "aHVudGVy" not in str(caught.value)
+
+
+PLUGIN = """import json, pathlib, sys
+token = pathlib.Path(sys.argv[1]).read_text()
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"token": token, "expirationTimestamp": "2000-01-01T00:00:00Z"}}))
+"""
+
+
+def test_an_exec_plugins_expired_token_is_fetched_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kubeconfig's exec plugin (an expired credential) runs again once CREDENTIALS_TTL passed, and the
+    server then gets its new token."""
+    import sys
+    (tmp_path / "plugin.py").write_text(PLUGIN)
+    (tmp_path / "token").write_text("exec-1")
+    memory = MemoryCluster("", clock=SystemClock())
+    memory.create(SECRET)
+    with Emulator(memory, token="exec-1") as server:
+        kubeconfig = server.kubeconfig("test")
+        kubeconfig["users"][0]["user"] = {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "interactiveMode": "Never",
+            "args": [str(tmp_path / "plugin.py"), str(tmp_path / "token")]}}
+        cluster = KubeCluster("", api_client_from_kubeconfig(kubeconfig), cache=False,
+                              discovery_cache_dir=tmp_path / "discovery")
+        try:
+            assert cluster.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
+            (tmp_path / "token").write_text("exec-2")
+            server._server.token = "exec-2"  # the server now accepts the new token only
+            monkeypatch.setattr("engine.cluster.kube.wire.CREDENTIALS_TTL", 0.0)
+            assert cluster.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
+        finally:
+            cluster.stop()

@@ -28,7 +28,7 @@ def api_verb(method: str, url: str) -> str:
     if method != "GET":
         return method
     parts = urlsplit(url)
-    if parse_qs(parts.query).get("watch", [""])[0].lower() in ("true", "1"):
+    if "watch" in parts.query and parse_qs(parts.query).get("watch", [""])[0].lower() in ("true", "1"):
         return "WATCH"
     segments = [s for s in parts.path.split("/") if s]
     if segments[:1] == ["api"]:
