@@ -182,6 +182,19 @@ def test_close_of_a_blocked_stream_from_another_thread_ends_it(stubs: list[Stub]
     closer.join()
 
 
+def test_a_watch_of_many_chunks_yields_every_event_and_frees_its_connection(stubs: list[Stub]) -> None:
+    """Events that arrive together (one chunk each) all come out, the stream ends at the last chunk, and
+    the connection carries the next request."""
+    events = [b'{"type":"ADDED","object":{"metadata":{"name":"o%d"}}}\n' % i for i in range(50)]
+    body = b"".join(f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events) + b"0\r\n\r\n"
+    answers = iter([Answer(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body), ok()])
+    stub = serve(stubs, lambda _: next(answers))
+    rest = client(stub.url)
+    stream = WatchStream(rest.request("GET", stub.url + "/api/v1/secrets?watch=true", _request_timeout=(5, 5)))
+    assert [e["object"]["metadata"]["name"] for e in stream] == [f"o{i}" for i in range(50)]
+    assert get(rest, stub.url).status == 200 and stub.accepted == 1
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 

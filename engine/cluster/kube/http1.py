@@ -60,7 +60,8 @@ class Connection:
         return True
 
     def take(self, count: int) -> bytes:
-        data = bytes(self.buffer[:count])
+        with memoryview(self.buffer) as view:
+            data = bytes(view[:count])
         del self.buffer[:count]
         return data
 
@@ -164,7 +165,10 @@ class Body:
         if self.done:
             return b""
         if self.chunked:
-            return self._chunk()
+            parts = [self._chunk()]  # blocks until a chunk arrives; the ones already buffered join it
+            while parts[-1] and not self._chunk_left and self._chunk_buffered():
+                parts.append(self._chunk())
+            return b"".join(parts)
         conn = self._conn
         if not conn.buffer and not conn.fill():
             if self._remaining is not None:
@@ -177,6 +181,18 @@ class Body:
             self._remaining -= count
             self.done = self._remaining == 0
         return data
+
+    def _chunk_buffered(self) -> bool:
+        """Whether the next whole chunk (a watch event, say) is already in the buffer."""
+        buffer = self._conn.buffer
+        end = buffer.find(b"\r\n")
+        if end < 0:
+            return False
+        try:
+            size = int(bytes(buffer[:end]).split(b";", 1)[0], 16)
+        except ValueError:
+            return True  # let _chunk report the malformed framing
+        return size > 0 and len(buffer) >= end + 2 + size + 2
 
     def _chunk(self) -> bytes:
         conn = self._conn
