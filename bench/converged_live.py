@@ -149,7 +149,15 @@ def measure(args: argparse.Namespace, work: Path, port: int, harness: subprocess
     cpu = [r["cpu_ms_per_touch"] for r in rounds]
     return {"orders": args.orders, "touched": len(picked), "rounds": rounds,
             "cpu_ms_per_touch_median": statistics.median(cpu), "cpu_ms_per_touch_min": min(cpu),
-            "workdir": str(work)}
+            "operator_peak_rss_mib": peak_rss_mib(pid), "workdir": str(work)}
+
+
+def peak_rss_mib(pid: int) -> float:
+    """VmHWM: the operator's peak resident memory so far (converging included)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
 
 
 def stop(harness: subprocess.Popen[bytes], work: Path) -> None:
