@@ -7,9 +7,9 @@ reaches the wrapped cluster, so the world is unchanged, as with a dropped reques
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.cluster.api import (
     ERRORS_BY_NAME,
@@ -17,15 +17,12 @@ from engine.cluster.api import (
     ApiError,
     Call,
     Cluster,
-    LabelSelector,
-    Obj,
-    ObjectList,
-    PatchType,
-    ResourceInfo,
     ServerError,
     Verb,
-    WatchEvent,
 )
+from engine.cluster.wrapper import ClusterWrapper
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -50,12 +47,11 @@ class Fault:
         )
 
 
-class FaultyCluster:
+class FaultyCluster(ClusterWrapper):
     """Wraps any Cluster: records each call in ``calls`` and raises injected errors first."""
 
     def __init__(self, inner: Cluster, *, cluster_name: str) -> None:
-        self.inner = inner
-        self.name = cluster_name
+        super().__init__(inner, cluster_name=cluster_name)
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.unreachable = False
@@ -100,104 +96,11 @@ class FaultyCluster:
                 raise _error(fault.error, call)
         return call
 
-    def _enter_obj(self, verb: Verb, obj: Obj, **extra: Any) -> Call:
-        meta = obj.get("metadata") or {}
-        return self._enter(verb, str(obj.get("apiVersion", "")), str(obj.get("kind", "")),
-                           meta.get("namespace"), meta.get("name"), **extra)
-
-    # Reader
-
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
-            carries: Collection[str] = ()) -> Obj:
-        call = self._enter("get", api_version, kind, namespace, name, live=live or None)
+    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
+              send: Callable[[], T], **extra: Any) -> T:
+        call = self._enter(verb, api_version, kind, namespace, name, **extra)
         with _failed_on_error(call):
-            return self.inner.get(api_version, kind, namespace, name, live=live, carries=carries)
-
-    def list(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None = None,
-        *,
-        labels: LabelSelector = None,
-        fields: str | None = None,
-        live: bool = False,
-    ) -> ObjectList:
-        call = self._enter("list", api_version, kind, namespace, None, live=live or None)
-        with _failed_on_error(call):
-            return self.inner.list(api_version, kind, namespace, labels=labels, fields=fields, live=live)
-
-    # Writer
-
-    def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        call = self._enter_obj("create", obj)
-        with _failed_on_error(call):
-            return self.inner.create(obj, field_manager=field_manager)
-
-    def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        call = self._enter_obj("update", obj)
-        with _failed_on_error(call):
-            return self.inner.update(obj, field_manager=field_manager)
-
-    def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        call = self._enter_obj("update", obj, subresource="status")
-        with _failed_on_error(call):
-            return self.inner.update_status(obj, field_manager=field_manager)
-
-    def patch(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        status: bool = False,
-        field_manager: str | None = None,
-    ) -> Obj:
-        call = self._enter("patch", api_version, kind, namespace, name, subresource="status" if status else None,
-                           patch_type=patch_type)
-        with _failed_on_error(call):
-            return self.inner.patch(api_version, kind, namespace, name, patch, patch_type=patch_type, status=status,
-                                    field_manager=field_manager)
-
-    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
-        call = self._enter_obj("apply", obj, subresource="status" if status else None, field_manager=field_manager,
-                               force=force)
-        with _failed_on_error(call):
-            return self.inner.apply(obj, field_manager=field_manager, force=force, status=status)
-
-    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
-        call = self._enter("delete", api_version, kind, namespace, name)
-        with _failed_on_error(call):
-            return self.inner.delete(api_version, kind, namespace, name)
-
-    # Watcher
-
-    def watch(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        labels: LabelSelector = None,
-        timeout: float | None = None,
-        bookmarks: bool = False,
-    ) -> Iterator[WatchEvent]:
-        call = self._enter("watch", api_version, kind, namespace, None, resource_version=resource_version)
-        with _failed_on_error(call):
-            return self.inner.watch(api_version, kind, namespace, resource_version=resource_version, labels=labels,
-                                    timeout=timeout, bookmarks=bookmarks)
-
-    # Discovery: not API calls a scenario counts, passed straight through.
-
-    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
-        return self.inner.resource_info(api_version, kind)
-
-    def serves(self, api_version: str, kind: str) -> bool:
-        return self.inner.serves(api_version, kind)
+            return send()
 
 
 def _error(name: str, call: Call) -> ApiError:
@@ -218,8 +121,3 @@ class _failed_on_error:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
         if isinstance(error, ApiError):
             self.call.failed = True
-
-
-def _conforms(cluster: FaultyCluster) -> Cluster:
-    """Never called: mypy proves here that FaultyCluster satisfies the Cluster protocol."""
-    return cluster

@@ -12,20 +12,14 @@ R, so it has D - R to reach the API server before another member may start (deci
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from engine.cluster.api import (
-    ApiError,
-    Cluster,
-    LabelSelector,
-    Obj,
-    ObjectList,
-    PatchType,
-    ResourceInfo,
-    WatchEvent,
-)
+from engine.cluster.api import ApiError, Cluster, Verb
 from engine.cluster.registry import ClusterSet
+from engine.cluster.wrapper import WRITES, ClusterWrapper
+
+T = TypeVar("T")
 
 Check = Callable[[], None]
 """Raises ``Fenced`` when the member may no longer write."""
@@ -37,63 +31,18 @@ class Fenced(ApiError):
     code, reason = 503, "ShardTenureLapsed"
 
 
-class FencedCluster:
+class FencedCluster(ClusterWrapper):
     """A Cluster whose writes first pass the member's fence; reads, watches and discovery go straight through."""
 
     def __init__(self, inner: Cluster, check: Check) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner, cluster_name=inner.name)
         self._check = check
 
-    # Reader, Watcher, Discovery: straight through
-
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
-            carries: Collection[str] = ()) -> Obj:
-        return self.inner.get(api_version, kind, namespace, name, live=live, carries=carries)
-
-    def list(self, api_version: str, kind: str, namespace: str | None = None, *, labels: LabelSelector = None,
-             fields: str | None = None, live: bool = False) -> ObjectList:
-        return self.inner.list(api_version, kind, namespace, labels=labels, fields=fields, live=live)
-
-    def watch(self, api_version: str, kind: str, namespace: str | None = None, *,
-              resource_version: str | None = None, labels: LabelSelector = None, timeout: float | None = None,
-              bookmarks: bool = False) -> Iterator[WatchEvent]:
-        return self.inner.watch(api_version, kind, namespace, resource_version=resource_version, labels=labels,
-                                timeout=timeout, bookmarks=bookmarks)
-
-    def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
-        return self.inner.resource_info(api_version, kind)
-
-    def serves(self, api_version: str, kind: str) -> bool:
-        return self.inner.serves(api_version, kind)
-
-    # Writer: each through the fence
-
-    def create(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        self._check()
-        return self.inner.create(obj, field_manager=field_manager)
-
-    def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        self._check()
-        return self.inner.update(obj, field_manager=field_manager)
-
-    def update_status(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
-        self._check()
-        return self.inner.update_status(obj, field_manager=field_manager)
-
-    def patch(self, api_version: str, kind: str, namespace: str | None, name: str, patch: Any, *,
-              patch_type: PatchType = "merge", status: bool = False, field_manager: str | None = None) -> Obj:
-        self._check()
-        return self.inner.patch(api_version, kind, namespace, name, patch, patch_type=patch_type, status=status,
-                                field_manager=field_manager)
-
-    def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
-        self._check()
-        return self.inner.apply(obj, field_manager=field_manager, force=force, status=status)
-
-    def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
-        self._check()
-        return self.inner.delete(api_version, kind, namespace, name)
+    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
+              send: Callable[[], T], **extra: Any) -> T:
+        if verb in WRITES:
+            self._check()
+        return send()
 
     def __getattr__(self, name: str) -> Any:
         """Anything else the client offers (cache hooks, ``stop``) is the inner cluster's."""
