@@ -79,35 +79,8 @@ class Requests:
             return [query for _, _, query in self.seen if query.get("watch") == ["true"]]
 
 
-@pytest.fixture
-def memory() -> MemoryCluster:
-    return MemoryCluster("", clock=SystemClock())
-
-
-@pytest.fixture
-def emulator(memory: MemoryCluster) -> Iterator[Any]:
-    server = Emulator(memory)
-    server.start()
-    yield server
-    server.stop()
-
-
 MakeKube = Callable[..., KubeCluster]
-
-
-@pytest.fixture
-def make_kube(emulator: Any, tmp_path: Path) -> Iterator[MakeKube]:
-    made: list[KubeCluster] = []
-
-    def make(**options: Any) -> KubeCluster:
-        cluster = KubeCluster("", api_client_from_kubeconfig(emulator.kubeconfig("test")),
-                              discovery_cache_dir=tmp_path / f"discovery-{len(made)}", **options)
-        made.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in made:
-        cluster.stop()
+"""The ``make_kube`` fixture (tests/cluster/conftest.py): a KubeCluster against the emulated cluster."""
 
 
 @pytest.fixture

@@ -3,44 +3,17 @@ no request once answered; a kind that leaves the server, or one installed later,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
-from engine.clock import SystemClock
 from engine.cluster.api import NotFound
-from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
+from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.served import ServedKinds
 from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
 from tests.cluster.test_kube_cache import WIDGET_CRD, Requests
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
-
-
-@pytest.fixture
-def memory() -> MemoryCluster:
-    return MemoryCluster("", clock=SystemClock())
-
-
-@pytest.fixture
-def make_kube(memory: MemoryCluster, tmp_path: Path) -> Iterator[Callable[..., KubeCluster]]:
-    server = Emulator(memory)
-    server.start()
-    made: list[KubeCluster] = []
-
-    def make(**options: Any) -> KubeCluster:
-        cluster = KubeCluster("", api_client_from_kubeconfig(server.kubeconfig("test")),
-                              discovery_cache_dir=tmp_path / f"discovery-{len(made)}", **options)
-        made.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in made:
-        cluster.stop()
-    server.stop()
 
 
 def discovery(requests: Requests) -> list[str]:
