@@ -124,15 +124,35 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="converged-live-"))
     port = free_port()
     env = dict(os.environ, ENGINE_ARGS=f"{os.environ.get('ENGINE_ARGS', '')} --metrics-bind-address 127.0.0.1:{port}")
-    hold = args.rounds * (args.touch * args.spacing + args.quiet_s + args.idle_s + 30) + 60
+    hold = args.rounds * (args.touch * args.spacing + args.quiet_s + args.idle_s + 10) + 30
     command = [str(HARNESS), str(args.orders), "--steady-s", "1", "--settle-s", "2", "--no-teardown",
                "--converge-timeout", str(args.converge_timeout), "--hold-s", str(hold), "--workdir", str(work)]
     with open(work / "bench.json", "w") as out, open(work / "bench.err", "w") as err:
         harness = subprocess.Popen(command, cwd=args.project, env=env, stdout=out, stderr=err, start_new_session=True)
         try:
-            print(json.dumps(measure(args, work, port, harness), indent=2))
+            figures = measure(args, work, port, harness)
+            figures["harness"] = harness_summary(harness, work, hold)
+            print(json.dumps(figures, indent=2))
         finally:
             stop(harness, work)
+
+
+def harness_summary(harness: subprocess.Popen[bytes], work: Path, hold: float) -> dict[str, Any]:
+    """The harness's own figures for the run (converging N orders): it prints them once its hold ends."""
+    try:
+        harness.wait(hold + 120)
+    except subprocess.TimeoutExpired:
+        return {"error": "the harness did not finish its hold"}
+    summary = json.loads((work / "bench.json").read_text() or "{}")
+    converge = summary.get("converge") or {}
+    checks = summary.get("checks") or {}
+    cpu_s = converge.get("operator_cpu_s")
+    return {"summary": str(work / "bench.json"), "problems": summary.get("problems"),
+            "orders_ok": f"{checks.get('orders_ok')}/{checks.get('orders_checked')}",
+            "wall_s_to_all_ready": converge.get("wall_s_to_all_ready"),
+            "requests_per_order": (converge.get("requests_per_order") or {}).get("total"),
+            "operator_cpu_ms_per_order": round(1000 * cpu_s / summary["n"], 1) if cpu_s and summary.get("n") else None,
+            "peak_rss_mib": (summary.get("operator_process") or {}).get("peak_rss_mib")}
 
 
 def measure(args: argparse.Namespace, work: Path, port: int, harness: subprocess.Popen[bytes]) -> dict[str, Any]:

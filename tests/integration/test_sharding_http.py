@@ -4,6 +4,7 @@ cluster: spread, a member killed (-9), a member added; never two passes of one o
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import re
@@ -35,8 +36,15 @@ def edge(world: World) -> Target:
 
 @pytest.fixture
 def replicas(world: World, edge: Target) -> Iterator[dict[str, OperatorProcess]]:
+    with three_replicas(world, "shard") as started:
+        yield started
+
+
+@contextlib.contextmanager
+def three_replicas(world: World, prefix: str, *extra: str) -> Iterator[dict[str, OperatorProcess]]:
+    """Three ``engine run --sharded`` processes, by the member name each joined under; all stopped after."""
     started: dict[str, OperatorProcess] = {}
-    processes = [OperatorProcess(world, *SHARDED, name=f"shard-{n}") for n in range(3)]
+    processes = [OperatorProcess(world, *SHARDED, *extra, name=f"{prefix}-{n}") for n in range(3)]
     try:
         for process in processes:
             started[member_of(process)] = process

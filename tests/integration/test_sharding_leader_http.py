@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import API, TENANT, OperatorProcess, World, get, order, wait_for
-from test_sharding_http import SHARD, SHARDED, managed_users, member_of, passes, ready
+from test_sharding_http import SHARD, managed_users, passes, ready, three_replicas
 
 LEASES = "c5c3-system"
 LEASE_DURATION = 6.0
@@ -26,16 +26,8 @@ PATIENCE = 120.0
 
 @pytest.fixture
 def replicas(world: World) -> Iterator[dict[str, OperatorProcess]]:
-    started: dict[str, OperatorProcess] = {}
-    processes = [OperatorProcess(world, *SHARDED, "--clusters-namespace", "", name=f"lead-{n}") for n in range(3)]
-    try:
-        for process in processes:
-            started[member_of(process)] = process
+    with three_replicas(world, "lead", "--clusters-namespace", "") as started:
         yield started
-    finally:  # also when one failed to start
-        for process in {*processes, *started.values()}:
-            if process.process.poll() is None:
-                process.stop()
 
 
 def owners(world: World, names: list[str]) -> dict[str, str]:
