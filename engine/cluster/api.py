@@ -339,7 +339,8 @@ class WriteObserver(Protocol):
         ...
 
     def answered(self, ticket: object, obj: Obj | None) -> None:
-        """The write's answer as the cluster returns it; None when the write failed."""
+        """The write's answer as the cluster returns it; None when the write failed (or was a delete that removed
+        the object at once: there is no object whose echo could come)."""
         ...
 
 

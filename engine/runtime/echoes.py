@@ -12,7 +12,9 @@ An event can arrive before the write's answer does (the watch and the answer rac
 is in flight, the events on its object are held for the writer: once the answer is in, those with
 another resourceVersion wake it, the one with the answer's resourceVersion does not; a write that
 fails wakes it for all of them. The order's own object is not tracked: its echoes (the finalizer
-added) keep waking it, as the seeds' watch on the order does.
+added) keep waking it, as the seeds' watch on the order does. A delete that finalizers hold is a
+write like the others (its answer, the object with its deletionTimestamp, is what its echo carries);
+the object's removal later is a change of its own and wakes the writer.
 """
 
 from __future__ import annotations

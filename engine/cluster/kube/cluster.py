@@ -476,12 +476,26 @@ class KubeCluster:
         return obj
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        """Delete now; an object finalizers hold is returned as it now is (with its deletionTimestamp).
+
+        The write observer is told of the delete like any write, with that object as the answer: the watch
+        event carrying it (the deletionTimestamp set) only echoes the delete. A delete that removed the object
+        at once answers nothing to compare with (its DELETED event wakes the order as any delete's did)."""
         namespace = self._namespace(api_version, kind, namespace)
-        answer = self._call("delete", api_version, kind, namespace=namespace, name=name)
-        if isinstance(answer, dict) and answer.get("kind") != "Status":
-            meta = answer.get("metadata") or {}
-            if meta.get("deletionTimestamp") and meta.get("finalizers"):
-                return self._written(api_version, kind, answer)
+        observer = self._write_observer
+        ticket = observer.sending(api_version, kind, namespace, name) if observer is not None else None
+        held: Obj | None = None
+        try:
+            answer = self._call("delete", api_version, kind, namespace=namespace, name=name)
+            if isinstance(answer, dict) and answer.get("kind") != "Status":
+                meta = answer.get("metadata") or {}
+                if meta.get("deletionTimestamp") and meta.get("finalizers"):
+                    held = self._written(api_version, kind, answer)
+        finally:
+            if observer is not None and ticket is not None:
+                observer.answered(ticket, held)
+        if held is not None:
+            return held
         uid = None
         if isinstance(answer, dict):
             uid = ((answer.get("details") or {}) if answer.get("kind") == "Status" else

@@ -1,0 +1,112 @@
+"""A KubeCluster tells the echo ledger of its deletes too: the event that only shows a pass's own delete (the
+deletionTimestamp a finalizer holds the object with) does not wake the order; the object's removal does.
+
+The runtime's informers watch a real KubeCluster over HTTP (the emulator), pumped deterministically.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_kit import API, OWNER_LABEL, START, FakeWatch, obj, request, widget_kind
+from test_echoes import drain, passing
+
+from engine.clock import SystemClock
+from engine.cluster.api import Obj
+from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
+from engine.cluster.memory import MemoryCluster
+from engine.runtime.echoes import Echoes
+from engine.runtime.queue import WorkQueue
+from engine.runtime.watches import Sources
+from engine.testing.clock import SimulatedClock
+from engine.testing.emulator import Emulator
+
+LOG = logging.getLogger("tests.runtime")
+GROUP, VERSION = API.split("/")
+
+
+def crd(kind: str, plural: str) -> Obj:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                 "versions": [{"name": VERSION, "served": True, "storage": True, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources, WorkQueue]]:
+    memory = MemoryCluster("", clock=SystemClock())
+    memory.create(crd("Widget", "widgets"))
+    memory.create(crd("Gadget", "gadgets"))
+    memory.create(obj("Widget", "a"))
+    server = Emulator(memory)
+    server.start()
+    kube = KubeCluster("", api_client_from_kubeconfig(server.kubeconfig("test")),
+                       discovery_cache_dir=tmp_path / "discovery")
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({widget_kind().key: widget_kind(FakeWatch("Gadget", mapping="labels"))}, queue, log=LOG)
+    sources.echoes = Echoes(queue.add)
+    sources.add_cluster("", kube)
+    try:
+        yield memory, kube, sources, queue
+    finally:
+        kube.stop()
+        server.stop()
+
+
+def pumped(sources: Sources, queue: WorkQueue) -> list[str]:
+    sources.pump()
+    return drain(queue)
+
+
+def held_gadget(memory: MemoryCluster) -> None:
+    """A child of order "a" that a finalizer holds once deleted (written by someone else: it wakes "a")."""
+    gadget = obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}, spec={"size": 1})
+    gadget["metadata"]["finalizers"] = ["example.io/hold"]
+    memory.create(gadget)
+
+
+def release(memory: MemoryCluster) -> None:
+    gadget = memory.get(API, "Gadget", "ns", "g")
+    gadget["metadata"]["finalizers"] = []
+    memory.update(gadget)
+
+
+def test_the_echo_of_a_pass_s_own_delete_does_not_wake_it_but_the_removal_does(world: Any) -> None:
+    memory, kube, sources, queue = world
+    pumped(sources, queue)
+    held_gadget(memory)
+    assert pumped(sources, queue) == ["a"]
+
+    with passing(request("a")):
+        answer = kube.delete(API, "Gadget", "ns", "g")
+    assert answer is not None and answer["metadata"]["deletionTimestamp"]
+    assert pumped(sources, queue) == [], "the deletionTimestamp only echoes the pass's own delete"
+
+    release(memory)  # the finalizer's owner lets it go: a change the pass did not make
+    assert pumped(sources, queue) == ["a"]
+
+
+def test_a_delete_that_removes_at_once_still_wakes_the_order(world: Any) -> None:
+    memory, kube, sources, queue = world
+    memory.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    pumped(sources, queue)
+    with passing(request("a")):
+        assert kube.delete(API, "Gadget", "ns", "g") is None
+    assert pumped(sources, queue) == ["a"]
+
+
+def test_a_delete_by_someone_else_wakes_the_order(world: Any) -> None:
+    memory, kube, sources, queue = world
+    held_gadget(memory)
+    pumped(sources, queue)
+    kube.delete(API, "Gadget", "ns", "g")  # no pass runs on this thread
+    assert pumped(sources, queue) == ["a"]
