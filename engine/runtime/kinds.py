@@ -55,6 +55,10 @@ class Watch(Protocol):
 
     def requests(self, obj: Obj, cluster: str, index: Index) -> list[Request]: ...
 
+    def maps_alike(self, old: Obj, new: Obj) -> bool:
+        """True only when ``requests`` is certain to give the same orders for both (False: map each)."""
+        ...
+
 
 class OrderKind(Protocol):
     """An order kind as the runtime sees it (``engine.rules.model.CompiledKind``)."""

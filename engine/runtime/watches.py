@@ -597,6 +597,8 @@ class Sources:
 
 def mapped(watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj, index: Index) -> list[Request]:
     """The orders an event wakes: those the new object maps to, then those the old one did (each once)."""
+    if new is not None and old is not None and watch.maps_alike(old, new):
+        return list(dict.fromkeys(watch.requests(new, cluster, index)))
     seen: dict[Request, None] = {}
     for source in [o for o in (new, old) if o is not None] or [obj]:
         seen.update(dict.fromkeys(watch.requests(source, cluster, index)))

@@ -70,6 +70,9 @@ class FakeWatch:
             return True
         return bool(self.changed(old) != self.changed(new))
 
+    def maps_alike(self, old: Obj, new: Obj) -> bool:
+        return False
+
     def requests(self, obj: Obj, cluster: str, index: Index) -> list[Request]:
         meta = obj["metadata"]
         if self.mapping == "order":

@@ -232,7 +232,7 @@ class KubeCluster:
         if version is None:
             return
         for informer in self._covering(api_version, kind, namespace or None, obj):
-            informer.store.expect(Expectation(version=version))
+            informer.store.expect_version(version)
 
     # -----------------------------------------------------------------------
     # Discovery.

@@ -165,9 +165,11 @@ class Body:
         if self.done:
             return b""
         if self.chunked:
+            if not self._chunk_left and (whole := self._whole_chunks()):
+                return whole
             parts = [self._chunk()]  # blocks until a chunk arrives; the ones already buffered join it
-            while parts[-1] and not self._chunk_left and self._chunk_buffered():
-                parts.append(self._chunk())
+            if parts[-1] and not self._chunk_left:
+                parts.append(self._whole_chunks())
             return b"".join(parts)
         conn = self._conn
         if not conn.buffer and not conn.fill():
@@ -182,17 +184,28 @@ class Body:
             self.done = self._remaining == 0
         return data
 
-    def _chunk_buffered(self) -> bool:
-        """Whether the next whole chunk (a watch event, say) is already in the buffer."""
+    def _whole_chunks(self) -> bytes:
+        """The data of every whole chunk already in the buffer (a burst of watch events), taken from it at
+        once: b"" when the next chunk is not whole yet, is the last one, or is malformed (``_chunk`` reads
+        and reports those). One copy and one cut of the buffer, not three per chunk."""
         buffer = self._conn.buffer
-        end = buffer.find(b"\r\n")
-        if end < 0:
-            return False
-        try:
-            size = int(bytes(buffer[:end]).split(b";", 1)[0], 16)
-        except ValueError:
-            return True  # let _chunk report the malformed framing
-        return size > 0 and len(buffer) >= end + 2 + size + 2
+        parts: list[bytearray] = []
+        at = 0
+        while (end := buffer.find(b"\r\n", at)) >= 0:
+            try:
+                size = int(buffer[at:end].split(b";", 1)[0], 16)
+            except ValueError:
+                break
+            start = end + 2
+            if size <= 0 or len(buffer) < start + size + 2 or buffer[start + size:start + size + 2] != b"\r\n":
+                break
+            parts.append(buffer[start:start + size])
+            at = start + size + 2
+        if not at:
+            return b""
+        data = b"".join(parts)
+        del buffer[:at]
+        return data
 
     def _chunk(self) -> bytes:
         conn = self._conn

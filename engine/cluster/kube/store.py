@@ -131,6 +131,8 @@ class Store:
         self._labels: dict[tuple[str, str], set[Key]] = {}
         self._namespaces: dict[str, set[Key]] = {}
         self._position: str = ""
+        self._reached: int | None = None
+        """``position`` as a number (None: not one), so a version check parses nothing."""
         self._expected: list[Expectation] = []
 
     # -- fed by the informer --------------------------------------------------
@@ -143,7 +145,7 @@ class Store:
             self._namespaces.clear()
             for obj in items:
                 self._put(obj)
-            self._position = resource_version
+            self._moved(resource_version)
             self._changed.notify_all()
 
     def apply(self, event: WatchEvent) -> None:
@@ -156,8 +158,13 @@ class Store:
                 self._drop(key_of(obj))
             rv = rv_of(obj)
             if rv is not None:
-                self._position = rv
-            self._changed.notify_all()
+                self._moved(rv)
+            if self._expected:  # only reads waiting for a write wait on the condition
+                self._changed.notify_all()
+
+    def _moved(self, position: str) -> None:
+        self._position = position
+        self._reached = version_number(position)
 
     def _put(self, obj: Obj) -> None:
         key = key_of(obj)
@@ -192,6 +199,14 @@ class Store:
             if not self._met(expectation):
                 self._expected.append(expectation)
 
+    def expect_version(self, version: int) -> None:
+        """``expect`` of a resourceVersion reached, without building the expectation when it is (every watch
+        event asks this of the cache it has just fed)."""
+        with self._changed:
+            reached = self._reached
+            if reached is not None and reached < version:
+                self._expected.append(Expectation(version=version))
+
     def settle(self, timeout: float) -> bool:
         """Wait until every expected write is visible; False (and the expectations dropped) on timeout."""
         deadline = time.monotonic() + timeout
@@ -208,7 +223,7 @@ class Store:
 
     def _met(self, expectation: Expectation) -> bool:
         if expectation.version is not None:
-            position = version_number(self._position)
+            position = self._reached
             if position is not None and position < expectation.version:
                 return False
         if expectation.gone is not None:

@@ -96,6 +96,9 @@ class Wire:
     def resource(self, api_version: str, kind: str) -> Resource:
         """The served resource of a kind (memoized); NotFound when the server does not serve it."""
         key = (api_version, kind)
+        found = self._resources.get(key)  # a memo hit needs no lock (one dict read); every request asks
+        if found is not None:
+            return found
         with self._lock:
             found = self._resources.get(key)
             if found is None:
@@ -282,10 +285,12 @@ class WatchStream(Iterator[WatchEvent]):
                 self.close()
                 raise from_status(event.get("object"))
             obj: Obj = event["object"] if isinstance(event.get("object"), dict) else {}
+            kind = str(event.get("type", ""))
             if self._strip and isinstance(obj.get("metadata"), dict):  # an object for a cache
                 obj["metadata"] = slim_metadata(obj["metadata"])
-                obj = interned(obj)
-            return {"type": str(event.get("type", "")), "object": obj}
+                if kind != "DELETED":  # a deleted object leaves the cache: sharing its strings saves nothing
+                    obj = interned(obj)
+            return {"type": kind, "object": obj}
 
     def _read_lines(self) -> Iterator[str]:
         response = self._response

@@ -1,0 +1,112 @@
+"""What a watch event costs (issue 11): an update predicate that is a plain field path is read without
+JMESPath, and an update whose mapped parts did not change is mapped once, not through old and new."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.expr.jmes import Query
+from engine.outcome import Request
+from engine.rules.catalog import load_catalog
+from engine.rules.model import CompiledKind, CompiledWatch, plain_path
+from engine.runtime.watches import mapped
+from tests.conftest import WIDGET
+
+KEY = "example.io/v1/Widget"
+LABELS = {"example.io/name": "w", "example.io/namespace": "ns", "example.io/cluster": ""}
+
+
+def kind_with(rules_dir: Callable[..., Path], watches: str) -> CompiledKind:
+    return next(iter(load_catalog(rules_dir(WIDGET + "watches:\n" + watches)).values()))
+
+
+@pytest.fixture
+def evaluations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The sources of the JMESPath queries evaluated meanwhile."""
+    seen: list[str] = []
+    original = Query.evaluate
+
+    def counted(self: Query, context: Any) -> Any:
+        seen.append(self.source)
+        return original(self, context)
+
+    monkeypatch.setattr(Query, "evaluate", counted)
+    yield seen
+
+
+def order_watch(kind: CompiledKind) -> CompiledWatch:
+    (watch,) = [w for w in kind.watches if w.is_order]
+    return watch
+
+
+def test_the_order_watch_tells_a_status_write_from_a_change_without_jmespath(
+        rules_dir: Callable[..., Path], evaluations: list[str]) -> None:
+    watch = order_watch(kind_with(rules_dir, "  []\n"))
+    order = {"metadata": {"name": "w", "generation": 1, "labels": {"a": "b"}}, "spec": {"size": 1}}
+    status_write = {**order, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    relabelled = {**order, "metadata": {**order["metadata"], "labels": {"a": "c"}}}
+    assert not watch.passes(order, status_write)
+    assert watch.passes(order, relabelled)
+    assert watch.passes(order, {**order, "metadata": {**order["metadata"], "deletionTimestamp": "now"}})
+    assert evaluations == []
+
+
+@pytest.mark.parametrize("source", ["metadata.generation", "spec.a.b", "status", "a_1.B2"])
+def test_a_plain_path_reads_what_jmespath_reads(rules_dir: Callable[..., Path], source: str) -> None:
+    kind = kind_with(rules_dir, f"  - {{apiVersion: example.io/v1, kind: Gadget, name: metadata.name, "
+                                f"changed: ['{source}']}}\n")
+    (watch,) = [w for w in kind.watches if w.kind == "Gadget"]
+    (query,) = watch.changed
+    assert plain_path(query) == tuple(source.split("."))
+    shapes: list[Any] = [None, 1, "x", [1], [{"b": 1}], {}, {"b": None}, {"b": [1]}, {"b": {"c": 1}}, True]
+    objects = [{"metadata": {"generation": shape}, "spec": {"a": shape}, "status": shape,
+                "a_1": {"B2": shape}} for shape in shapes] + [{}, {"spec": None}, {"spec": [1, 2]}]
+    for old in objects:
+        for new in objects:
+            assert watch.passes(old, new) == (query.evaluate(old) != query.evaluate(new)), (old, new)
+
+
+@pytest.mark.parametrize("source", ["metadata.labels.\"a.b\"", "spec.items[0]", "length(spec)", "@", "spec | a"])
+def test_anything_but_a_plain_path_stays_jmespath(rules_dir: Callable[..., Path], source: str) -> None:
+    kind = kind_with(rules_dir, "  - {apiVersion: example.io/v1, kind: Gadget, name: metadata.name, "
+                                f"changed: ['{source}']}}\n")
+    (watch,) = [w for w in kind.watches if w.kind == "Gadget"]
+    assert plain_path(watch.changed[0]) is None
+
+
+def test_a_status_only_update_of_a_child_is_mapped_once(rules_dir: Callable[..., Path],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    kind = kind_with(rules_dir, "  []\n")
+    child = next(w for w in kind.watches if w.mapping == "labels")
+    calls: list[object] = []
+    original = CompiledWatch.requests
+
+    def counted(self: CompiledWatch, obj: Any, cluster: str, index: Any) -> list[Request]:
+        calls.append(obj)
+        return original(self, obj, cluster, index)
+
+    monkeypatch.setattr(CompiledWatch, "requests", counted)
+    old = {"metadata": {"name": "w-part", "namespace": "ns", "labels": LABELS}, "status": {"ready": False}}
+    new = {**old, "status": {"ready": True}}
+    assert mapped(child, "", old, new, new, lambda key: []) == [Request(KEY, "", "ns", "w")]
+    assert calls == [new]
+
+    calls.clear()
+    moved = {**new, "metadata": {**new["metadata"], "labels": {**LABELS, "example.io/name": "v"}}}
+    assert mapped(child, "", old, moved, moved, lambda key: []) == [Request(KEY, "", "ns", "v"),
+                                                                     Request(KEY, "", "ns", "w")]
+    assert calls == [moved, old], "a relabelled child wakes the order it left as well"
+
+
+def test_a_watch_by_query_maps_old_and_new_whatever_changed(rules_dir: Callable[..., Path]) -> None:
+    kind = kind_with(rules_dir, "  - {apiVersion: example.io/v1, kind: Grant, name: status.widget}\n")
+    (watch,) = [w for w in kind.watches if w.kind == "Grant"]
+    old = {"metadata": {"name": "g", "namespace": "ns"}, "status": {"widget": "a"}}
+    new = {**old, "status": {"widget": "b"}}
+    assert not watch.maps_alike(old, new) and not watch.maps_alike(old, old)
+    assert mapped(watch, "", old, new, new, lambda key: []) == [Request(KEY, "", "ns", "b"),
+                                                                 Request(KEY, "", "ns", "a")]
