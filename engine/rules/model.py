@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import jmespath
+
 from engine.cluster.api import Obj
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
@@ -254,6 +256,41 @@ def plain_path(query: Query) -> tuple[str, ...] | None:
     return tuple(query.source.split(".")) if _PLAIN_PATH.fullmatch(query.source) else None
 
 
+_ROOT_READING = frozenset({"function_expression", "or_expression", "and_expression", "not_expression",
+                           "comparator", "multi_select_list", "literal"})
+"""JMESPath nodes whose children read the same node they do (so, at the top, the context)."""
+
+
+def read_paths(query: Query) -> tuple[tuple[str, ...], ...] | None:
+    """The field paths from the context that an expression reads, when that is all it reads (functions,
+    comparisons, ``||``/``&&``/``!``, literals and lists of those over field paths); None otherwise
+    (projections, filters, pipes, indexes, ``@``: what they read depends on the data)."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(node: dict[str, Any]) -> bool:
+        kind = node.get("type")
+        if kind == "field":
+            found.append((str(node["value"]),))
+            return True
+        if kind == "subexpression":
+            fields = node.get("children") or []
+            if not fields or any(child.get("type") != "field" for child in fields):
+                return False
+            found.append(tuple(str(child["value"]) for child in fields))
+            return True
+        if kind in _ROOT_READING:
+            return all(walk(child) for child in node.get("children") or [])
+        return False
+
+    return tuple(dict.fromkeys(found)) if walk(_parsed(query.source)) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(source: str) -> dict[str, Any]:
+    tree: dict[str, Any] = jmespath.compile(source).parsed
+    return tree
+
+
 _MAPPING_INPUTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "order": (("metadata", "namespace"), ("metadata", "name")),
     "owner": (("metadata", "namespace"), ("metadata", "ownerReferences")),
@@ -431,6 +468,27 @@ class CompiledKind:
     def ownership_labels(self) -> tuple[str, str, str]:
         """The name, namespace and cluster label keys of the order's children."""
         return (self.children.name_label, self.children.namespace_label, self.children.cluster_label)
+
+    @functools.cached_property
+    def _index_reads(self) -> tuple[tuple[str, ...], ...] | None:
+        return None if self.index_query is None else read_paths(self.index_query)
+
+    def index_alike(self, old: Obj, new: Obj) -> bool:
+        """Whether ``old`` and ``new`` (one order, on one cluster) have the same index keys for certain: the
+        index expression reads only field paths, and each reads a string (or nothing) equal in both. A
+        status write leaves an order's keys as they were, so they need not be computed again."""
+        reads = self._index_reads
+        if not reads:
+            return False
+        for path in reads:
+            if path == ("cluster",):
+                continue  # one informer's orders share their cluster
+            if path[0] != "order":
+                return False
+            before, after = _lookup(old, *path[1:]), _lookup(new, *path[1:])
+            if before != after or not (before is None or type(before) is str) or type(before) is not type(after):
+                return False
+        return True
 
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
         """The order's keys in the fan-out index (e.g. the objects it references): a key or a list of keys;

@@ -87,6 +87,10 @@ class OrderKind(Protocol):
 
     def index_keys(self, order: Obj, cluster: str) -> Sequence[str]: ...
 
+    def index_alike(self, old: Obj, new: Obj) -> bool:
+        """True only when ``index_keys`` is certain to give the same keys for both (False: compute them)."""
+        ...
+
 
 Catalog = Mapping[str, OrderKind]
 

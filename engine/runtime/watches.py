@@ -105,6 +105,10 @@ class OrderIndex:
             for key in keys:
                 self._keys.setdefault(kind, {}).setdefault(key, set()).add(order)
 
+    def has(self, kind: str, order: Member) -> bool:
+        """Whether ``order`` has keys in the index (its expression gave some, without failing)."""
+        return (kind, order) in self._of
+
     def drop_cluster(self, cluster: str) -> None:
         """Forget every order of a cluster (it was disengaged)."""
         for kind, order in [k for k in self._of if k[1][0] == cluster]:
@@ -358,8 +362,11 @@ class Informer:
             old = self._cache.get(key)
             self._cache[key] = new = obj
         for order_kind in self._indexes:
-            self._sources.index.put(order_kind.key, (self.cluster_name, *key),
-                                    () if new is None else self._index_keys(order_kind, new))
+            member = (self.cluster_name, *key)
+            if new is not None and old is not None and order_kind.index_alike(old, new) \
+                    and self._sources.index.has(order_kind.key, member):
+                continue  # the same keys as before (a status write): nothing to compute or move
+            self._sources.index.put(order_kind.key, member, () if new is None else self._index_keys(order_kind, new))
         echo = self._sources.echoes.echo_of(self.cluster_name, self.api_version, self.kind, obj) \
             if self._sources.echoes is not None else None
         for watch in self.watches:

@@ -3,17 +3,22 @@ JMESPath, and an update whose mapped parts did not change is mapped once, not th
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from engine.cluster.memory import MemoryCluster
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind, CompiledWatch, plain_path
-from engine.runtime.watches import mapped
+from engine.runtime.queue import WorkQueue
+from engine.runtime.watches import Sources, mapped
+from engine.testing.clock import SimulatedClock
 from tests.conftest import WIDGET
 
 KEY = "example.io/v1/Widget"
@@ -110,3 +115,55 @@ def test_a_watch_by_query_maps_old_and_new_whatever_changed(rules_dir: Callable[
     assert not watch.maps_alike(old, new) and not watch.maps_alike(old, old)
     assert mapped(watch, "", old, new, new, lambda key: []) == [Request(KEY, "", "ns", "b"),
                                                                  Request(KEY, "", "ns", "a")]
+
+
+HUB_WATCH = "  - {apiVersion: example.io/v1, kind: Hub, index: metadata.name}\n"
+
+
+def indexed(rules_dir: Callable[..., Path], index_key: str) -> CompiledKind:
+    return next(iter(load_catalog(rules_dir(WIDGET + f"indexKey: \"{index_key}\"\nwatches:\n" + HUB_WATCH)).values()))
+
+
+def test_a_status_write_leaves_the_index_keys_as_they_were(rules_dir: Callable[..., Path]) -> None:
+    kind = indexed(rules_dir, "cluster == '' && join('/', [order.spec.ns || order.metadata.namespace, order.spec.hub])")
+    order = {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}, "spec": {"hub": "h1"}}
+    written = {**order, "metadata": {**order["metadata"], "resourceVersion": "2"}, "status": {"ok": True}}
+    assert kind.index_alike(order, written)
+    assert not kind.index_alike(order, {**written, "spec": {"hub": "h2"}})
+    assert not kind.index_alike(order, {**written, "spec": {"hub": "h1", "ns": "other"}})
+    assert not kind.index_alike({**order, "spec": {"hub": ["h1"]}}, {**written, "spec": {"hub": ["h1"]}}), \
+        "a list read is computed again (equal lists may differ in the types of their items)"
+
+
+@pytest.mark.parametrize("index_key", ["order.spec.hubs[0]", "order.spec.hubs[*].name", "order.spec | hub",
+                                       "map(&name, order.spec.hubs)", "order"])
+def test_an_index_read_through_anything_but_paths_is_always_computed(rules_dir: Callable[..., Path],
+                                                                     index_key: str) -> None:
+    kind = indexed(rules_dir, index_key)
+    order = {"metadata": {"name": "w", "namespace": "ns"}, "spec": {"hub": "h1", "hubs": [{"name": "h1"}]}}
+    assert not kind.index_alike(order, order)
+
+
+def test_the_fan_out_follows_an_order_s_new_key_and_not_its_status(rules_dir: Callable[..., Path],
+                                                                  evaluations: list[str]) -> None:
+    source = "join('/', [order.metadata.namespace, order.spec.hub])"
+    kind = indexed(rules_dir, source)
+    clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+    memory = MemoryCluster("", clock=clock, permissive=True)
+    queue = WorkQueue(clock)
+    sources = Sources({kind.key: kind}, queue, log=logging.getLogger("tests.rules"))
+    sources.add_cluster("", memory)
+    memory.create({"apiVersion": "example.io/v1", "kind": "Widget",
+                   "metadata": {"name": "w", "namespace": "ns"}, "spec": {"hub": "h1"}})
+    sources.pump()
+    assert sources.index.lookup(kind.key, "ns/h1") == [("", "ns", "w")]
+    widget = memory.get("example.io/v1", "Widget", "ns", "w")
+    evaluations.clear()
+    memory.update_status({**widget, "status": {"ready": True}})
+    sources.pump()
+    assert source not in evaluations, "a status write does not compute the keys again"
+    widget = memory.get("example.io/v1", "Widget", "ns", "w")
+    memory.update({**widget, "spec": {"hub": "h2"}})
+    sources.pump()
+    assert sources.index.lookup(kind.key, "ns/h1") == []
+    assert sources.index.lookup(kind.key, "ns/h2") == [("", "ns", "w")]

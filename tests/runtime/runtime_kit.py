@@ -104,6 +104,9 @@ class FakeKind:
     def index_origin(self) -> str:
         return "rules/widget.yaml:7:11"
 
+    def index_alike(self, old: Obj, new: Obj) -> bool:
+        return False
+
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
         """spec.hubs (a list of keys) or spec.hub; a hub that is a list fails as a compiled expression fails
         on data of the wrong type."""

@@ -159,8 +159,8 @@ class Store:
             rv = rv_of(obj)
             if rv is not None:
                 self._moved(rv)
-            if self._expected:  # only reads waiting for a write wait on the condition
-                self._changed.notify_all()
+            if any(self._met(expected) for expected in self._expected):
+                self._changed.notify_all()  # only reads waiting for a write wait here, and only this wakes them
 
     def _moved(self, position: str) -> None:
         self._position = position
