@@ -12,7 +12,8 @@ real controller does on the fields the rules read:
 - names are unique per domain, compared as Keystone compares them (case- and accent-insensitive):
   a managed User whose name another User already holds is refused as Keystone refuses it (409
   "Duplicate entry"), a terminal error K-ORC does not retry until its Progressing condition is
-  cleared or its generation moves;
+  cleared or its generation moves; the name is checked when the user is created, so of two Users
+  of one name seen in one round only the first gets a user (the other is refused the next round);
 - a managed User being deleted deletes the user it created (by its ``status.id``, never another
   User's) and drops the finalizer.
 """
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.clock import Clock
-from engine.cluster.api import Cluster, NotFound, Obj
+from engine.cluster.api import Cluster, Conflict, NotFound, Obj
 from engine.expr.functions import fold
 from simulators.base import Reaction, condition_is, deleting, finalizers, key, secret_exists, with_condition
 
@@ -122,6 +123,11 @@ class KorcSimulator:
         new_status = {"id": user_id(name), "resource": {"name": name, "appliedPasswordRef": password_ref}}
 
         def apply() -> None:
+            taken = self.user(domain, name)
+            if taken is not None and taken != status.get("id"):
+                # Keystone checks the name as it creates the user: another User of this round took it first,
+                # so this reaction is stale; the next round refuses this User as Keystone does (409).
+                raise Conflict(f"Keystone user {name!r} was created since this round looked")
             self._add_finalizer(user)
             self.keystone[(domain, fold(name))] = user_id(name)
             self._write_status(user, new_status, "True", "Success", "OpenStack resource is available")

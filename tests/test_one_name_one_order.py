@@ -14,7 +14,7 @@ from typing import Any
 from engine.cluster.api import NotFound
 from simulators import demo as story
 from simulators import korc
-from simulators.base import find_condition
+from simulators.base import find_condition, react
 
 OTHER = "tenant-z"
 
@@ -63,19 +63,24 @@ def test_one_order_holds_the_name_the_other_is_refused_then_proceeds_once_it_is_
     assert demo.korc.names() == {"shared": korc.user_id("SHARED")}
 
 
+def _managed_user(demo: story.Demo, name: str, user_name: str) -> None:
+    """A managed User of that Keystone name in domain d, and its password Secret."""
+    meta = {"name": name, "namespace": "openstack"}
+    demo.cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {**meta, "name": f"{name}-pw"},
+                         "data": {"password": "cGFzc3dvcmQ="}})
+    resource = {"name": user_name, "domainRef": "d", "passwordRef": f"{name}-pw"}
+    credentials = {"secretName": "k-orc-clouds-yaml", "cloudName": "admin"}  # K-ORC's CRD requires them
+    demo.cluster.create({"apiVersion": korc.API_VERSION, "kind": korc.KIND, "metadata": meta,
+                         "spec": {"managementPolicy": "managed", "cloudCredentialsRef": credentials,
+                                  "resource": resource}})
+
+
 def test_the_simulated_keystone_refuses_a_second_user_of_one_name_in_a_domain() -> None:
     """Two managed Users of one name in one domain: the second is refused (409) and deleting it keeps the first."""
     demo = story.Demo(io.StringIO())
     sim = demo.korc
     for name, user_name in (("first", "svc"), ("second", "SVC")):
-        meta = {"name": name, "namespace": "openstack"}
-        demo.cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {**meta, "name": f"{name}-pw"},
-                             "data": {"password": "cGFzc3dvcmQ="}})
-        resource = {"name": user_name, "domainRef": "d", "passwordRef": f"{name}-pw"}
-        credentials = {"secretName": "k-orc-clouds-yaml", "cloudName": "admin"}  # K-ORC's CRD requires them
-        demo.cluster.create({"apiVersion": korc.API_VERSION, "kind": korc.KIND, "metadata": meta,
-                             "spec": {"managementPolicy": "managed", "cloudCredentialsRef": credentials,
-                                      "resource": resource}})
+        _managed_user(demo, name, user_name)
         for _ in range(3):
             for reaction in sim.reactions():
                 reaction.apply()
@@ -90,3 +95,24 @@ def test_the_simulated_keystone_refuses_a_second_user_of_one_name_in_a_domain() 
     for reaction in sim.reactions():
         reaction.apply()
     assert sim.names() == {"svc": korc.user_id("svc")}
+
+
+def test_two_users_of_one_name_seen_in_one_round_get_one_keystone_user() -> None:
+    """Keystone checks the name as it creates a user: of two managed Users of one name that K-ORC sees at once
+    (a busy controller's one round), one gets the user and the other is refused (409), without an id.
+
+    Both used to be "created", the first then refused while keeping its id: an order whose User has an id holds
+    its name, so it never learnt of the holder and stayed refused with "already exists" (the HTTP name race)."""
+    demo = story.Demo(io.StringIO())
+    sim = demo.korc
+    for name, user_name in (("first", "svc"), ("second", "SVC")):
+        _managed_user(demo, name, user_name)
+    for _ in range(3):
+        react([sim])
+    users = {name: demo.cluster.get(korc.API_VERSION, korc.KIND, "openstack", name) for name in ("first", "second")}
+    with_id = [name for name, user in users.items() if (user.get("status") or {}).get("id")]
+    assert with_id == ["first"]
+    assert sim.names() == {"svc": korc.user_id("svc")}
+    progressing = find_condition(users["second"], "Progressing") or {}
+    assert progressing.get("reason") == "InvalidConfiguration"
+    assert "Duplicate entry found with name SVC at domain ID d" in progressing.get("message", "")
