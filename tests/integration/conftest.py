@@ -44,6 +44,10 @@ API = "c5c3.io/v1alpha1"
 TENANT = "tenant-a"
 PATIENCE = 30.0
 """Seconds an integration wait may take before it fails."""
+STARTUP_PATIENCE = 120.0
+"""Seconds ``engine run`` may take to become ready. Its start is CPU-bound (imports, rule compilation, the
+first lists: about 4 CPU-seconds), so its wall time grows with the machine's load: 20 s at a load average
+of 14 on two cores. A slow start is not what these tests check; an operator that never gets ready still fails."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,6 +138,8 @@ class World:
             korc.KorcSimulator(self.management, clock), eso.EsoSimulator(self.management, clock),
             topology.TopologySimulator(self.management, clock),
         ]
+        self.processes: list[OperatorProcess] = []
+        """Every operator process started on this world: ``close`` kills those still running."""
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._react, name="simulated controllers", daemon=True)
         self._thread.start()
@@ -168,6 +174,8 @@ class World:
         return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
 
     def close(self) -> None:
+        for process in self.processes:  # one a failed test left running would outlive the test run
+            process.kill()
         self._halt.set()
         self._thread.join(5)
         for target in self.targets.values():
@@ -189,6 +197,7 @@ class OperatorProcess:
              "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--log-level", "debug", *args],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env,
         )
+        world.processes.append(self)
 
     def _get(self, port: int, path: str) -> tuple[int, str] | None:
         try:
@@ -204,7 +213,13 @@ class OperatorProcess:
         return answer is not None and answer[0] == 200
 
     def wait_ready(self) -> None:
-        wait_for(lambda: self.ready() or self.process.poll() is not None, message="the operator to be ready")
+        """Wait until it is ready; if it exits or never gets ready, kill it and fail with its log's tail."""
+        try:
+            wait_for(lambda: self.ready() or self.process.poll() is not None, timeout=STARTUP_PATIENCE,
+                     message="the operator to be ready")
+        except pytest.fail.Exception:
+            self.kill()
+            pytest.fail(f"the operator was not ready within {STARTUP_PATIENCE}s:\n{self.logs()[-3000:]}")
         assert self.process.poll() is None, f"the operator exited:\n{self.logs()}"
 
     def metric(self, name: str) -> float | None:
@@ -230,12 +245,16 @@ class OperatorProcess:
             self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()  # the test fails, and leaves no process behind
+            raise
         finally:
             self._log.close()
 
     def kill(self) -> None:
         """SIGKILL: no graceful stop, the Lease is not released."""
-        self.process.kill()
+        if self.process.poll() is None:
+            self.process.kill()
         self.process.wait(10)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TENANT, example, free_port, wait_for
+from conftest import ROOT, STARTUP_PATIENCE, TENANT, example, free_port, wait_for
 
 from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
@@ -54,6 +54,10 @@ class Embedded:
             self.process.send_signal(signal.SIGINT)
         try:
             return self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # the test fails, and leaves no process behind
+            self.process.wait(10)
+            raise
         finally:
             self._log.close()
 
@@ -62,7 +66,8 @@ class Embedded:
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
     running = Embedded(tmp_path_factory.mktemp("embedded"))
     try:
-        wait_for(lambda: running.ready() or running.process.poll() is not None, message="the embedded operator")
+        wait_for(lambda: running.ready() or running.process.poll() is not None, timeout=STARTUP_PATIENCE,
+                 message="the embedded operator")
         assert running.process.poll() is None, running.logs()
         yield running
     finally:
