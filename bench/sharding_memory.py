@@ -1,24 +1,36 @@
-"""Measurement: memory per replica of real ``engine run --sharded`` processes, for 1, 2 and 4 replicas.
+"""Measurement: memory and throughput per replica of real ``engine run --sharded`` processes, for 1, 2 and 4 replicas.
 
     .venv/bin/python bench/sharding_memory.py [--orders N] [--replicas 1,2,4]
 
 For each replica count: a fresh emulated management cluster with the simulated controllers (the integration
-tests' world, in this process), N KeystoneUser orders, and that many ``engine run --sharded`` processes. Once
-every order is Ready and the members hold their shares, it reads each process's resident memory (VmRSS, and its
-peak VmHWM, from /proc) and its ``c5c3_operator_cached_objects`` (objects held in full, by kind), then stops
-them. Prints one JSON document. Two shared cores make the timings noisy; the memory is what it measures.
-Run on demand, not in CI; every process it starts is stopped (SIGTERM, then SIGKILL) before the next round.
+tests' world, in this process) and that many ``engine run --sharded`` processes. Once every replica is ready and
+the first leader has placed nothing yet, it notes each process's CPU time, creates N KeystoneUser orders and
+waits until every order is Ready and the members hold their shares. Then it reads, per process:
+
+- memory: resident (VmRSS, and its peak VmHWM), proportional (Pss: shared pages split between the processes
+  that map them) and private (Private_Clean + Private_Dirty: what stopping the process would give back), from
+  /proc; and its ``c5c3_operator_cached_objects`` (objects held in full, by kind);
+- throughput: the orders it holds (labelled for it), the passes it ran and the CPU seconds it used from the
+  orders' creation until all were Ready, hence its orders per CPU second.
+
+Two shared cores cannot show replicas running side by side, so the wall time to all Ready grows with the
+replicas here. ``projected_seconds_with_a_core_each`` is a projection, not a measurement: the most CPU one
+replica spent on its share, which bounds the time to converge when each replica has a core of its own and the
+API server is not the bottleneck. Run on demand, not in CI; every process it starts is stopped (SIGTERM, then
+SIGKILL) before the next round. Prints one JSON document.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,29 +40,54 @@ from conftest import API, TENANT, OperatorProcess, World, condition, get, order 
 
 SHARDED = ("--sharded", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s",
            "--leader-elect-retry-period", "500ms", "--clusters-namespace", "", "--log-level", "info")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def memory_kib(pid: int) -> dict[str, int]:
-    found = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            found[key] = int(value.split()[0])
-    return found
+def memory_mib(pid: int) -> dict[str, float]:
+    """Resident, peak, proportional and private memory of a process, in MiB."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    rollup = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:])
+
+    def kib(table: dict[str, str], key: str) -> int:
+        return int(table[key].split()[0])
+
+    return {"rss": round(kib(status, "VmRSS") / 1024, 1), "peak": round(kib(status, "VmHWM") / 1024, 1),
+            "pss": round(kib(rollup, "Pss") / 1024, 1),
+            "private": round((kib(rollup, "Private_Clean") + kib(rollup, "Private_Dirty")) / 1024, 1)}
 
 
-def cached(process: OperatorProcess) -> dict[str, int]:
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15 of stat)
+
+
+def scrape(process: OperatorProcess) -> dict[str, Any]:
+    """Objects held in full by kind, passes run, and the orders this member holds, from its /metrics."""
     answer = process._get(process.metrics_port, "/metrics")
     held: dict[str, int] = {}
+    passes = owned = 0
     for line in (answer[1] if answer else "").splitlines():
+        value = line.rsplit(" ", 1)[-1]
         if line.startswith("c5c3_operator_cached_objects{"):
             kind = line.split('kind="', 1)[1].split('"', 1)[0]
-            held[kind] = held.get(kind, 0) + int(float(line.rsplit(" ", 1)[1]))
-    return held
+            held[kind] = held.get(kind, 0) + int(float(value))
+        elif line.startswith("c5c3_operator_reconcile_total{"):
+            passes += int(float(value))
+        elif line.startswith("c5c3_operator_shard_held_orders{"):
+            owned += int(float(value))
+    return {"cached_objects": held, "passes": passes, "orders_held": owned}
 
 
 def ready(world: World, names: list[str]) -> bool:
     return all(condition(get(world.management, API, "KeystoneUser", TENANT, n), "Ready") == "True" for n in names)
+
+
+def wait(what: Any, deadline: float, processes: list[OperatorProcess], message: str) -> None:
+    while not what():
+        if time.monotonic() > deadline or any(p.process.poll() is not None for p in processes):
+            raise SystemExit(message)
+        time.sleep(0.5)
 
 
 def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
@@ -58,25 +95,32 @@ def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
         world = World(Path(tmp))
         processes: list[OperatorProcess] = []
         try:
+            deadline = time.monotonic() + timeout
+            processes = [OperatorProcess(world, *SHARDED, name=f"replica-{n}") for n in range(replicas)]
+            wait(lambda: all(p.ready() for p in processes), deadline, processes, f"{replicas}: a replica not ready")
+            cpu_before = [cpu_seconds(p.process.pid) for p in processes]
+            started = time.monotonic()
             names = [f"o{n:04}" for n in range(orders)]
             for name in names:
                 world.management.create(order("KeystoneUser", name))
-            started = time.monotonic()
-            processes = [OperatorProcess(world, *SHARDED, name=f"replica-{n}") for n in range(replicas)]
-            deadline = started + timeout
-            while not ready(world, names):
-                if time.monotonic() > deadline or any(p.process.poll() is not None for p in processes):
-                    raise SystemExit(f"{replicas} replica(s): not every order Ready in time")
-                time.sleep(1.0)
+            wait(lambda: ready(world, names), deadline, processes, f"{replicas} replica(s): not every order Ready")
             converged = time.monotonic() - started
+            cpu = [cpu_seconds(p.process.pid) - before for p, before in zip(processes, cpu_before, strict=True)]
             time.sleep(3.0)  # the last echoes settle
-            per = [{"rss_kib": memory_kib(p.process.pid)["VmRSS"], "peak_kib": memory_kib(p.process.pid)["VmHWM"],
-                    "cached_objects": cached(p)} for p in processes]
+            per: list[dict[str, Any]] = []
+            for process, spent in zip(processes, cpu, strict=True):
+                seen = scrape(process)
+                per.append({**memory_mib(process.process.pid), **seen, "cpu_seconds": round(spent, 1),
+                            "orders_per_cpu_second": round(seen["orders_held"] / spent, 2) if spent else None})
+
+            def mean(key: str) -> float:
+                return round(sum(float(p[key]) for p in per) / len(per), 1)
+
             return {"replicas": replicas, "orders": orders, "seconds_to_all_ready": round(converged, 1),
-                    "per_replica": per,
-                    "mean_rss_mib": round(sum(p["rss_kib"] for p in per) / len(per) / 1024, 1),  # type: ignore[misc]
-                    "mean_cached_objects": round(sum(sum(p["cached_objects"].values()) for p in per)  # type: ignore[attr-defined]
-                                                 / len(per), 1)}
+                    "projected_seconds_with_a_core_each": round(max(cpu), 1),
+                    "mean_rss_mib": mean("rss"), "mean_pss_mib": mean("pss"), "mean_private_mib": mean("private"),
+                    "mean_cached_objects": round(sum(sum(p["cached_objects"].values()) for p in per) / len(per), 1),
+                    "mean_cpu_seconds": mean("cpu_seconds"), "per_replica": per}
         finally:
             for process in processes:
                 if process.process.poll() is None:
