@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kubernetes import config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import load_incluster_config
 
 from engine.cluster.api import BadRequest
 from engine.cluster.kube.cluster import POOL_SIZE, KubeCluster
+from engine.cluster.kube.library import kube_config
 from engine.cluster.kube.requests import RequestObserver
 from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
 
@@ -31,12 +32,13 @@ from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
 def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, context: str | None = None) -> ApiClient:
     """An ApiClient for one context of a trusted kubeconfig; BadRequest when the kubeconfig is unusable."""
     configuration = _fresh()
+    loader = kube_config()  # imported here: a pod's operator reads no kubeconfig (decision 0036)
     try:
         if isinstance(kubeconfig, Mapping):
-            config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+            loader.load_kube_config_from_dict(
                 dict(kubeconfig), context=context, client_configuration=configuration, persist_config=False)
         else:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
+            loader.load_kube_config(
                 config_file=str(kubeconfig), context=context, client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         raise BadRequest(f"unusable kubeconfig: {exc}") from None
@@ -165,7 +167,7 @@ def kube_cluster_in_pod(
     """A KubeCluster on the cluster this pod runs in, through its service account."""
     configuration = _fresh()
     try:
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     except ConfigException as exc:
         raise BadRequest(f"not running in a pod with a service account: {exc}") from None
     return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
