@@ -360,14 +360,19 @@ class Operator:
         elif self.options.rules_reload_interval > 0:
             threads.append(threading.Thread(target=self.reloader.run, args=(stop,), name="rule reloader",
                                             daemon=True))
+        # The Leases are renewed until the workers have stopped, not just until ``stop``: a pass still running
+        # after a stop signal finishes under a valid tenure (its writes pass the shard fence, no other replica
+        # starts the order meanwhile); they are released below, once nothing reconciles any more.
+        renewals = threading.Event()
+        renewing: list[threading.Thread] = []
         if self.elector is not None:
-            threads.append(threading.Thread(target=self.elector.run, args=(stop,), name="leader election",
-                                            daemon=True))
+            renewing.append(threading.Thread(target=self.elector.run, args=(renewals,), name="leader election",
+                                             daemon=True))
         gate, admit = self.leading, None
         if self.member is not None and self.assigner is not None and self.leading is not None:
             gate, admit = self.member.active, self.member.admit
-            threads.append(threading.Thread(target=self.member.run, args=(stop,), name="shard membership",
-                                            daemon=True))
+            renewing.append(threading.Thread(target=self.member.run, args=(renewals,), name="shard membership",
+                                             daemon=True))
             threads.append(threading.Thread(target=self.assigner.run,
                                             args=(stop, self.leading, self.options.retry_period),
                                             name="shard assigner", daemon=True))
@@ -376,7 +381,7 @@ class Operator:
         events_done = threading.Event()
         recorder = threading.Thread(target=self.events.run, args=(events_done,), name="event recorder", daemon=True)
         recorder.start()
-        for thread in threads:
+        for thread in renewing + threads:
             thread.start()
         LOG.info("operator started: %d kind(s), %d worker(s)%s", len(self.manager.catalog),
                  self.options.max_concurrent_reconciles,
@@ -385,6 +390,9 @@ class Operator:
             self.manager.run(stop, shutdown_timeout=SHUTDOWN_TIMEOUT, leading=gate, admit=admit)
         finally:
             stop.set()
+            renewals.set()
+            for thread in renewing:
+                thread.join(5)
             if self.member is not None:
                 self.member.leave()  # the workers have stopped: hand the orders back (not after a loss)
             if self.registrations is not None:
