@@ -112,16 +112,28 @@ def seconds(text: str) -> float:
         return durations.parse_seconds(text)
 
 
-def lint_clean(options: Options, out: TextIO) -> bool:
-    """Lint the rule files; print each error and return False if there is any."""
-    from engine.rules.lint import lint_paths
+@dataclass(frozen=True)
+class LoadedRules:
+    """The rule set a start linted and compiled, and the fingerprint taken before (a change made meanwhile is
+    reloaded at the first poll)."""
 
-    errors = lint_paths([options.rules], templates_root=options.templates)
+    fingerprint: str
+    catalog: Catalog
+
+
+def lint_clean(options: Options, out: TextIO) -> LoadedRules | None:
+    """Lint the rule files, keeping what linting compiled; print each error and return None if there is any."""
+    from engine.rules.folder import RuleFolder
+
+    folder = RuleFolder(options.rules, options.templates)
+    fingerprint = folder.fingerprint()
+    errors, catalog = folder.lint_and_load()
     for error in errors:
         print(error, file=out)
-    if errors:
+    if errors or catalog is None:
         print(f"engine run: {len(errors)} error(s) in the rule files; not starting", file=out)
-    return not errors
+        return None
+    return LoadedRules(fingerprint, catalog)
 
 
 def management_cluster(options: Options, metrics: Metrics | None = None) -> Cluster:
@@ -199,7 +211,9 @@ class Operator:
         *,
         target_factory: Callable[[Registration], Cluster] = target_cluster,
         metrics: Metrics | None = None,
+        rules: LoadedRules | None = None,
     ) -> None:
+        """rules: the set ``engine run`` linted already (else the rule folder is loaded here)."""
         from engine.rules.folder import RuleFolder
 
         self.options = options
@@ -208,8 +222,9 @@ class Operator:
         self.registry = self.metrics.registry
         self.clock = PreciseClock()
         folder = RuleFolder(options.rules, options.templates)
-        loaded = folder.fingerprint()  # before loading: a change made meanwhile is reloaded at the first poll
-        catalog = folder.load()
+        if rules is None:
+            rules = LoadedRules(folder.fingerprint(), folder.load())  # fingerprint first: see LoadedRules
+        loaded, catalog = rules.fingerprint, rules.catalog
         clusters = ClusterSet(management)
         self.identity = options.leader_election_identity or default_identity()
         self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
@@ -431,19 +446,21 @@ def run(
     """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean, an address is taken or
     the cluster is unusable. ``endpoints``: the metrics and probe addresses, bound by the caller already."""
     out = out if out is not None else sys.stdout
-    if not lint_clean(options, out):
+    rules = lint_clean(options, out)
+    if rules is None:
         return _unbind(endpoints or [])
     sink = SecretSink()
     token = current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
     try:
-        return _run_with_sink(options, sink, management=management, stop=stop, target_factory=target_factory,
+        return _run_with_sink(options, sink, rules, management=management, stop=stop, target_factory=target_factory,
                               endpoints=endpoints)
     finally:
         current_sink.reset(token)  # a caller running the operator in-process gets its own context back
 
 
-def _run_with_sink(options: Options, sink: SecretSink, *, management: Cluster | None, stop: threading.Event | None,
-                   target_factory: Callable[[Registration], Cluster] | None, endpoints: list[Endpoint] | None) -> int:
+def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, management: Cluster | None,
+                   stop: threading.Event | None, target_factory: Callable[[Registration], Cluster] | None,
+                   endpoints: list[Endpoint] | None) -> int:
     logs.configure(options.log_level, sink=sink)
     from engine.cluster.kube import sweep_private_dirs
 
@@ -463,7 +480,7 @@ def _run_with_sink(options: Options, sink: SecretSink, *, management: Cluster | 
         LOG.error("cannot reach the management cluster: %s", exc)
         return _unbind(endpoints)
     try:
-        operator = Operator(options, cluster, metrics=metrics,
+        operator = Operator(options, cluster, metrics=metrics, rules=rules,
                             target_factory=target_factory or functools.partial(target_cluster, metrics=metrics,
                                                                                    sink=sink))
     except ValueError as exc:  # leader election durations out of order

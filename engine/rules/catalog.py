@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from engine.rules.compile import compile_kind
@@ -51,17 +51,31 @@ def rule_files(paths: list[Path]) -> list[Path]:
 def load_catalog(rules_dir: Path, *, templates_dir: Path | None = None) -> Catalog:
     """Compile every rule file in ``rules_dir`` (or the single file given); RuleErrors collects all errors."""
     errors: list[RuleError] = []
-    kinds: dict[str, CompiledKind] = {}
+    compiled: list[tuple[Path, CompiledKind]] = []
     root = rules_dir if rules_dir.is_dir() else rules_dir.parent
     for path in rule_files([rules_dir]):
         try:
-            kind = compile_kind(path, rules_dir=root, templates_root=templates_dir or root.parent / "templates")
+            compiled.append((path, compile_kind(path, rules_dir=root,
+                                                templates_root=templates_dir or root.parent / "templates")))
         except RuleErrors as err:
             errors.extend(err.errors)
-            continue
-        if kind.key in kinds:
-            from engine.rules.errors import Position
+    try:
+        catalog = catalog_of(compiled)
+    except RuleErrors as err:
+        errors.extend(err.errors)
+    if errors:
+        raise RuleErrors(errors)
+    return catalog
 
+
+def catalog_of(compiled: Iterable[tuple[Path, CompiledKind]]) -> Catalog:
+    """The catalog of compiled rule files; RuleErrors when two of them serve one kind."""
+    from engine.rules.errors import Position
+
+    errors: list[RuleError] = []
+    kinds: dict[str, CompiledKind] = {}
+    for path, kind in compiled:
+        if kind.key in kinds:
             errors.append(RuleError(Position(str(path), 1, 1), f"kind {kind.key} is served by two rule files"))
         kinds[kind.key] = kind
     if errors:

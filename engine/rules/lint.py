@@ -9,16 +9,18 @@ from engine.expr.jinja import untojsoned_outputs
 from engine.rules.catalog import rule_files
 from engine.rules.compile import Compiler
 from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.model import CompiledKind
 from engine.rules.schema import RuleFileSpec
 from engine.rules.schema_paths import Schemas, check_paths, check_watch_paths, crd_folders, load_schemas
 
 
 def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
-               crds: list[Path] | None = None) -> list[RuleError]:
+               crds: list[Path] | None = None, compiled: dict[Path, CompiledKind] | None = None) -> list[RuleError]:
     """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``).
 
     Paths read from the order and from inputs are checked against the CRDs in ``crds`` (default:
-    ``crds/`` beside the rules folder, else ``deploy/crds/``).
+    ``crds/`` beside the rules folder, else ``deploy/crds/``). ``compiled``, when given, receives each
+    rule file's compiled kind, so a caller that lints before it loads compiles every file once.
     """
     errors: list[RuleError] = []
     schemas: dict[tuple[Path, ...], Schemas] = {}  # one CRD folder is read once, however many rule files use it
@@ -41,6 +43,8 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
         except Exception as err:  # a bug must still read as a lint error, never a traceback
             errors.append(RuleError(Position(str(path), 1, 1), f"internal error while compiling: {type(err).__name__}"))
             continue
+        if compiled is not None and kind is not None and not compiler.errors:
+            compiled[path] = kind
         folders = tuple(crds if crds is not None else crd_folders(root))
         if folders:
             if folders not in schemas:

@@ -65,6 +65,25 @@ def test_broken_rules_refuse_to_start(rules_dir: Callable[..., Path]) -> None:
     assert "not starting" in text
 
 
+def test_a_start_compiles_each_rule_file_once(rules_dir: Callable[..., Path], cluster: MemoryCluster,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``engine run`` lints the rules and serves the kinds linting compiled: one compile per rule file."""
+    from engine.rules.compile import Compiler
+
+    compiled: list[Path] = []
+    original = Compiler.compile
+
+    def counting(self: Compiler, path: Path) -> object:
+        compiled.append(path)
+        return original(self, path)
+
+    monkeypatch.setattr(Compiler, "compile", counting)
+    stop = threading.Event()
+    stop.set()  # starts, finds the stop signal, stops
+    assert run(options(rules_dir()), management=cluster, stop=stop, out=io.StringIO()) == 0
+    assert [path.name for path in compiled] == ["widget.yaml"]
+
+
 def test_ready_once_synced_and_probes_say_so(rules_dir: Callable[..., Path], cluster: MemoryCluster) -> None:
     """/readyz answers 200 once the caches have synced; /metrics serves the operator's families."""
     operator = Operator(options(rules_dir()), cluster)
