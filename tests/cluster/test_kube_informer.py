@@ -99,6 +99,32 @@ class TestStore:
         assert select(store, "app=web") == []
         assert select(store, "app=db") == ["ns/a"]
 
+    def test_an_update_that_keeps_the_labels_leaves_the_indexes_alone(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A status or spec change (most watch events) replaces the object without taking it out of and back
+        into its namespace and label index sets; reads see the new object."""
+        store = Store()
+        store.replace([obj("a", 1, app="web")], "1")
+        dropped: list[tuple[str, str]] = []
+        original = Store._drop
+        monkeypatch.setattr(Store, "_drop", lambda self, key: dropped.append(key) or original(self, key))
+        changed = obj("a", 2, app="web")
+        changed["data"] = {"k": "new"}
+        store.apply(event("MODIFIED", changed))
+        assert dropped == []
+        assert store.get(("ns", "a"))["data"] == {"k": "new"}  # type: ignore[index]
+        assert select(store, "app=web") == ["ns/a"] and select(store, namespace="ns") == ["ns/a"]
+
+    def test_a_label_value_that_changes_its_json_type_is_indexed_anew(self) -> None:
+        """1 and true compare equal in Python but index under different keys ("1", "True"): the index follows."""
+        store = Store()
+        odd = obj("a", 1)
+        odd["metadata"]["labels"] = {"flag": 1}
+        store.replace([odd], "1")
+        flipped = obj("a", 2)
+        flipped["metadata"]["labels"] = {"flag": True}
+        store.apply(event("MODIFIED", flipped))
+        assert set(store._labels) == {("flag", "True")}
+
     def test_namespace_and_fields(self) -> None:
         """A namespace and a field selector narrow the answer; items come ordered by namespace, then name."""
         store = Store()

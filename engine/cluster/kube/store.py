@@ -84,6 +84,13 @@ def interned(value: _T) -> _T:
 _intern = sys.intern
 
 
+def _same_labels(old: Obj, new: Obj) -> bool:
+    """Whether two versions of an object carry the same labels, each a string (as the indexes key them)."""
+    before = (old.get("metadata") or {}).get("labels") or {}
+    after = (new.get("metadata") or {}).get("labels") or {}
+    return type(after) is dict and before == after and all(type(value) is str for value in after.values())
+
+
 def stripped(obj: Obj) -> Obj:
     """The object as the cache keeps it: of managedFields only the Apply entries (the engine reads
     what its field manager applied, to send an apply that drops a field; the rest is bulk)."""
@@ -168,8 +175,12 @@ class Store:
 
     def _put(self, obj: Obj) -> None:
         key = key_of(obj)
-        self._drop(key)
         obj = stripped(obj)
+        old = self._objects.get(key)
+        if old is not None and _same_labels(old, obj):  # a status or spec change: the indexes stay as they are
+            self._objects[key] = obj
+            return
+        self._drop(key)
         self._objects[key] = obj
         self._namespaces.setdefault(key[0], set()).add(key)
         for label in ((obj.get("metadata") or {}).get("labels") or {}).items():
