@@ -88,11 +88,14 @@ class Endpoint:
             def do_GET(self) -> None:
                 route = table.get(self.path.split("?", 1)[0])
                 status, content_type, body = route() if route is not None else (404, TEXT, b"not found\n")
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a probe timed out)
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: no access log
                 return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -102,3 +103,22 @@ def test_parse_bind_address() -> None:
     assert serve("0", {}, name="off") is None
     with pytest.raises(ValueError, match="not \\[host\\]:port"):
         parse_bind_address("8080x")
+
+
+def test_a_client_that_hung_up_before_the_answer_is_no_error() -> None:
+    """A probe that timed out (the kubelet's under load) has hung up when its answer is written: the endpoint
+    drops the answer quietly (the server printed a traceback for each) and goes on serving."""
+    endpoint = serve("127.0.0.1:0", {"/metrics": lambda: (200, "text/plain", b"x" * 10_000_000)}, name="metrics")
+    assert endpoint is not None
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as listener:
+            client = socket.create_connection(listener.getsockname())
+            server_side, address = listener.accept()
+        client.sendall(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        client.close()  # gone before the answer: it resets what is sent to it
+        server_side.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # the answer cannot all sit in a buffer
+        with server_side:
+            endpoint._server.finish_request(server_side, address)  # a request thread's work, here
+        assert get(endpoint, "/metrics")[0] == 200
+    finally:
+        endpoint.stop()
