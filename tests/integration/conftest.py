@@ -98,6 +98,15 @@ def secret_value(secret: Obj | None, key: str) -> str | None:
     return base64.b64decode(data).decode() if data is not None else None
 
 
+def probe_ready(port: int) -> bool:
+    """Whether an operator's /readyz on that local port answers 200."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:  # refused while it starts, an error status, or slow to answer under load
+        return False
+
+
 class Target:
     """One target cluster: its store and the emulator serving it."""
 
@@ -209,8 +218,7 @@ class OperatorProcess:
             return None
 
     def ready(self) -> bool:
-        answer = self._get(self.probe_port, "/readyz")
-        return answer is not None and answer[0] == 200
+        return probe_ready(self.probe_port)
 
     def wait_ready(self) -> None:
         """Wait until it is ready; if it exits or never gets ready, kill it and fail with its log's tail."""

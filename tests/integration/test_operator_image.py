@@ -19,7 +19,17 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from tests.integration.conftest import ROOT, World, condition, free_port, get, order, wait_for
+from tests.integration.conftest import (
+    ROOT,
+    STARTUP_PATIENCE,
+    World,
+    condition,
+    free_port,
+    get,
+    order,
+    probe_ready,
+    wait_for,
+)
 
 API = "c5c3.io/v1alpha1"
 BOUND = 240
@@ -72,6 +82,8 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
          "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{probe}"],
         cwd=elsewhere, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
+        wait_for(lambda: probe_ready(probe) or process.poll() is not None, timeout=STARTUP_PATIENCE,
+                 message="the operator to be ready")
         world.management.create(order("KeystoneUser", "from-the-image"))
         wait_for(lambda: condition(get(world.management, API, "KeystoneUser", "tenant-a", "from-the-image"), "Ready")
                  == "True" or process.poll() is not None, message="the order Ready")
@@ -80,6 +92,12 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-        code = process.wait(30)
-        log.close()
+        try:
+            code = process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()  # the test fails, and leaves no process behind
+            process.wait(10)
+            raise
+        finally:
+            log.close()
     assert code == 0, (tmp_path / "operator.log").read_text()[-3000:]
