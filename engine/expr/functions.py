@@ -19,7 +19,7 @@ import re
 import secrets
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -148,12 +148,21 @@ def call_described(fn: Function, args: tuple[Any, ...]) -> Any:
     """Call ``fn``; a failure names the argument types it met (never their values)."""
     try:
         return fn.impl(*args)
-    except PassThrough:
-        raise
     except Exception as exc:
-        reason = str(exc) if isinstance(exc, FunctionError) else f"{fn.name}(): {type(exc).__name__}"
-        met = ", ".join(_jmes_type(arg) for arg in args) or "no arguments"
-        raise FunctionError(f"{reason} (arguments: {met})") from None
+        problem = described_failure(fn, exc, args)
+        if problem is None:
+            raise
+        raise problem from None
+
+
+def described_failure(fn: Function, exc: Exception, args: Sequence[Any]) -> FunctionError | None:
+    """What a failure of ``fn`` on ``args`` is reported as: a FunctionError naming the argument types it met
+    (never their values), or None for an error that passes through as it is."""
+    if isinstance(exc, PassThrough):
+        return None
+    reason = str(exc) if isinstance(exc, FunctionError) else f"{fn.name}(): {type(exc).__name__}"
+    met = ", ".join(_jmes_type(arg) for arg in args) or "no arguments"
+    return FunctionError(f"{reason} (arguments: {met})")
 
 
 def check_arguments(fn: Function, args: tuple[Any, ...]) -> None:

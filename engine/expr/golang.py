@@ -7,6 +7,7 @@ nearest equivalents. Durations (``time.ParseDuration``) are engine/durations.py'
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from enum import Enum
 
@@ -52,8 +53,14 @@ def _quote_char(ch: str) -> str:
     return f"\\U{code:08x}"
 
 
+_PLAIN = re.compile(r'[ !#-\[\]-~]*')
+"""Printable ASCII but the quote and the backslash: characters ``strconv.Quote`` writes as they are."""
+
+
 def quote(s: str) -> str:
     """Go's ``strconv.Quote`` (and ``fmt`` ``%q`` of a string)."""
+    if _PLAIN.fullmatch(s):
+        return '"' + s + '"'
     return '"' + "".join(_quote_char(ch) for ch in s) + '"'
 
 

@@ -283,8 +283,9 @@ def _syntax_offset(env: ImmutableSandboxedEnvironment, source: str) -> int | Non
     return None
 
 
-def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dict[str, Any]]:
-    """The template, the context names it reads, the functions it calls, and the globals it names."""
+def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dict[str, Any], _Parts | None]:
+    """The template, the context names it reads, the functions it calls, the globals it names, and its
+    parts when it only writes text and names (``_plain_parts``)."""
     env = environment()
     try:
         ast = env.parse(source)
@@ -295,7 +296,71 @@ def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dic
                               line=exc.lineno, source=source) from None
     loaded = {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"}
     used = {name: env.globals[name] for name in loaded if name in env.globals}
-    return template, names, functions, used
+    return template, names, functions, used, _plain_parts(ast, names)
+
+
+_Parts = tuple["str | tuple[str, tuple[str, ...]]", ...]
+"""A plain template's output in order: literal text, or a context name with the attributes read off it."""
+
+
+def _plain_parts(ast: nodes.Template, names: frozenset[str]) -> _Parts | None:
+    """The parts of a template that only writes text and ``{{ name }}`` or ``{{ name.attr.attr }}`` outputs
+    (most rule strings: ``{{ prefix }}user``, ``{{ childNamespace }}``), or None for any other template.
+    Such a template is rendered without Jinja's machinery (issue 11: a render built a context, a generator
+    and a frame per call for what is a string join); ``_render_plain`` writes what Jinja writes."""
+    parts: list[str | tuple[str, tuple[str, ...]]] = []
+    for node in ast.body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                parts.append(child.data)
+                continue
+            path: list[str] = []
+            while isinstance(child, nodes.Getattr) and child.ctx == "load":
+                path.append(child.attr)
+                child = child.node
+            if not isinstance(child, nodes.Name) or child.ctx != "load" or child.name not in names:
+                return None
+            parts.append((child.name, tuple(reversed(path))))
+    return tuple(parts)
+
+
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+"""Names Jinja's ``a.name`` finds as a dict's own attribute (a method) before its key."""
+
+
+class _NotPlain(Exception):
+    """A plain render met what only Jinja's own render answers (an undefined name, an attribute of a value
+    that is not an object): the template is rendered by Jinja, which answers or fails as always."""
+
+
+def _render_plain(parts: _Parts, context: Mapping[str, Any]) -> str:
+    """What Jinja renders for a plain template: each output ``str(_finalize(value))``, a name's attributes
+    read as the null-safe sandbox reads them (a dict's key, None on None or on a missing key)."""
+    values = []
+    for part in parts:
+        if isinstance(part, str):
+            continue
+        name = part[0]
+        if name not in context:
+            raise _NotPlain(name)
+        values.append(context[name])
+    written: list[str] = []
+    found = iter(values)
+    for part in parts:
+        if isinstance(part, str):
+            written.append(part)
+            continue
+        value = next(found)
+        for attribute in part[1]:
+            if value is None:
+                continue
+            if type(value) is not dict or attribute in _DICT_ATTRIBUTES:
+                raise _NotPlain(attribute)
+            value = value.get(attribute)
+        written.append(str(_finalize(value)))
+    return "".join(written)
 
 
 def _template_line(tb: TracebackType | None) -> int | None:
@@ -339,7 +404,7 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
 class Text:
     """A rule string: a compiled template when it holds ``{{``, ``{%`` or ``{#``, else a constant."""
 
-    __slots__ = ("_globals", "_template", "functions", "names", "origin", "source")
+    __slots__ = ("_globals", "_parts", "_template", "functions", "names", "origin", "source")
 
     def __init__(self, source: str, origin: str | None = None) -> None:
         self.source = source
@@ -349,8 +414,9 @@ class Text:
         self.names: frozenset[str] = frozenset()
         self.functions: frozenset[str] = frozenset()
         self._globals: dict[str, Any] = {}
+        self._parts: _Parts | None = None
         if any(delimiter in source for delimiter in _DELIMITERS):
-            self._template, self.names, self.functions, self._globals = _compile(source)
+            self._template, self.names, self.functions, self._globals, self._parts = _compile(source)
 
     @property
     def is_constant(self) -> bool:
@@ -363,6 +429,11 @@ class Text:
         """The string for ``context``; ExprError (naming no value) on an undefined name or a failed call."""
         if self._template is None:
             return self.source
+        if self._parts is not None:
+            try:
+                return _render_plain(self._parts, context)
+            except _NotPlain:
+                pass
         return _render(self._template, self.names, self._globals, context, self.source, None, self.origin)
 
 
@@ -408,7 +479,7 @@ class ObjectTemplate:
         self.source = source
         self.path = path
         try:
-            self._template, self.names, self.functions, self._globals = _compile(source)
+            self._template, self.names, self.functions, self._globals, _parts = _compile(source)
         except ExprSyntaxError as exc:
             others = tuple(ExprSyntaxError(f"{path}: {o.message}", o.offset, line=o.line, source=source)
                            for o in exc.others)

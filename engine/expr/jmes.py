@@ -18,7 +18,7 @@ from jmespath import functions as jfunctions
 from jmespath import visitor as jvisitor
 
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
-from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
+from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments, described_failure
 from engine.expr.jmes_closures import Closure, compile_closure
 from engine.expr.suggest import did_you_mean
 
@@ -46,6 +46,9 @@ def _method(fn: Function) -> Callable[..., Any]:
 
         def call(_self: object, *args: Any) -> Any:
             return call_described(fn, args)
+
+        # What a compiled call (jmes_closures) runs instead of this method, once JMESPath's type check passed.
+        call.direct = (fn.impl, lambda exc, args: described_failure(fn, exc, args))  # type: ignore[attr-defined]
 
     spec: list[dict[str, Any]] = [{"types": list(types)} for types in fn.jmes_types]
     if fn.variadic and spec:

@@ -13,7 +13,8 @@ does not know raises ``NotImplementedError`` at compile time, and the caller kee
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jmespath import visitor as jvisitor
@@ -22,10 +23,28 @@ __all__ = ["Closure", "compile_closure"]
 
 Closure = Callable[[Any], Any]
 
-_equals = jvisitor._equals
-_comparable = jvisitor._is_comparable
+_slow_equals = jvisitor._equals
+_slow_comparable = jvisitor._is_comparable
 _actual_number = jvisitor._is_actual_number
 _ORDERING = {"lt": operator.lt, "gt": operator.gt, "lte": operator.le, "gte": operator.ge}
+
+
+def _equals(x: Any, y: Any) -> Any:
+    """The interpreter's ``_equals``: ``==`` except that 0 and 1 never equal a boolean. Only a pair with a
+    boolean in it can meet that exception, so any other pair is compared at once (its ``Number`` test is an
+    ABC check, the most expensive part of a comparison)."""
+    if type(x) is not bool and type(y) is not bool:
+        return x == y
+    return _slow_equals(x, y)
+
+
+_PLAIN_COMPARABLE = frozenset({int, float, str})
+_NEVER_NUMBERS = frozenset({bool, str, type(None), dict, list})
+
+
+def _comparable(x: Any) -> bool:
+    """The interpreter's ``_is_comparable`` (a number but not a boolean, or a string), plain types first."""
+    return type(x) in _PLAIN_COMPARABLE or bool(_slow_comparable(x))
 
 
 def _false(value: Any) -> bool:
@@ -120,43 +139,99 @@ def _function(node: dict[str, Any], children: list[Any], functions: Any) -> Clos
     name = node["value"]
     args = [_sub(child, functions) for child in children]
     call = functions.call_function
-    checks = _argument_types(functions, name)
+    checks = _argument_checks(functions, name, len(args))
     if checks is None:
         return lambda value: call(name, [arg(value) for arg in args])
-    impl, allowed, count, variadic = checks
+    method, tests = checks
+    direct: tuple[Callable[..., Any], Callable[[Exception, list[Any]], Exception | None]] | None = getattr(
+        method, "direct", None)
+    if direct is None:
+
+        def through_method(value: Any) -> Any:
+            resolved = [arg(value) for arg in args]
+            if tests and not _fits(resolved, tests):
+                return call(name, resolved)  # its checks raise the error the interpreter raises
+            return method(functions, *resolved)
+
+        return through_method
+    impl, failure = direct
 
     def function(value: Any) -> Any:
         resolved = [arg(value) for arg in args]
-        if (len(resolved) == count or (variadic and len(resolved) > count)) and all(
-                ok is None or type(arg).__name__ in ok for arg, ok in zip(resolved, allowed, strict=False)):
-            return impl(functions, *resolved)
-        return call(name, resolved)  # its checks raise the error the interpreter raises
+        if tests and not _fits(resolved, tests):
+            return call(name, resolved)  # its checks raise the error the interpreter raises
+        try:
+            return impl(*resolved)
+        except Exception as exc:
+            problem = failure(exc, resolved)
+            if problem is None:
+                raise
+            raise problem from None
 
     return function
 
 
-_Checks = tuple[Callable[..., Any], list[frozenset[str] | None], int, bool]
+_KNOWN_TYPES = (bool, int, float, str, list, dict, type(None), OrderedDict, jvisitor._Expression)
+"""Python types whose names JMESPath's type check knows; a value of any other type takes the checked path."""
+
+_Test = tuple[int, frozenset[type], tuple[frozenset[type], ...]]
 
 
-def _argument_types(functions: Any, name: str) -> _Checks | None:
-    """What ``Functions.call_function`` checks before it calls ``name``, precomputed: the function, per
-    declared argument the type names it accepts (None: any), their count, and whether more may follow.
-    None when an argument restricts its elements' types (that check stays with ``call_function``)."""
+def _types_named(names: Iterable[str]) -> frozenset[type]:
+    """The known types whose ``__name__`` is one of ``names`` (JMESPath checks ``type(value).__name__``)."""
+    wanted = set(names)
+    return frozenset(kind for kind in _KNOWN_TYPES if kind.__name__ in wanted)
+
+
+def _argument_checks(functions: Any, name: str, count: int) -> tuple[Callable[..., Any], list[_Test]] | None:
+    """What ``Functions.call_function`` checks before it calls ``name`` with ``count`` arguments, precomputed:
+    the method it calls, and per declared argument that restricts its type the index, the types it accepts
+    and, for an array of given element types, the accepted element types per alternative. None when the
+    count is wrong (``call_function`` raises the arity error) or the function is unknown."""
     spec = type(functions).FUNCTION_TABLE.get(name)
     if spec is None:
         return None
     signature = spec["signature"]
-    allowed: list[frozenset[str] | None] = []
-    for argument in signature:
+    variadic = bool(signature and signature[-1].get("variadic"))
+    if count < len(signature) if variadic else count != len(signature):
+        return None
+    tests: list[_Test] = []
+    for index, argument in enumerate(signature):
         types = argument["types"]
-        if not types:
-            allowed.append(None)
-            continue
-        names, subtypes = functions._get_allowed_pytypes(types)
-        if subtypes:
-            return None
-        allowed.append(frozenset(names))
-    return spec["function"], allowed, len(signature), bool(signature and signature[-1].get("variadic"))
+        if types:
+            names, subtypes = functions._get_allowed_pytypes(types)
+            tests.append((index, _types_named(names), tuple(_types_named(group) for group in subtypes)))
+    return spec["function"], tests
+
+
+def _fits(resolved: list[Any], tests: list[_Test]) -> bool:
+    """Whether JMESPath's type check passes ``resolved`` (False also when it might not: the checked path
+    then decides, and raises its error)."""
+    for index, accepted, element_types in tests:
+        current = resolved[index]
+        if type(current) not in accepted:
+            return False
+        if element_types and not _elements_fit(current, element_types):
+            return False
+    return True
+
+
+def _elements_fit(current: Any, alternatives: tuple[frozenset[type], ...]) -> bool:
+    """``Functions._subtype_check`` as a test: one alternative holds for every element; with several, the
+    first element's type chooses it (an empty array passes)."""
+    try:
+        if len(alternatives) == 1:
+            accepted = alternatives[0]
+            return all(type(element) in accepted for element in current)
+        if not current:
+            return True
+        first = type(current[0])
+        for accepted in alternatives:
+            if first in accepted:
+                return all(type(element) in accepted for element in current)
+        return False
+    except Exception:
+        return False
 
 
 def _filter_projection(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
@@ -260,6 +335,8 @@ def _not(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
 
     def negated(value: Any) -> Any:
         result = operand(value)
+        if type(result) in _NEVER_NUMBERS:
+            return not result
         if _actual_number(result) and result == 0:
             return False  # !0 is false: 0 is no special value in JMESPath
         return not result

@@ -38,6 +38,14 @@ class TestQuote:
         """Each case is what Go's strconv.Quote returns for the same string."""
         assert golang.quote(text) == quoted
 
+    def test_every_ascii_character_quotes_as_character_by_character(self) -> None:
+        """Plain strings skip the per-character walk; each ASCII character, alone and amid plain text, is
+        still written as the walk writes it (the quote and the backslash escaped, controls as escapes)."""
+        for code in range(128):
+            char = chr(code)
+            for text in (char, f"name-{char}-x", f"{char}{char}"):
+                assert golang.quote(text) == '"' + "".join(golang._quote_char(c) for c in text) + '"', code
+
     def test_lone_surrogate_becomes_replacement_character(self) -> None:
         """A lone surrogate (only from a JSON escape) prints as U+FFFD, as Go decodes it."""
         assert golang.quote("a\ud800b") == '"a\ufffdb"'

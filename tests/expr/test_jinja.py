@@ -10,6 +10,7 @@ from engine.expr import (
     SecretSink,
     compile_object_template,
     compile_text,
+    jinja,
     untojsoned_outputs,
     use_sink,
 )
@@ -179,6 +180,71 @@ class TestRenderReadsOnlyItsNames:
         with pytest.raises(ExprError) as caught:
             template.render({"zero": 0})
         assert caught.value.line == 3
+
+
+PLAIN_TEXTS = [
+    "{{ a }}", "{{ a }}-x", "x{{ a }}y{{ b }}z", "{{ d.k }}", "{{ d.k.k }}", "{{ d.missing }}", "{{ n.k }}",
+    "{{ d.items }}", "{{ d.get }}", "{{ s.upper }}", "{{ l.k }}", "{{ undefined_name }}", "{{ d.k }}\n",
+    "line\n{{ a }}\n", "{# a comment #}{{ a }}", "{{ t }} {{ f }} {{ n }} {{ i }} {{ x }} {{ l }} {{ d }}",
+]
+PLAIN_CONTEXTS: list[dict[str, Any]] = [
+    {"a": "v", "b": 2, "d": {"k": {"k": "deep"}, "items": "a key"}, "n": None, "s": "text", "l": [1, "2"],
+     "t": True, "f": False, "i": 1.5, "x": {"k": None}},
+    {"a": None, "b": True, "d": {"k": "flat", "get": None}, "n": {"k": 0}, "s": "", "l": [], "t": 0,
+     "f": "", "i": -1, "x": [None]},
+    {"a": "", "b": None, "d": {}, "n": "s", "s": {"upper": "key"}, "l": {"k": [1]}, "t": None, "f": {},
+     "i": 0, "x": ""},
+]
+
+
+def _jinja_render(text: Any, context: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return ("value", jinja._render(text._template, text.names, text._globals, context, text.source, None,
+                                       text.origin))
+    except ExprError as exc:
+        return ("error", str(exc))
+
+
+def _plain_render(text: Any, context: dict[str, Any]) -> tuple[str, Any]:
+    try:
+        return ("value", text.render(context))
+    except ExprError as exc:
+        return ("error", str(exc))
+
+
+class TestPlainTexts:
+    def test_rule_strings_of_names_and_text_skip_jinja(self) -> None:
+        """``{{ prefix }}user`` and ``{{ order.metadata.name }}`` are plain; a call, a filter or a block is not."""
+        for source in ("{{ prefix }}user", "{{ childNamespace }}", "{{ order.metadata.name }}-credentials"):
+            assert compile_text(source)._parts is not None, source
+        for source in ("{{ go_quote(a) }}", "{{ a | lower }}", "{% if a %}x{% endif %}", "{{ a['k'] }}",
+                       "{{ 'x' }}", "{{ a ~ b }}"):
+            assert compile_text(source)._parts is None, source
+
+    @pytest.mark.parametrize("source", PLAIN_TEXTS)
+    def test_a_plain_text_renders_what_jinja_renders(self, source: str) -> None:
+        """Every value kind (None, booleans, numbers, lists, objects), a missing key, a key named like a dict
+        method, an attribute of a non-object and an undefined name: the same text or the same error."""
+        text = compile_text(source)
+        for context in PLAIN_CONTEXTS:
+            assert _plain_render(text, context) == _jinja_render(text, context), (source, context)
+
+    def test_a_plain_render_reads_a_lazy_scope_once(self) -> None:
+        """A name the scope resolves on first use is resolved once, also when Jinja takes over the render."""
+        resolved: list[str] = []
+
+        class Lazy(dict[str, Any]):
+            def __missing__(self, key: str) -> Any:
+                resolved.append(key)
+                self[key] = {"k": "v"} if key == "d" else "s"
+                return self[key]
+
+            def __contains__(self, key: object) -> bool:
+                return key in ("d", "s")
+
+        scope = Lazy()
+        assert compile_text("{{ d.k }}/{{ s.upper }}").render(scope).startswith("v/")
+        assert resolved == ["d", "s"]
 
 
 class TestParsedTextsReused:
