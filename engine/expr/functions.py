@@ -368,6 +368,8 @@ def to_json(value: Any) -> str:
 @_register("fold", _STR, returns="string")
 def fold(s: str) -> str:
     """A case- and accent-insensitive key, as a *_general_ci collation compares: NFD, drop Mn, NFC, casefold."""
+    if s.isascii():  # ASCII has no marks and normalizes to itself: only the case is folded
+        return s.casefold()
     stripped = "".join(ch for ch in unicodedata.normalize("NFD", s) if unicodedata.category(ch) != "Mn")
     return unicodedata.normalize("NFC", stripped).casefold()
 

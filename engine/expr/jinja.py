@@ -376,7 +376,8 @@ def _template_line(tb: TracebackType | None) -> int | None:
 def _render(template: Template, names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any],
             source: str, path: str | None, origin: str | None = None) -> str:
     """Render with a context of only the names and globals the template reads (issue 11): Jinja's own
-    ``render`` copies the whole scope and every global into a new dict on each call."""
+    ``render`` copies the whole scope and every global into a new dict on each call. Each name is looked up
+    here, so a pass's lazy scope resolves just the names the template reads."""
     variables = dict(used)
     for name in used:  # a value already in the scope shadows a global of its name, as in Jinja's own copy
         if dict.__contains__(context, name) if isinstance(context, dict) else name in context:

@@ -164,11 +164,11 @@ class PassContext:
         return query.evaluate(self.scope if scope is None else scope)
 
     def render(self, text: Text, scope: Scope | None = None) -> str:
-        return text.render(prepared(self.scope if scope is None else scope, text.names))
+        return text.render(self.scope if scope is None else scope)
 
     def render_object(self, template: ObjectTemplate, scope: Scope | None = None) -> Obj:
         """A child rendered from its template; it must be an object with apiVersion, kind and metadata.name."""
-        obj = template.render(prepared(self.scope if scope is None else scope, template.names))
+        obj = template.render(self.scope if scope is None else scope)
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind") \
                 or not isinstance(meta, dict) or not meta.get("name"):
@@ -287,14 +287,6 @@ class PassContext:
 
 def go_quote(text: str) -> str:
     return str(FUNCTIONS["go_quote"].impl(text))
-
-
-def prepared(scope: Scope, names: frozenset[str]) -> Scope:
-    """Resolve the names a template reads first: Jinja copies its context, so lazy names must be there."""
-    for name in names:
-        if name in scope:
-            scope[name]
-    return scope
 
 
 def requeue_seconds(ctx: PassContext, requeue: Requeue) -> float | None:

@@ -3,6 +3,7 @@
 import base64
 import re
 import threading
+import unicodedata
 from typing import Any
 
 import pytest
@@ -192,6 +193,13 @@ class TestNames:
     def test_fold_equates(self, a: str, b: str) -> None:
         """fold ignores case and accents."""
         assert q("fold(a) == fold(b)", a=a, b=b) is True
+
+    def test_fold_of_ascii_is_the_full_fold(self) -> None:
+        """ASCII text skips the normalization steps and folds to what they give (every ASCII character)."""
+        text = "".join(chr(code) for code in range(128))
+        full = unicodedata.normalize("NFC", "".join(
+            ch for ch in unicodedata.normalize("NFD", text) if unicodedata.category(ch) != "Mn")).casefold()
+        assert q("fold(a)", a=text) == full
 
     def test_fold_keeps_distinct_names_distinct(self) -> None:
         """fold does not merge names that differ in letters."""
