@@ -69,10 +69,14 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} object is not JSON serializable")
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, default=_json_default)
+"""The encoder ``json.dumps(value, ensure_ascii=False, default=_json_default)`` builds on every call."""
+
+
 def _tojson(value: Any) -> str:
     """``json.dumps``: JSON is YAML flow syntax, so the value stays one node of the document."""
     _fail_if_undefined(value)
-    return json.dumps(value, ensure_ascii=False, default=_json_default)
+    return _JSON.encode(value)
 
 
 def _finalize(value: Any) -> Any:

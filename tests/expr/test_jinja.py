@@ -1,5 +1,6 @@
 """Compiled Jinja rule strings and object templates: names, strictness, sandboxing and safe YAML output."""
 
+import json
 from typing import Any
 
 import pytest
@@ -302,6 +303,13 @@ class TestObjectTemplate:
         """Whatever a string holds, through tojson it stays that one string."""
         template = compile_object_template("kind: ConfigMap\ndata:\n  v: {{ v | tojson }}\n", "t.yaml.j2")
         assert template.render({"v": value}) == {"kind": "ConfigMap", "data": {"v": value}}
+
+    @pytest.mark.parametrize("value", ["Grüße ☺", {"k": [1, 2.5, None, True]}, float("nan"), "\u2028"])
+    def test_tojson_writes_what_json_dumps_writes(self, value: Any) -> None:
+        """The shared encoder writes as ``json.dumps(value, ensure_ascii=False)`` did; no value of another kind."""
+        assert compile_text("{{ v | tojson }}").render({"v": value}) == json.dumps(value, ensure_ascii=False)
+        with pytest.raises(ExprError, match="not JSON serializable"):
+            compile_text("{{ v | tojson }}").render({"v": {1, 2}})
 
     def test_plain_output_is_an_injection_the_lint_reports(self) -> None:
         """Without tojson a value rewrites the document, and untojsoned_outputs points at that line."""
