@@ -91,7 +91,9 @@ def _field(node: dict[str, Any], _children: list[Any], _functions: Any) -> Closu
 
 
 def _chain(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
-    steps = [_sub(child, functions) for child in children]
+    steps = _steps(children, functions)
+    if len(steps) == 1:
+        return steps[0]
     if len(steps) == 2:
         first, second = steps
 
@@ -108,13 +110,46 @@ def _chain(_node: dict[str, Any], children: list[Any], functions: Any) -> Closur
     return chain
 
 
+def _steps(children: list[Any], functions: Any) -> list[Closure]:
+    """A chain's children as closures, each run of plain field reads (``a.b.c``) one walk: every step of a
+    chain reads what the previous one produced, so the fields' walk is the same as their chain."""
+    steps: list[Closure] = []
+    run: list[str] = []
+    for child in children:
+        if child["type"] == "field":
+            run.append(child["value"])
+            continue
+        if run:
+            steps.append(_path(run))
+            run = []
+        steps.append(_sub(child, functions))
+    if run:
+        steps.append(_path(run))
+    return steps
+
+
+def _path(names: list[str]) -> Closure:
+    """Fields read one after another: None as soon as a value has no ``get`` (null, a string, a list)."""
+    if len(names) == 1:
+        return _field({"value": names[0]}, [], None)
+    walk = tuple(names)
+
+    def path(value: Any) -> Any:
+        try:
+            for name in walk:
+                value = value.get(name)
+        except AttributeError:
+            return None
+        return value
+
+    return path
+
+
 def _comparator(node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
     left, right = (_sub(child, functions) for child in children)
     op = node["value"]
-    if op == "eq":
-        return lambda value: _equals(left(value), right(value))
-    if op == "ne":
-        return lambda value: not _equals(left(value), right(value))
+    if op in ("eq", "ne"):
+        return _equality(left, right, children[1], op == "ne")
     compare = _ORDERING[op]
 
     def ordering(value: Any) -> Any:
@@ -124,6 +159,27 @@ def _comparator(node: dict[str, Any], children: list[Any], functions: Any) -> Cl
         return compare(a, b)
 
     return ordering
+
+
+def _equality(left: Closure, right: Closure, right_node: dict[str, Any], negate: bool) -> Closure:
+    """``==`` or ``!=``: ``_equals`` written out in the closure, a literal right side read once."""
+    if right_node["type"] == "literal":
+        constant = right_node["value"]
+        if type(constant) is not bool:
+
+            def equals_constant(value: Any) -> Any:
+                a = left(value)
+                same = a == constant if type(a) is not bool else _slow_equals(a, constant)
+                return not same if negate else same
+
+            return equals_constant
+
+    def equals(value: Any) -> Any:
+        a, b = left(value), right(value)
+        same = a == b if type(a) is not bool and type(b) is not bool else _slow_equals(a, b)
+        return not same if negate else same
+
+    return equals
 
 
 def _identity(_node: dict[str, Any], _children: list[Any], _functions: Any) -> Closure:

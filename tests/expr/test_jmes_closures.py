@@ -47,6 +47,10 @@ EXPRESSIONS = [
     "go_quote(n)", "time_add(t, `60`)", "time_add(t, s)", "time_add(n, `1`)", "int_or(s, `1`)",
     "truncate_bytes(sha256(s), `8`, '')", "b64dec(s)", "sha256(n)", "starts_with(n, 'x')", "merge(m, l)",
     "not_null(z, `null`)", "length(@)", "keys(@)", "sort_by(strs, &@)", "max_by(nums, &@)",
+    # Field walks (one closure for a run of fields) and equality against a literal (read once).
+    "a.b.missing.c", "s.x.y", "l.x.y", "@.a.b", "z.a.b", "items[0].name.x", "a.b.c == 'x'", "m.k1.v != `1`",
+    "n == `0`", "f == `0`", "t != `1`", "one == `1.0`", "onef != `1`", "`false` == n", "s != `null`",
+    "z == `null`", "strs == `[\"b\", \"A\"]`", "m.k1 == `{\"v\": 1}`", "a.b.c | length(@)",
 ]
 
 
