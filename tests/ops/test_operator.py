@@ -22,6 +22,10 @@ from engine.runtime.clusters import Registration
 ROOT = Path(__file__).resolve().parents[2]
 
 
+LEASE = ("coordination.k8s.io/v1", "Lease", "c5c3-system", "c5c3-operator")
+"""The leader election's Lease (Options' defaults)."""
+
+
 def options(rules: Path, **changes: object) -> Options:
     base = Options(rules=rules, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0",
                    clusters_namespace="", watch_timeout=0.2)
@@ -121,8 +125,14 @@ def test_only_one_of_two_operators_leads(rules_dir: Callable[..., Path], cluster
         assert leads(a) != leads(b)
         leader, follower, stop_leader = (a, b, stop_a) if leads(a) else (b, a, stop_b)
         assert follower.registry.get_sample_value("c5c3_operator_leader_status") == 0
+        before = cluster.get(*LEASE)["metadata"]["resourceVersion"]
         stop_leader.set()
-        assert wait_for(lambda: leads(follower), 3)
+        assert wait_for(lambda: leads(follower), 30)
+        # Released, not lapsed: the leader cleared the holder on its way out (a follower taking over an expired
+        # Lease never writes it empty). How soon the follower took over depends on the machine's load.
+        changes = cluster.watch(LEASE[0], LEASE[1], LEASE[2], resource_version=before, timeout=0)
+        assert "" in [(change["object"].get("spec") or {}).get("holderIdentity") for change in changes
+                      if change["object"]["metadata"].get("name") == LEASE[3]]
         assert follower.registry.get_sample_value("c5c3_operator_leader_status") == 1
         assert not leads(leader)
 
