@@ -49,7 +49,7 @@ from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
-from engine.runtime.kinds import Catalog, LabelScopes, label_scopes, shard_scopes
+from engine.runtime.kinds import Catalog, LabelScopes, Projections, label_scopes, projections, shard_scopes
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -174,11 +174,15 @@ def bind_endpoints(options: Options) -> list[Endpoint]:
     return bound
 
 
-def scope_by_labels(cluster: Cluster, scopes: LabelScopes) -> Cluster:
-    """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (decision 14)."""
+def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: Projections | None = None) -> Cluster:
+    """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (decision 14), and of the
+    kinds in ``projected`` a cache of every object cut to the paths the rules read of it (decision 0040)."""
     scope = getattr(cluster, "scope_by_labels", None)
     if callable(scope) and scopes:
         scope(scopes)
+    project = getattr(cluster, "project_reads", None)
+    if callable(project) and projected is not None:
+        project(projected)
     return cluster
 
 
@@ -235,10 +239,11 @@ class Operator:
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
         self.scopes: LabelScopes = self._label_scopes(catalog)
-        scope_by_labels(management, self.scopes)
+        self.projected: Projections = projections(catalog) if self.member is not None else {}
+        scope_by_labels(management, self.scopes, self.projected)
 
         def scoped_target(registration: Registration) -> Cluster:
-            return scope_by_labels(target_factory(registration), self.scopes)
+            return scope_by_labels(target_factory(registration), self.scopes, self.projected)
 
         self.manager: Manager[Any] = Manager(
             catalog, clusters, clock=self.clock, metrics=self.metrics,
@@ -339,10 +344,11 @@ class Operator:
     def replace_rules(self, catalog: Catalog) -> None:
         """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""
         scopes = self._label_scopes(catalog)
-        if scopes != self.scopes:
-            self.scopes = scopes
+        projected = projections(catalog) if self.member is not None else {}
+        if scopes != self.scopes or projected != self.projected:
+            self.scopes, self.projected = scopes, projected
             for _, cluster in self.manager.clusters:
-                scope_by_labels(cluster, scopes)
+                scope_by_labels(cluster, scopes, projected)
         self.manager.replace_catalog(catalog)
 
     def ready(self) -> bool:

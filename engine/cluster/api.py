@@ -246,9 +246,12 @@ class Reader(Protocol):
         labels: LabelSelector = None,
         fields: str | None = None,
         live: bool = False,
+        reads: Collection[tuple[str, ...]] | None = None,
     ) -> ObjectList:
         """Objects of a kind, in one namespace or (namespace None) all, filtered by selectors;
-        live as for get."""
+        live as for get. reads: the caller reads only these paths of each item (``[]``: every element of a
+        list): a cache that keeps only some fields of every object may answer then (decision 0040); None: the
+        whole object. An implementation without such caches ignores it."""
         ...
 
 

@@ -235,7 +235,9 @@ class MemoryCluster:
         labels: LabelSelector = None,
         fields: str | None = None,
         live: bool = False,
+        reads: Collection[tuple[str, ...]] | None = None,
     ) -> ObjectList:
+        """reads: ignored (every object is at hand whole)."""
         selector, field_selector = parse_labels(labels), parse_fields(fields)
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))

@@ -60,9 +60,11 @@ class Tracked:
         return result
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, labels: LabelSelector = None,
-             fields: str | None = None, live: bool = False) -> ObjectList:
+             fields: str | None = None, live: bool = False,
+             reads: Collection[tuple[str, ...]] | None = None) -> ObjectList:
         result: ObjectList = self._call(
-            lambda: self.inner.list(api_version, kind, namespace, labels=labels, fields=fields, live=live))
+            lambda: self.inner.list(api_version, kind, namespace, labels=labels, fields=fields, live=live,
+                                    reads=reads))
         return result
 
     # Writer

@@ -44,10 +44,11 @@ class ClusterWrapper:
                           live=live or None)
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, labels: LabelSelector = None,
-             fields: str | None = None, live: bool = False) -> ObjectList:
+             fields: str | None = None, live: bool = False,
+             reads: Collection[tuple[str, ...]] | None = None) -> ObjectList:
         return self._call("list", api_version, kind, namespace, None,
                           lambda: self.inner.list(api_version, kind, namespace, labels=labels, fields=fields,
-                                                  live=live),
+                                                  live=live, reads=reads),
                           live=live or None)
 
     # Writer

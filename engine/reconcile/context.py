@@ -262,7 +262,8 @@ class PassContext:
                 labels = self.children_selector(api_version, kind)
             try:
                 items = remember_secrets(
-                    cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live).items)
+                    cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live,
+                                 reads=spec.reads).items)
             except NotFound:
                 if spec.unserved_absent:
                     return []

@@ -22,6 +22,7 @@ from engine.rules.check import check_kind, pass_names_in_watch
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.load import Loader, Located, Merged, Path_, display
 from engine.rules.names import about_broken, check_names
+from engine.rules.projections import with_reads
 from engine.rules.rbac import constant_address
 from engine.rules.schema_paths import Site, word_position
 from engine.rules.source import SourceFile
@@ -45,6 +46,8 @@ class Compiler:
         """Every compiled expression and template with where it came from (for `engine lint`'s path check)."""
         self.watch_sites: list[tuple[Site, str, str, str]] = []
         """A declared watch's queries: (site, apiVersion, kind watched, key), checked against that kind's CRD."""
+        self.documents: list[Text] = []
+        """Every compiled value text (not path-checked by the lint, but what it names is read)."""
         self.pass_names: frozenset[str] = frozenset()
         """The names of the pass (context, inputs, values) a watch's query cannot read."""
 
@@ -80,7 +83,9 @@ class Compiler:
     def document(self, loc: Located, key: str, source: str) -> Text | None:
         """A value's text: rendered as written, its final newline included."""
         try:
-            return compile_document(source, str(loc.src.locate_value((*loc.path, key))))
+            compiled = compile_document(source, str(loc.src.locate_value((*loc.path, key))))
+            self.documents.append(compiled)
+            return compiled
         except ExprSyntaxError as err:
             self.text_errors(loc, key, err)
             return None
@@ -165,6 +170,9 @@ class Compiler:
         order: schema.OrderSpec = merged.single["order"].item
         key = f"{order.apiVersion}/{kind_name}"
         watches = self.derive_watches(key, order, merged, children, teardown, steps)
+        in_watches = {id(site.expr) for site, *_ in self.watch_sites}  # they read the watched object, no pass name
+        inputs = with_reads(inputs, [*(site.expr for site in self.sites if id(site.expr) not in in_watches),
+                                     *self.documents])
         compiled = model.CompiledKind(
             name=path.stem, api_version=order.apiVersion, kind=kind_name, plural=order.plural,
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,

@@ -16,6 +16,7 @@ import jmespath
 from engine.cluster.api import Obj
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
+from engine.expr.reads import merge_reads
 from engine.outcome import Request
 from engine.rules.errors import Position
 
@@ -82,6 +83,10 @@ class Input:
     origin: Position
     labelled: bool = False
     """A get of an object carrying the ownership labels: a label-scoped cache's miss is absent."""
+    reads: tuple[tuple[str, ...], ...] | None = None
+    """A list's: every path of each item the rules read (``[]``: each element of a list), derived from every
+    expression that names the input and its own ``where`` and ``sortBy``; None when one reads an item whole
+    (or a template receives the list). A cache of only those fields may answer it (decision 0040)."""
 
 
 @dataclass(frozen=True)
@@ -463,6 +468,24 @@ class CompiledKind:
                 return None
             found.append((spec.api_version.source, spec.kind.source))
         return tuple(found)
+
+    @property
+    def projected_lists(self) -> dict[tuple[str, str], tuple[tuple[str, ...], ...] | None]:
+        """(apiVersion, kind) of every input that lists objects beyond the order's children -> the paths of each
+        item its rules read (merged over the inputs of that kind), or None when one reads items whole."""
+        found: dict[tuple[str, str], tuple[tuple[str, ...], ...] | None] = {}
+        for spec in self.inputs.values():
+            if spec.verb != "list" or spec.children_only or not (spec.api_version.is_constant
+                                                                 and spec.kind.is_constant):
+                continue
+            key = (spec.api_version.source, spec.kind.source)
+            if key in found:
+                before = found[key]
+                found[key] = None if before is None or spec.reads is None else merge_reads(
+                    [frozenset(before), frozenset(spec.reads)])
+            else:
+                found[key] = spec.reads
+        return found
 
     @property
     def ownership_labels(self) -> tuple[str, str, str]:

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 from engine.clock import Clock
 from engine.cluster.api import Obj
 from engine.cluster.registry import ClusterSet
+from engine.expr.reads import merge_reads
 from engine.outcome import Request, Result
 
 Index = Callable[[str], Iterable[tuple[str, str, str]]]
@@ -119,7 +120,9 @@ def shard_scoped_kinds(catalog: Catalog) -> dict[tuple[str, str], frozenset[str]
     A kind qualifies when every watch of it, of every order kind, maps its objects to the one order they belong to
     by its labels (children the engine writes, and stamps, for that order; also by owner reference when the kind is
     cached by the name label anyway, so what the order controls carries it), it is no order kind, and no input
-    lists it beyond an order's children (a read across orders needs every object: that kind is cached whole)."""
+    lists it beyond an order's children reading its items whole (a read across orders needs every object: that kind
+    is cached whole). A kind whose lists across orders read only some paths of each item qualifies: those lists
+    are answered from a projected cache of every object (``projections``, decision 0040)."""
     orders = {(kind.api_version, kind.kind) for kind in catalog.values()}
     mappings: dict[tuple[str, str], set[str]] = {}
     owners: dict[tuple[str, str], set[str]] = {}
@@ -128,7 +131,8 @@ def shard_scoped_kinds(catalog: Catalog) -> dict[tuple[str, str], frozenset[str]
         beyond = getattr(order_kind, "listed_beyond_children", ())
         if beyond is None:
             return {}  # an input lists a kind named by a template: any kind may be read across orders
-        listed.update(beyond)
+        reads = getattr(order_kind, "projected_lists", {})
+        listed.update(key for key in beyond if reads.get(key) is None)
         for watch in order_kind.watches:
             key = (watch.api_version, watch.kind)
             mappings.setdefault(key, set()).add(str(getattr(watch, "mapping", "")))
@@ -137,6 +141,23 @@ def shard_scoped_kinds(catalog: Catalog) -> dict[tuple[str, str], frozenset[str]
     return {key: frozenset(owners[key]) for key, found in mappings.items()
             if (found <= {"labels"} or (found <= CHILD_MAPPINGS and key in scoped))
             and key not in orders and key not in listed}
+
+
+Projections = Mapping[tuple[str, str], tuple[tuple[str, ...], ...]]
+"""(apiVersion, kind) -> the paths a projected cache of every object of the kind keeps (decision 0040)."""
+
+
+def projections(catalog: Catalog) -> dict[tuple[str, str], tuple[tuple[str, ...], ...]]:
+    """(apiVersion, kind) -> the paths of each object a shard member's projected cache of the kind keeps: the kinds
+    it caches by its stamp (``shard_scoped_kinds``) that an input lists across orders, reading only those paths."""
+    scoped = shard_scoped_kinds(catalog)
+    found: dict[tuple[str, str], set[tuple[str, ...]]] = {}
+    for order_kind in catalog.values():
+        for key, reads in getattr(order_kind, "projected_lists", {}).items():
+            if key in scoped and reads is not None:
+                found.setdefault(key, set()).update(reads)
+    return {key: merged for key, paths in found.items()
+            if (merged := merge_reads([frozenset(paths)])) is not None}
 
 
 def shard_scopes(catalog: Catalog, selector: str) -> dict[tuple[str, str], tuple[str, ...]]:

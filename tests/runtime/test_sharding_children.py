@@ -18,7 +18,7 @@ from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.reconcile.stamp import stamping
 from engine.rules.catalog import load_catalog
-from engine.runtime.kinds import shard_scoped_kinds, shard_scopes
+from engine.runtime.kinds import projections, shard_scoped_kinds, shard_scopes
 from engine.runtime.leader import LeaseSettings
 from engine.runtime.manager import Manager
 from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL
@@ -76,9 +76,14 @@ def test_the_children_kinds_a_member_selects(rules_dir: Callable[..., Path]) -> 
     world = World(rules_dir(WIDGET))
     assert shard_scoped_kinds(world.catalog) == {("v1", "ConfigMap"): frozenset({WIDGET_KIND})}
     assert shard_scopes(world.catalog, f"{SHARD_LABEL}=a") == {("v1", "ConfigMap"): (f"{SHARD_LABEL}=a",)}
-    listed = rules_dir(WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
-                                                "values:\n"))
-    assert shard_scoped_kinds(load_catalog(listed)) == {}  # read across orders: cached whole
+    whole = rules_dir(WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
+                                               "values:\n  counted: \"length(others)\"\n"))
+    assert shard_scoped_kinds(load_catalog(whole)) == {}  # read across orders, items whole: cached whole
+    assert projections(load_catalog(whole)) == {}
+    some = rules_dir(WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
+                                              "values:\n  sizes: \"others[].data.size\"\n"))
+    assert shard_scoped_kinds(load_catalog(some)) == {("v1", "ConfigMap"): frozenset({WIDGET_KIND})}
+    assert projections(load_catalog(some)) == {("v1", "ConfigMap"): (("data", "size"),)}  # a projected cache
 
 
 def test_a_members_passes_stamp_what_they_write_for_the_order(rules_dir: Callable[..., Path]) -> None:
@@ -132,7 +137,8 @@ def test_a_kind_cached_whole_finds_the_previous_members_children_at_teardown(rul
     """Children of a kind the member does not cache by its label (read across orders) are not relabelled on a
     move: the new member's lists of them select by the ownership labels alone, so its teardown still deletes the
     ones the previous member stamped (none is left behind)."""
-    listed = WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\nvalues:\n")
+    listed = WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\nvalues:\n"
+                                     "  counted: \"length(others)\"\n")
     world = World(rules_dir(listed.swap("steps:\n", "gates:\n  - finalizer: true\n    requeue: 1s\nsteps:\n")))
     world.order("b")
     world.run("a")

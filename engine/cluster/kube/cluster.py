@@ -9,9 +9,11 @@ label-selected informer per scope (a label key, or a selector such as a shard me
 so objects in none of the scopes are never held in memory; a get they do not answer goes to the
 server (the object may exist outside them) unless the caller says the object carries the keys a
 scope requires (``carries``), and a list answers from a scope only when every object its selector
-matches is in it (``scopes``). A read right after a write waits until the watch has
-delivered that write (see ``store``), so the engine reads its own writes while every list
-stays a consistent snapshot a watch can resume from.
+matches is in it (``scopes``). A kind can also be kept projected (``project_reads``, decision 0040): every
+object, but only the fields some lists read; such a list, when no label scope answers it, is answered there,
+and a get the label scopes miss is NotFound when that cache does not hold the object either. A read right
+after a write waits until the watch has delivered that write (see ``store``), so the engine reads its own
+writes while every list stays a consistent snapshot a watch can resume from.
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ from engine.cluster.kube.informer import FedInformer, Informer
 from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.scopes import answers, holds, trusted
 from engine.cluster.kube.served import UNSERVED_RECHECK, ServedKinds
-from engine.cluster.kube.store import Expectation, interned, key_of, slim_metadata, version_number
+from engine.cluster.kube.store import Expectation, Store, interned, key_of, slim_metadata, version_number
 from engine.cluster.kube.transport import install
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, Verb, WatchStream, Wire
+from engine.cluster.projection import Path as ReadPath
+from engine.cluster.projection import covers, tree
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
 POOL_SIZE = 64
@@ -132,6 +136,10 @@ class KubeCluster:
         self._starting: dict[InformerKey, threading.Lock] = {}
         self._label_scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         """(group, kind) -> the label scopes whose objects alone are cached (``scope_by_labels``, ``scopes``)."""
+        self._projections: dict[tuple[str, str], tuple[ReadPath, ...]] = {}
+        """(group, kind) -> the paths a projected cache of every object keeps (``project_reads``)."""
+        self._projected: dict[tuple[str, str, Scope], Informer] = {}
+        """The projected informers, by (apiVersion, kind, namespace scope)."""
         self._stopped = False
         self._write_observer: WriteObserver | None = None
 
@@ -144,15 +152,16 @@ class KubeCluster:
     def has_synced(self) -> bool:
         """True when every informer started so far has its initial list (readiness)."""
         with self._lock:
-            informers = list(self._informers.values())
+            informers = [*self._informers.values(), *self._projected.values()]
         return all(i.has_synced() or i.dead for i in informers)
 
     def stop(self) -> None:
         """Stop every informer thread and close idle connections; later reads go live. Safe to call twice."""
         with self._lock:
             self._stopped = True
-            informers = list(self._informers.values())
+            informers = [*self._informers.values(), *self._projected.values()]
             self._informers.clear()
+            self._projected.clear()
             self._by_kind = None
         for informer in informers:
             informer.stop()
@@ -163,9 +172,9 @@ class KubeCluster:
         self._tmpdir = self._private_dir = None
 
     def informers(self) -> builtins.list[Informer | FedInformer]:
-        """The informers running now (for probes and tests)."""
+        """The informers running now, projected ones included (for probes and tests)."""
         with self._lock:
-            return [i for i in self._informers.values() if not i.dead]
+            return [i for i in (*self._informers.values(), *self._projected.values()) if not i.dead]
 
     def cached_keys(self) -> builtins.list[tuple[str, builtins.list[tuple[str, str]]]]:
         """(kind, the keys of the objects its informer holds) per running informer (the cached-objects metric)."""
@@ -183,6 +192,24 @@ class KubeCluster:
                                   for (api_version, kind), keys in scopes.items() if keys}
             stale = [key for key in self._informers if key[3] is None and self._keys_of(key[0], key[1])]
             dropped = [self._informers.pop(key) for key in stale]
+            self._by_kind = None
+        for informer in dropped:
+            informer.stop()
+
+    def project_reads(self, projections: Mapping[tuple[str, str], Sequence[ReadPath]]) -> None:
+        """Answer the lists of these (apiVersion, kind) that say they read only some paths of each object (``list``'s
+        ``reads``), when no label scope answers them, from a cache of every object cut down to these paths
+        (``engine.cluster.projection``; decision 0040). A list whose reads these paths do not cover, or that says
+        nothing of its reads, is answered as before. Call it before the first read; a changed projection's cache
+        is dropped (the next read starts it again)."""
+        wanted = {(api_version.rpartition("/")[0], kind): tuple(paths) for (api_version, kind), paths in
+                  projections.items()}
+        with self._lock:
+            self._projections = wanted
+            stale = [key for key, informer in self._projected.items()
+                     if (key[0].rpartition("/")[0], key[1]) not in wanted
+                     or informer.store.shape != tree(wanted[(key[0].rpartition("/")[0], key[1])])]
+            dropped = [self._projected.pop(key) for key in stale]
             self._by_kind = None
         for informer in dropped:
             informer.stop()
@@ -339,6 +366,7 @@ class KubeCluster:
         labels: LabelSelector = None,
         fields: str | None = None,
         live: bool = False,
+        reads: Collection[ReadPath] | None = None,
     ) -> ObjectList:
         selector = parse_labels(labels)
         resource = self._resource(api_version, kind)
@@ -350,8 +378,11 @@ class KubeCluster:
             except BadRequest:
                 field_selector = None  # a field this side cannot match: the server decides
         label = self._answering_label(api_version, kind, selector)
-        informer = None if field_selector is None or label == "" else self._informer(api_version, kind, namespace,
-                                                                                      label)
+        informer: Informer | FedInformer | None = None
+        if field_selector is not None and label != "":
+            informer = self._informer(api_version, kind, namespace, label)
+        elif field_selector is not None and reads is not None:
+            informer = self._projected_informer(api_version, kind, namespace, reads)
         if informer is None or field_selector is None:
             return self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
         items, position = informer.store.select(namespace, selector, field_selector)
@@ -374,6 +405,9 @@ class KubeCluster:
             if known:
                 missed = self._not_found(api_version, kind, name)
                 raise NotCached(str(missed), details=missed.details)
+            projected = self._projected_informer(api_version, kind, namespace, ())
+            if projected is not None and projected.store.uid_at((namespace or "", name)) is None:
+                raise self._not_found(api_version, kind, name)  # a cache of every object of the kind misses it
         return self._live_get(api_version, kind, namespace, name)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
@@ -606,6 +640,60 @@ class KubeCluster:
             return None
         return informer
 
+    def _projected_informer(self, api_version: str, kind: str, namespace: str | None,
+                            reads: Collection[ReadPath]) -> Informer | None:
+        """The synced projected informer of a kind whose kept paths cover ``reads`` (started now if need be), or
+        None (no projection of the kind, paths it does not keep, or a cache that does not cover the read)."""
+        paths = self._projections.get((api_version.rpartition("/")[0], kind))
+        if paths is None or not covers(paths, reads):
+            return None
+        resource = self._resource(api_version, kind)
+        covered, scope = self._scope(bool(resource.namespaced), namespace)
+        if not covered:
+            return None
+        key = (api_version, kind, scope)
+        with self._lock:
+            if self._stopped:
+                return None
+            informer = self._projected.get(key)
+            starting = self._starting.setdefault((*key, "\0projected"), threading.Lock())
+        if informer is None or informer.dead:
+            with starting:
+                with self._lock:
+                    informer = self._projected.get(key)
+                if informer is None or informer.dead:
+                    informer = self._start_projected(api_version, kind, scope, paths)
+                    if informer is None:
+                        return None
+        if not informer.store.settle(self._settle_timeout):
+            self._log.warning("%r: the watch did not deliver this cluster's writes within %.1fs; reading live",
+                              informer, self._settle_timeout)
+            return None
+        return informer
+
+    def _start_projected(self, api_version: str, kind: str, scope: Scope,
+                         paths: Sequence[ReadPath]) -> Informer | None:
+        where = f" in {scope}" if scope else ""
+        informer = Informer(
+            f"{kind}.{api_version}{where} projected on {self.name or 'the management cluster'}",
+            lambda: self._live_list(api_version, kind, scope),
+            lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
+                                        strip_managed_fields=True, **({"resource_version": rv} if rv else {})),
+            log=self._log, cluster=self.name, store=Store(tree(paths)),
+        )
+        informer.start()
+        with self._lock:
+            if self._stopped or self._projections.get((api_version.rpartition("/")[0], kind)) != tuple(paths):
+                stopped = True
+            else:
+                stopped = False
+                self._projected[(api_version, kind, scope)] = informer
+                self._by_kind = None
+        if stopped:
+            informer.stop()
+            return None
+        return informer
+
     def _start(self, api_version: str, kind: str, scope: Scope, label: str | None) -> Informer | FedInformer | None:
         where = f" in {scope}" if scope else ""
         labelled = f" labelled {label}" if label else ""
@@ -645,6 +733,9 @@ class KubeCluster:
                 self._by_kind = {}
                 for entry in self._informers.items():
                     self._by_kind.setdefault((entry[0][0].rpartition("/")[0], entry[0][1]), []).append(entry)
+                for (api_version, projected_kind, scope), projected in self._projected.items():
+                    self._by_kind.setdefault((api_version.rpartition("/")[0], projected_kind), []).append(
+                        ((api_version, projected_kind, scope, None), projected))
             return [
                 informer for (_, _, scope, label), informer in self._by_kind.get((group, kind), ())
                 if (scope is None or scope == namespace) and not informer.dead

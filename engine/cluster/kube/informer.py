@@ -29,12 +29,13 @@ class Informer:
     """One kind in one namespace scope on one cluster."""
 
     def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger, cluster: str = "",
-                 warnings: WarningLimiter | None = None) -> None:
-        """cluster: the name its warnings are limited by (one a minute per cluster)."""
+                 warnings: WarningLimiter | None = None, store: Store | None = None) -> None:
+        """cluster: the name its warnings are limited by (one a minute per cluster); store: where it keeps the
+        objects (a projecting one, decision 0040), a whole-object store by default."""
         self.name = name
         self.cluster = cluster
         self._warnings = warnings if warnings is not None else CLUSTER_WARNINGS
-        self.store = Store()
+        self.store = store if store is not None else Store()
         self._list = list_all
         self._watch = watch_from
         self._log = log

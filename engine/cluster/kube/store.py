@@ -17,12 +17,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from engine.cluster.api import Obj, WatchEvent
 from engine.cluster.patches import json_copy
+from engine.cluster.projection import project
 from engine.cluster.selectors import FieldSelector, Selector
 
 Key = tuple[str, str]
@@ -132,7 +133,9 @@ class Expectation:
 class Store:
     """Thread-safe; every read returns copies."""
 
-    def __init__(self) -> None:
+    def __init__(self, shape: Mapping[str, Any] | None = None) -> None:
+        """shape: keep each object projected to it (``engine.cluster.projection.tree``); None keeps it whole."""
+        self.shape = shape
         self._changed = threading.Condition(threading.Lock())
         self._objects: dict[Key, Obj] = {}
         self._labels: dict[tuple[str, str], set[Key]] = {}
@@ -175,7 +178,7 @@ class Store:
 
     def _put(self, obj: Obj) -> None:
         key = key_of(obj)
-        obj = stripped(obj)
+        obj = stripped(obj) if self.shape is None else project(obj, self.shape)
         old = self._objects.get(key)
         if old is not None and _same_labels(old, obj):  # a status or spec change: the indexes stay as they are
             self._objects[key] = obj
