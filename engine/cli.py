@@ -248,13 +248,18 @@ def _run(args: argparse.Namespace) -> int:
 def _lint(args: argparse.Namespace) -> int:
     from engine.rules.bundle import default_folder
     from engine.rules.lint import lint_paths
+    from engine.rules.projections import whole_reads
 
     paths = list(args.paths) or [default_folder("rules")]
     if _missing("lint", [*(("PATH", p) for p in paths), *(("--crds", c) for c in args.crds or ())]):
         return 1
-    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds)
+    compiled: dict[Path, Any] = {}
+    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds, compiled=compiled)
     for error in errors:
         print(error)
+    for kind in compiled.values():  # what is not wrong but costs memory a reader should know of (decision 0040)
+        for spec, note in whole_reads(kind):
+            print(f"{spec.origin}: {note}", file=sys.stderr)
     if errors:
         print(f"{len(errors)} error(s)", file=sys.stderr)
         return 1

@@ -48,7 +48,8 @@ def whole_reads(kind: model.CompiledKind) -> list[tuple[model.Input, str]]:
     notes = []
     for spec in kind.inputs.values():
         if spec.verb == "list" and not spec.children_only and spec.reads is None:
-            notes.append((spec, f"note: input {spec.name!r} lists objects beyond the order's children and an "
-                                "expression reads its items whole (or a template receives it): a shard member "
-                                "caches every object of that kind whole (decision 0040)"))
+            notes.append((spec, f"note: input {spec.name!r} lists objects beyond the order's children and its items "
+                                "are read whole (an expression passes an item or the list on, or a template names "
+                                "it): under --sharded every replica keeps that kind whole, not by its label "
+                                "(decision 0040)"))
     return notes

@@ -1,0 +1,99 @@
+"""KubeCluster's projected cache (decision 0040): a kind cached by a shard member's label in full also keeps every
+object cut to the paths some lists read; those lists are answered there without a request, hold only those fields,
+and a list whose reads the projection does not cover is never answered from it (it reads whole objects)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from engine.cluster.api import NotFound, Obj
+from engine.cluster.kube import KubeCluster
+from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator import Emulator
+from tests.cluster.test_kube_cache import Requests, eventually, names, watching
+
+MINE = "shard=a"
+CLAIM = (("metadata", "annotations", "created"), ("status", "id"))
+
+
+def secret(name: str, shard: str, claim: str = "x", **status: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": "default", "labels": {"shard": shard, "claim": claim},
+                         "annotations": {"created": f"t-{name}", "other": "y" * 200}},
+            "data": {"password": "c2VjcmV0"}, "status": dict(status)}
+
+
+@pytest.fixture
+def kube(make_kube: Callable[..., KubeCluster]) -> KubeCluster:
+    cluster = make_kube()
+    cluster.scope_by_labels({("v1", "Secret"): (MINE,)})
+    cluster.project_reads({("v1", "Secret"): CLAIM})
+    return cluster
+
+
+def test_a_list_across_members_reads_the_projected_cache(memory: MemoryCluster, emulator: Emulator,
+                                                          kube: KubeCluster) -> None:
+    """A list by a label no member scope answers, naming reads the projection covers, is answered from memory:
+    every object of the kind (other members' too), with their identity and the projected fields only."""
+    memory.create(secret("mine", "a", id="1"))
+    memory.create(secret("theirs", "b", id="2"))
+    memory.create(secret("elsewhere", "b", claim="z"))
+    first = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("status", "id"),))
+    watching(emulator, kube)
+    requests = Requests(kube)
+    answer = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("status", "id"),))
+    assert requests.seen == []
+    assert names(answer.items) == names(first.items) == ["mine", "theirs"]
+    theirs = answer.items[1]
+    assert theirs["status"] == {"id": "2"}
+    assert theirs["metadata"]["annotations"] == {"created": "t-theirs"}
+    assert "data" not in theirs  # never held: a Secret's data, another member's spec
+    assert set(theirs["metadata"]) == {"name", "namespace", "uid", "resourceVersion", "labels", "annotations"}
+
+
+def test_the_projected_store_holds_only_the_projected_fields(memory: MemoryCluster, kube: KubeCluster) -> None:
+    """What the cache keeps of each object is its identity and the projection's paths, nothing else."""
+    memory.create(secret("theirs", "b", id="2", phase="Ready"))
+    kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM)
+    [projected] = [i for i in kube.informers() if "projected" in i.name]
+    [held] = [projected.store.get(key) for key in projected.store.keys()]
+    assert held is not None
+    assert held == {"apiVersion": "v1", "kind": "Secret", "status": {"id": "2"},
+                    "metadata": {"name": "theirs", "namespace": "default", "uid": held["metadata"]["uid"],
+                                 "resourceVersion": held["metadata"]["resourceVersion"],
+                                 "labels": {"shard": "b", "claim": "x"}, "annotations": {"created": "t-theirs"}}}
+
+
+def test_a_read_outside_the_projection_reads_whole_objects(memory: MemoryCluster, emulator: Emulator,
+                                                            kube: KubeCluster) -> None:
+    """A list whose reads reach a path the projection does not keep, or that names no reads, is answered by the
+    server, whole: a field the cache does not hold is never read as missing."""
+    memory.create(secret("theirs", "b", id="2"))
+    kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM)
+    watching(emulator, kube)
+    requests = Requests(kube)
+    for reads in ((("data", "password"),), (("metadata", "annotations"),), None):
+        [item] = kube.list("v1", "Secret", labels={"claim": "x"}, reads=reads).items
+        assert item["data"] == {"password": "c2VjcmV0"}
+    assert requests.count() == 3
+
+
+def test_the_projected_cache_follows_writes_and_answers_gets_it_misses(memory: MemoryCluster, emulator: Emulator,
+                                                                       kube: KubeCluster) -> None:
+    """The cluster's own writes are read back at once; a get the member's scope misses is NotFound without a request
+    when no object of that name exists at all, and read from the server when another member's does."""
+    kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM)
+    kube.list("v1", "Secret", labels={"shard": "a"})
+    kube.create(secret("new", "b", id="3"))
+    assert names(kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM).items) == ["new"]
+    watching(emulator, kube)
+    requests = Requests(kube)
+    with pytest.raises(NotFound):
+        kube.get("v1", "Secret", "default", "absent")
+    assert requests.count() == 0
+    assert kube.get("v1", "Secret", "default", "new")["data"] == {"password": "c2VjcmV0"}  # whole, from the server
+    assert requests.count() == 1
+    memory.delete("v1", "Secret", "default", "new")
+    assert eventually(lambda: kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM).items == [])
