@@ -58,7 +58,8 @@ def test_the_projected_store_holds_only_the_projected_fields(memory: MemoryClust
     memory.create(secret("theirs", "b", id="2", phase="Ready"))
     kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM)
     [projected] = [i for i in kube.informers() if "projected" in i.name]
-    [held] = [projected.store.get(key) for key in projected.store.keys()]
+    [key] = projected.store.keys()
+    held = projected.store.get(key)
     assert held is not None
     assert held == {"apiVersion": "v1", "kind": "Secret", "status": {"id": "2"},
                     "metadata": {"name": "theirs", "namespace": "default", "uid": held["metadata"]["uid"],
