@@ -131,8 +131,10 @@ def managed_users(world: World, name: str, cluster: str) -> int:
 
 
 NAME_LABEL = "c5c3.io/keystoneuser-name"
-CHILD_KINDS = (("v1", "Secret"), ("external-secrets.io/v1alpha1", "PushSecret"))
-"""Kinds of the orders' children a member caches by its shard label (neither is listed across orders)."""
+CHILD_KINDS = (("v1", "Secret"), ("external-secrets.io/v1alpha1", "PushSecret"),
+               ("openstack.k-orc.cloud/v1alpha1", "User"))
+"""Kinds of the orders' children a member caches by its shard label: K-ORC Users too, though the name claims list
+them across orders (those lists are answered from a projected cache of every User, decision 0040)."""
 
 
 def children(world: World, owner_of: dict[tuple[str, str], str]) -> dict[tuple[str, str, str], tuple[str, str]]:
