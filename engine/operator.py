@@ -20,7 +20,8 @@ its caches stay warm and it leads again if it wins the Lease back.
 
 With ``--sharded`` every replica is also a shard member (``engine.runtime.sharding``): it holds a
 membership Lease, watches only the orders labelled with its name and runs passes only for them;
-the leader labels every order. A graceful stop hands its orders back; a member that loses its
+the leader labels every order, from keys-only views of the orders it keeps only while it leads
+(decision 0039). A graceful stop hands its orders back; a member that loses its
 membership Lease stops and exits with status 1, so its restart joins as a new member (decision 0027).
 """
 
@@ -63,6 +64,7 @@ from engine.runtime.manager import Manager
 from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
+from engine.runtime.sharding.leading import Leadership
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import member_name
 from engine.runtime.watches import WATCH_TIMEOUT
@@ -271,6 +273,11 @@ class Operator:
         self.elector: LeaderElector | None = None
         if options.leader_elect or options.sharded:
             leading = self.leading = threading.Event()
+            started, stopped = leading.set, leading.clear
+            if self.member is not None:  # a shard member keeps the keys-only views only while it leads
+                leadership = Leadership(self.manager.sources)
+                leading = self.leading = leadership.leading
+                started, stopped = leadership.started, leadership.stopped
             self.elector = LeaderElector(
                 management,
                 LeaseSettings(
@@ -279,7 +286,7 @@ class Operator:
                     lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
                     retry_period=options.retry_period,
                 ),
-                clock=self.clock, on_started_leading=leading.set, on_stopped_leading=leading.clear,
+                clock=self.clock, on_started_leading=started, on_stopped_leading=stopped,
                 metrics=self.metrics,
             )
         else:

@@ -281,7 +281,8 @@ class Manager(Generic[K]):
         once (or found its kind unserved). Target clusters never hold readiness back."""
         if not self._started:
             return False
-        management = self.sources.informers(MANAGEMENT_CLUSTER)
+        # A shard leader's keys-only views open with its term: they hold no probe back.
+        management = [i for i in self.sources.informers(MANAGEMENT_CLUSTER) if not i.keys_only]
         for informer in management:
             if informer.listed:
                 self._synced.add(id(informer))

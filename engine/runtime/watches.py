@@ -62,7 +62,8 @@ RECHECK_INTERVAL = 30.0
 
 KEYS_ONLY = ""
 """The label of an order kind's keys-only informer, beside a shard member's selected one: every order of the kind,
-each held as its name, resourceVersion and labels only (what the shard leader places them by); it wakes nothing."""
+each held as its name, resourceVersion and labels only (what the shard leader places them by); it wakes nothing.
+Open only while the member leads (``Sources.keys_views``, decision 0039)."""
 
 
 def keys(obj: Obj) -> Obj:
@@ -262,6 +263,12 @@ class Informer:
         if self._feed is not None:
             self._feed.release()
 
+    def drop(self) -> None:
+        """Forget what it holds (a closed keys-only view: its store goes with it)."""
+        with self._sources.lock:
+            self._cache = {}
+            self.listed = False
+
     def _lose(self) -> None:
         """The kind is not served (any more): list again once it is; the cluster reads it live meanwhile."""
         self.listed = False
@@ -408,6 +415,9 @@ class Sources:
         self._label_scopes = label_scopes(catalog)
         self.order_selector: str | None = None
         """A label selector the orders' own informers list and watch with (a shard member's); None: every order."""
+        self.keys_views = False
+        """Whether a shard member keeps the keys-only views of every order (``KEYS_ONLY``): only while it leads
+        (``show_keys``); a follower decodes none of the other members' order events."""
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
@@ -495,7 +505,7 @@ class Sources:
             for namespace in namespaces or (None,):
                 for label in labels:
                     plan[(name, api_version, kind, namespace, label)] = (watches, indexes)
-                if indexes and self.order_selector is not None:  # the leader's view of every order, keys only
+                if indexes and self.order_selector is not None and self.keys_views:  # the leader's view, keys only
                     plan[(name, api_version, kind, namespace, KEYS_ONLY)] = ([], [])
         return plan
 
@@ -505,6 +515,33 @@ class Sources:
         if self.order_selector is None:
             return self._label_scopes
         return {**self._label_scopes, **shard_scopes(self._catalog, self.order_selector)}
+
+    def show_keys(self, shown: bool) -> None:
+        """Open (a shard member became leader) or close (it stopped leading) the keys-only views of every order
+        kind on every engaged cluster. Opened views list before ``keys_of`` answers from them; closed ones stop
+        their watch and drop what they held, so a follower holds and decodes only its own orders."""
+        with self.lock:
+            if shown == self.keys_views:
+                return
+            self.keys_views = shown
+            opened: list[Informer] = []
+            closed: list[Informer] = []
+            if shown:
+                for name, (cluster, namespaces) in self._clusters.items():
+                    for key in self._plan(name, namespaces):
+                        if key[4] == KEYS_ONLY and key not in self._informers:
+                            _, api_version, kind, namespace, label = key
+                            informer = Informer(self, name, cluster, api_version, kind, [], [], namespace, label)
+                            self._informers[key] = informer
+                            opened.append(informer)
+                if self._threads_running:
+                    for informer in opened:
+                        self._start(informer)
+            else:
+                closed = [self._informers.pop(k) for k in [k for k, i in self._informers.items() if i.keys_only]]
+        for informer in closed:
+            informer.halt()
+            informer.drop()
 
     def keys_of(self, cluster: str, api_version: str, kind: str) -> list[Obj] | None:
         """Every order of a kind on a cluster as its keys-only informers hold them (a shard member's: ``keys``);

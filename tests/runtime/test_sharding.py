@@ -271,6 +271,8 @@ def test_a_members_watches_hold_only_its_orders() -> None:
                                     order_selector=f"{SHARD_LABEL}=a")
     manager.start()
     assert [r.name for r in manager.queue.waiting()] == ["mine"]
+    manager.sources.show_keys(True)  # it leads
+    manager.sources.pump()
     [informer] = [i for i in manager.sources.informers() if not i.keys_only]
     [view] = [i for i in manager.sources.informers() if i.keys_only]
     assert sorted(name for _, name in informer.cached()) == ["mine"]
@@ -285,6 +287,41 @@ def test_a_members_watches_hold_only_its_orders() -> None:
     assert placed is not None
     assert {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(SHARD_LABEL) for o in placed} == {
         "mine": "a", "theirs": "a", "unassigned": None}
+
+
+def test_only_the_leader_keeps_the_view_of_every_order() -> None:
+    """A follower watches only its own orders: it holds and decodes nothing of the others'. Leading opens the
+    keys-only view, which answers only once it has listed every order; leading no more closes it and drops it."""
+    clock = SimulatedClock(START)
+    cluster = memory("", clock)
+    cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
+    cluster.create(obj("Widget", "theirs", labels={SHARD_LABEL: "b"}))
+    kind = widget_kind()
+    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
+                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
+                                    order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    assert [i.label for i in manager.sources.informers()] == [f"{SHARD_LABEL}=a"]
+    assert manager.sources.keys_of("", "example.io/v1", "Widget") is None
+    assert manager.ready()
+
+    manager.sources.show_keys(True)
+    [view] = [i for i in manager.sources.informers() if i.keys_only]
+    cluster.create(obj("Widget", "new"))
+    assert manager.sources.keys_of("", "example.io/v1", "Widget") is None  # not listed yet: nothing to place
+    assert manager.ready()  # the leader's view holds no probe back
+    manager.sources.pump()
+    placed = manager.sources.keys_of("", "example.io/v1", "Widget")
+    assert sorted(o["metadata"]["name"] for o in placed or []) == ["mine", "new", "theirs"]
+
+    manager.sources.show_keys(False)
+    assert [i.label for i in manager.sources.informers()] == [f"{SHARD_LABEL}=a"]
+    assert view.cached() == {} and view.stop.is_set()
+    assert manager.sources.keys_of("", "example.io/v1", "Widget") is None
+    manager.engage("edge", memory("edge", clock))  # a cluster engaged while following: no view there either
+    assert not [i for i in manager.sources.informers() if i.keys_only]
+    manager.sources.show_keys(True)
+    assert {i.cluster_name for i in manager.sources.informers() if i.keys_only} == {"", "edge"}
 
 
 @pytest.mark.parametrize("members", [1, 2, 4])
