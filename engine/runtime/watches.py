@@ -15,6 +15,10 @@ fields of the wrong type) never stalls a watch: the failing index or mapping is 
 the object, the resourceVersion advances, and every other watch still maps the event (an order's
 own watch queues it by its key, so its pass can say what is wrong).
 
+A shard member (``order_selector`` set) queues an order only while its selected order informers hold it: the
+events of a kind cached whole on every member (read across orders) that map to another member's order are
+dropped here instead of being queued, taken by a worker and skipped by the admission (decision 0039).
+
 A label-scoped kind (``children.cacheOnlyLabelled`` in the rules) is watched through one
 label-selected informer per label key, so objects carrying none of the keys are never held here.
 
@@ -415,6 +419,9 @@ class Sources:
         self._label_scopes = label_scopes(catalog)
         self.order_selector: str | None = None
         """A label selector the orders' own informers list and watch with (a shard member's); None: every order."""
+        self._held_by: dict[tuple[str, str], list[Informer]] | None = None
+        """A shard member's order informers by (cluster, order kind key), what ``_holds`` looks orders up in; None:
+        to be built again (the informers changed)."""
         self.keys_views = False
         """Whether a shard member keeps the keys-only views of every order (``KEYS_ONLY``): only while it leads
         (``show_keys``); a follower decodes none of the other members' order events."""
@@ -444,6 +451,7 @@ class Sources:
             self._clusters[name] = (cluster, tuple(namespaces) if namespaces is not None else None)
             for informer in built:
                 self._informers[self._informer_key(informer)] = informer
+            self._held_by = None
             if self._threads_running:
                 for informer in built:
                     self._start(informer)
@@ -459,6 +467,7 @@ class Sources:
             for name, (_, namespaces) in self._clusters.items():
                 plan.update(self._plan(name, namespaces))
             closed = [self._informers.pop(key) for key in [k for k in self._informers if k not in plan]]
+            self._held_by = None
             for informer in closed:
                 informer.forget_index()
             opened: list[Informer] = []
@@ -562,6 +571,7 @@ class Sources:
         with self.lock:
             gone = [k for k in self._informers if k[0] == name]
             informers = [self._informers.pop(k) for k in gone]
+            self._held_by = None
             self._clusters.pop(name, None)
             self.index.drop_cluster(name)
         for informer in informers:
@@ -612,8 +622,25 @@ class Sources:
             self.log.exception("a watch on %s.%s failed to map an event", watch.kind, watch.api_version)
             return
         for request in requests:
-            if request != echo:
+            if request != echo and (self.order_selector is None or watch.is_order or self._holds(request)):
                 self._queue.add(request)
+
+    def _holds(self, request: Request) -> bool:
+        """Whether a shard member's order informers hold the order (as its admission would find it in the cache
+        they keep): an event that maps to another member's order (a child of a kind cached whole) is not queued
+        only to be skipped."""
+        with self.lock:
+            if self._held_by is None:
+                self._held_by = {}
+                for informer in self._informers.values():
+                    if not informer.keys_only:
+                        for order_kind in informer._indexes:
+                            self._held_by.setdefault((informer.cluster_name, order_kind.key), []).append(informer)
+            informers = self._held_by.get((request.cluster, request.kind))
+            if informers is None:
+                return True  # not an order kind known here: the pass says what is wrong
+            key = (request.namespace, request.name)
+            return any(key in informer._cache for informer in informers)
 
     def event_error(self, kind: str, cluster: str, obj: Obj, what: str, origin: object, err: ExprError) -> None:
         """An expression failed on an object's data: one error line and a count; the caller skips it."""

@@ -5,17 +5,31 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
-from runtime_kit import ORDER, START, FakePass, memory, obj, request, widget_kind
+from runtime_kit import (
+    API,
+    ORDER,
+    OWNER_LABEL,
+    START,
+    FakeKind,
+    FakePass,
+    FakeWatch,
+    memory,
+    obj,
+    request,
+    widget_kind,
+)
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
+from engine.runtime.kinds import shard_scoped_kinds
 from engine.runtime.leader import LEASE_API_VERSION, LeaseSettings
 from engine.runtime.manager import Manager
 from engine.runtime.sharding.assigner import Assigner
@@ -356,3 +370,40 @@ def test_the_leader_places_orders_from_their_keys_alone_and_never_from_a_stale_o
         assert orders[(MANAGEMENT_CLUSTER, name)]["spec"] == {"size": name}
     world.assigner.orders = lambda cluster, api_version, kind: None  # not listed yet: the kind waits
     assert world.assigner.step().moves == {}
+
+
+@dataclass(frozen=True)
+class ReadAcross(FakeKind):
+    """Widgets whose inputs list Gadgets beyond their own children, so every member caches every Gadget."""
+
+    listed_beyond_children: tuple[tuple[str, str], ...] = ((API, "Gadget"),)
+
+
+def test_an_event_on_another_members_child_queues_nothing() -> None:
+    """A kind cached whole (read across orders) sends every member the events of every order's children: those
+    that map to an order this member does not hold are not queued (its admission would only skip them)."""
+    clock = SimulatedClock(START)
+    cluster = memory("", clock)
+    cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
+    cluster.create(obj("Widget", "theirs", labels={SHARD_LABEL: "b"}))
+    kind = ReadAcross(watches=(FakeWatch("Widget"), FakeWatch("Gadget", mapping="labels")))
+    assert (API, "Gadget") not in shard_scoped_kinds({kind.key: kind})  # every member holds every Gadget
+    fake = FakePass()
+    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
+                                    metrics=Metrics(CollectorRegistry()), run_pass=fake,
+                                    order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    manager.settle()
+    assert fake.names() == ["mine"]
+    cluster.create(obj("Gadget", "g-theirs", labels={OWNER_LABEL: "ns.theirs"}))
+    cluster.create(obj("Gadget", "g-mine", labels={OWNER_LABEL: "ns.mine"}))
+    manager.sources.pump()
+    assert [r.name for r in manager.queue.waiting()] == ["mine"]
+    theirs = cluster.get("example.io/v1", "Widget", "ns", "theirs")
+    theirs["metadata"]["labels"][SHARD_LABEL] = "a"  # handed to this member: its children wake it again
+    cluster.update(theirs)
+    manager.settle()
+    gadget = cluster.get("example.io/v1", "Gadget", "ns", "g-theirs")
+    cluster.update({**gadget, "spec": {"size": 2}})
+    manager.sources.pump()
+    assert [r.name for r in manager.queue.waiting()] == ["theirs"]
