@@ -141,12 +141,18 @@ class Controller:
                 self.queue.done(request)
 
     def _admitted(self, admit: Admit, request: Request) -> bool:
-        """Ask ``admit``; unless it says run, the request is done here (a retry is queued with backoff)."""
+        """Ask ``admit``; unless it says run, the request is done here (a retry is queued with backoff).
+
+        Its writes are the order's as a pass's are (``CURRENT_PASS``): a shard member's take-over relabels the
+        order's children before the pass, which reads them; their echoes would only wake it for a second pass."""
+        admitting = CURRENT_PASS.set(request)
         try:
             verdict = admit(request)
         except Exception:  # an admission bug must not kill the worker: try again later
             self._log.exception("%s: admission failed", request)
             verdict = "retry"
+        finally:
+            CURRENT_PASS.reset(admitting)
         if verdict == "run":
             return True
         if verdict == "retry":

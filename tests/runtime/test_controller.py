@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 
 import pytest
 from prometheus_client import CollectorRegistry
-from runtime_kit import START, request
+from runtime_kit import API, START, request
 
 from engine.metrics import Metrics
 from engine.outcome import PassError, Request, Result, StepOutcome, TerminalError
 from engine.runtime.controller import Controller
+from engine.runtime.echoes import Echoes
 from engine.runtime.queue import WorkQueue
 from engine.testing.clock import SimulatedClock
 
@@ -186,3 +188,31 @@ def test_an_error_keeps_the_earlier_timer_when_it_is_sooner(h: Harness) -> None:
     h.answer = Result(error=PassError("boom"))
     h.controller.process_next()
     assert h.queue.timers() == {request("a"): START + dt.timedelta(milliseconds=1)}
+
+
+def test_the_writes_of_an_admission_are_its_orders_so_their_echoes_do_not_wake_it(h: Harness) -> None:
+    """A shard member's admission may write for the order (the take-over relabels its children before the first
+    pass, which then reads them): the events echoing those writes do not queue the order for a second pass."""
+    echoes = Echoes(h.queue.add)
+    writes = echoes.observer("")
+
+    def admit(req: Request) -> str:
+        ticket = writes.sending(API, "Gadget", "ns", "g")
+        writes.answered(ticket, {"metadata": {"resourceVersion": "7"}})
+        return "run"
+
+    h.queue.add(request("a"))
+    stop = threading.Event()
+    worker = threading.Thread(target=h.controller.work, args=(stop,), kwargs={"poll": 0.01, "admit": admit})
+    worker.start()
+    try:
+        for _ in range(500):
+            if h.passes("success"):
+                break
+            threading.Event().wait(0.01)
+    finally:
+        stop.set()
+        worker.join(5)
+    assert h.passes("success") == 1
+    echo = {"metadata": {"namespace": "ns", "name": "g", "resourceVersion": "7"}}
+    assert echoes.echo_of("", API, "Gadget", echo) == request("a")
