@@ -38,8 +38,10 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from conftest import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
-SHARDED = ("--sharded", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s",
+SHARDED = ("--sharded", "--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
            "--leader-elect-retry-period", "500ms", "--clusters-namespace", "", "--log-level", "info")
+"""The default lease duration and renew deadline (with 6 s / 4 s, a loaded machine's emulator answered renewals
+late enough that members lapsed and the round failed); rounds every half second, as before."""
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -86,6 +88,12 @@ def ready(world: World, names: list[str]) -> bool:
 def wait(what: Any, deadline: float, processes: list[OperatorProcess], message: str) -> None:
     while not what():
         if time.monotonic() > deadline or any(p.process.poll() is not None for p in processes):
+            for process in processes:  # why: the tail of each replica's warnings and errors
+                if process.process.poll() is not None:
+                    message += f"; {process.log_path.name} exited with status {process.process.returncode}"
+                lines = [line for line in process.logs().splitlines() if '"level": "info"' not in line
+                         and '"level": "debug"' not in line]
+                sys.stderr.write(f"--- {process.log_path.name}\n" + "\n".join(lines[-5:]) + "\n")
             raise SystemExit(message)
         time.sleep(0.5)
 
