@@ -334,8 +334,8 @@ class WatchFeed(Protocol):
 
 
 class WriteObserver(Protocol):
-    """Told of a cluster's writes as they are sent and answered (``KubeCluster.observe_writes``), so the
-    runtime can tell the watch events that only echo a pass's own writes."""
+    """Told of a cluster's writes as they are sent and answered, and of its reads (``KubeCluster.observe_writes``),
+    so the runtime can tell the watch events that only echo a pass's own writes or that a pass already saw."""
 
     def sending(self, api_version: str, kind: str, namespace: str | None, name: str) -> object:
         """A write of this object is about to be sent; returns a ticket for ``answered``."""
@@ -344,6 +344,11 @@ class WriteObserver(Protocol):
     def answered(self, ticket: object, obj: Obj | None) -> None:
         """The write's answer as the cluster returns it; None when the write failed (or was a delete that removed
         the object at once: there is no object whose echo could come)."""
+        ...
+
+    def read(self, api_version: str, kind: str, namespace: str | None, name: str, obj: Obj | None) -> None:
+        """A get or list on this thread found ``obj`` (None: a get found nothing), so the runtime can tell
+        which events a running pass already saw."""
         ...
 
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 from engine.metrics import Metrics, PassResult
 from engine.outcome import EventNote, Request, Result, TerminalError
-from engine.runtime.echoes import CURRENT_PASS
+from engine.runtime.echoes import CURRENT_PASS, Echoes
 from engine.runtime.kinds import Log
 from engine.runtime.queue import ShutDown, WorkQueue
 
@@ -54,6 +54,9 @@ class Controller:
         self.recover = recover
         self.events: EventSink | None = None
         """Where a pass's Event note goes (the operator's recorder); None: nowhere (tests, scenarios)."""
+        self.echoes: Echoes | None = None
+        """Threaded mode: the ledger told of each pass, so events its order gets meanwhile that the pass
+        already saw do not run it again; None: every such event does (deterministic runs)."""
         self._active = 0
         self._active_lock = threading.Lock()
 
@@ -86,6 +89,8 @@ class Controller:
         """Run one pass of ``request`` now and apply the outcome switch; the queue entry is untouched."""
         self._set_active(+1)
         passing = CURRENT_PASS.set(request)
+        echoes = self.echoes
+        reading = echoes.begin(request) if echoes is not None else None
         try:
             try:
                 result = self._run(request)
@@ -95,6 +100,8 @@ class Controller:
                 self._log.exception("%s: the pass raised", request)
                 result = Result(error=exc)
         finally:
+            if echoes is not None and reading is not None:
+                echoes.end(reading)
             CURRENT_PASS.reset(passing)
             self._set_active(-1)
         self.handle(request, result)

@@ -15,6 +15,13 @@ fails wakes it for all of them. The order's own object is not tracked: its echoe
 added) keep waking it, as the seeds' watch on the order does. A delete that finalizers hold is a
 write like the others (its answer, the object with its deletionTimestamp, is what its echo carries);
 the object's removal later is a change of its own and wakes the writer.
+
+An event that arrives while its order's pass runs is held for that pass (``held_by_pass``) rather than
+marking the order for another pass at once: the cluster tells the ledger of every object a pass reads
+(``read``), and when the pass ends (``end``) an event it already saw does not wake it again. The pass saw
+an event when every read it made of that object came from the event's state or a later one (the caches
+take an event before the runtime maps it), or, for a removal, when every read found the object absent.
+An event on an object the pass never read still wakes it (a list the pass made may have missed it).
 """
 
 from __future__ import annotations
@@ -36,6 +43,30 @@ LIMIT = 100_000
 
 Key = tuple[str, str, str, str, str]
 """(cluster, API group, kind, namespace or "", name) of a written object."""
+
+
+@dataclass
+class _Pass:
+    """What one running pass read, and the events on its order held until it ends."""
+
+    request: Request
+    present: dict[Key, int] = field(default_factory=dict)
+    """The oldest resourceVersion the pass read of each object it found (-1: not a number)."""
+    absent: set[Key] = field(default_factory=set)
+    """Objects a read of the pass found absent."""
+    held: list[tuple[Key, int | None, bool]] = field(default_factory=list)
+    """Events on the order while the pass ran: (object, resourceVersion, whether it was a removal)."""
+
+    def saw(self, key: Key, rv: int | None, removed: bool) -> bool:
+        """Whether every read of the object shows this event's state or a later one."""
+        if removed:
+            return key in self.absent and key not in self.present
+        oldest = self.present.get(key)
+        return oldest is not None and rv is not None and key not in self.absent and oldest >= rv
+
+
+_RUNNING: contextvars.ContextVar[_Pass | None] = contextvars.ContextVar("running_pass", default=None)
+"""The pass running on this thread whose reads the ledger records (``begin``/``end``)."""
 
 
 @dataclass
@@ -66,6 +97,7 @@ class Echoes:
         self._lock = threading.Lock()
         self._in_flight: dict[Key, _InFlight] = {}
         self._answered: OrderedDict[Key, tuple[str, Request]] = OrderedDict()
+        self._passes: dict[Request, _Pass] = {}
 
     def observer(self, cluster: str) -> ClusterWrites:
         """What one cluster tells of its writes (``KubeCluster.observe_writes``)."""
@@ -105,6 +137,58 @@ class Echoes:
                     self._answered.popitem(last=False)
         if others:
             self._wake(flight.request)
+
+    # -- the passes ----------------------------------------------------------------
+
+    def begin(self, request: Request) -> contextvars.Token[_Pass | None]:
+        """A pass of ``request`` starts on this thread: its reads are recorded, its order's events held."""
+        running = _Pass(request)
+        with self._lock:
+            self._passes[request] = running
+        return _RUNNING.set(running)
+
+    def end(self, token: contextvars.Token[_Pass | None]) -> None:
+        """The pass ends: any event held for it that it did not see wakes its order (it is still processing,
+        so the queue runs it again once the pass is done)."""
+        running = _RUNNING.get()
+        _RUNNING.reset(token)
+        if running is None:
+            return
+        with self._lock:
+            self._passes.pop(running.request, None)
+        if any(not running.saw(*event) for event in running.held):
+            self._wake(running.request)
+
+    def read(self, cluster: str, api_version: str, kind: str, namespace: str | None, name: str,
+             obj: Obj | None) -> None:
+        """A read of the pass running on this thread found ``obj`` (None: found nothing)."""
+        running = _RUNNING.get()
+        if running is None:
+            return
+        key = _key(cluster, api_version, kind, namespace, name)
+        if obj is None:
+            running.absent.add(key)
+            return
+        rv = _number(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+        rv = -1 if rv is None else rv
+        oldest = running.present.get(key)
+        if oldest is None or rv < oldest:
+            running.present[key] = rv
+
+    def held_by_pass(self, request: Request, cluster: str, api_version: str, kind: str, obj: Obj,
+                     removed: bool) -> bool:
+        """Hold an event for ``request``'s running pass (True), or False when none runs: queue it."""
+        if request not in self._passes:
+            return False
+        meta = obj.get("metadata") or {}
+        key = _key(cluster, api_version, kind, meta.get("namespace"), str(meta.get("name") or ""))
+        rv = _number(str(meta.get("resourceVersion") or ""))
+        with self._lock:
+            running = self._passes.get(request)
+            if running is None:
+                return False
+            running.held.append((key, rv, removed))
+        return True
 
     # -- the events ----------------------------------------------------------------
 
@@ -151,3 +235,6 @@ class ClusterWrites:
     def answered(self, ticket: object, obj: Obj | None) -> None:
         if ticket is not None:
             self.echoes.answered(ticket, obj)  # type: ignore[arg-type]
+
+    def read(self, api_version: str, kind: str, namespace: str | None, name: str, obj: Obj | None) -> None:
+        self.echoes.read(self.cluster, api_version, kind, namespace, name, obj)

@@ -252,7 +252,7 @@ class Manager(Generic[K]):
         self.queue.coalesce = COALESCE
         self.controller.recover = True
         self.sources.recover = True
-        self.sources.echoes = Echoes(self.queue.add)
+        self.sources.echoes = self.controller.echoes = Echoes(self.queue.add)
         self._build()
         self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
         halt = threading.Event()

@@ -493,7 +493,7 @@ class Sources:
         for informer in self.informers():
             for watch in [w for w in informer.watches if w.is_order]:
                 for obj in informer.cached().values():
-                    self.map_event(watch, informer.cluster_name, None, obj, obj)
+                    self.map_event(watch, informer.cluster_name, None, obj, obj, hold=False)  # new rules
                     queued += 1
         return queued
 
@@ -606,9 +606,11 @@ class Sources:
                 informer.thread.join(timeout / max(len(informers), 1))
 
     def map_event(self, watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj, *,
-                  echo: Request | None = None) -> None:
+                  echo: Request | None = None, hold: bool = True) -> None:
         """Queue the orders an event wakes, if the watch's update predicate lets it through; ``echo``: the
-        order whose own write the event echoes, which it does not wake."""
+        order whose own write the event echoes, which it does not wake. An order whose pass runs now gets the
+        event when that pass ends, and only if the pass did not see it (``Echoes.held_by_pass``); hold=False:
+        it is queued regardless (the rules changed: what a pass saw says nothing)."""
         try:
             if not watch.passes(old, new):
                 return
@@ -621,9 +623,16 @@ class Sources:
                 raise
             self.log.exception("a watch on %s.%s failed to map an event", watch.kind, watch.api_version)
             return
+        echoes = self.echoes
         for request in requests:
-            if request != echo and (self.order_selector is None or watch.is_order or self._holds(request)):
-                self._queue.add(request)
+            if request == echo:
+                continue
+            if self.order_selector is not None and not watch.is_order and not self._holds(request):
+                continue  # another shard member's order
+            if hold and echoes is not None and echoes.held_by_pass(request, cluster, watch.api_version, watch.kind, obj,
+                                                          new is None):
+                continue  # its pass runs now: it is woken again at the end unless it saw this event
+            self._queue.add(request)
 
     def _holds(self, request: Request) -> bool:
         """Whether a shard member's order informers hold the order (as its admission would find it in the cache

@@ -9,7 +9,7 @@ from typing import Any
 
 from runtime_kit import OWNER_LABEL, START, FakeWatch, memory, obj, request, widget_kind
 
-from engine.cluster.api import Obj, WriteObserver
+from engine.cluster.api import NotFound, Obj, WriteObserver
 from engine.cluster.memory import MemoryCluster
 from engine.outcome import Request
 from engine.runtime.echoes import CURRENT_PASS, Echoes
@@ -41,6 +41,17 @@ class ReportingCluster:
         before_answer()
         self.observer.answered(ticket, answer)
         return answer
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, **kwargs: Any) -> Obj:
+        """A get, told to the observer as KubeCluster tells it (found, or None when absent)."""
+        assert self.observer is not None
+        try:
+            found = self.inner.get(api_version, kind, namespace, name, **kwargs)
+        except NotFound:
+            self.observer.read(api_version, kind, namespace, name, None)
+            raise
+        self.observer.read(api_version, kind, namespace, name, found)
+        return found
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -171,3 +182,100 @@ def test_the_ledger_forgets_an_echo_once_a_later_event_passed() -> None:
     assert echoes.echo_of("", "example.io/v1", "Gadget", {**gadget, "metadata": {**gadget["metadata"],
                                                                                  "resourceVersion": "6"}}) is None
     assert len(echoes) == 0  # a later one: ours will never come
+
+
+# -- events that arrive while the order's pass runs -------------------------------------------------
+
+
+@contextlib.contextmanager
+def run_pass(queue: WorkQueue, sources: Sources, order: Request) -> Iterator[None]:
+    """The order's pass, as the controller runs it: handed out, its reads recorded, then done."""
+    assert sources.echoes is not None and queue.pop_ready() == order
+    token = CURRENT_PASS.set(order)
+    reading = sources.echoes.begin(order)
+    try:
+        yield
+    finally:
+        sources.echoes.end(reading)
+        CURRENT_PASS.reset(token)
+        queue.done(order)
+
+
+def edit(cluster: ReportingCluster, name: str, **spec: Any) -> Obj:
+    """Someone else changes a child of order a (K-ORC sets a status, say)."""
+    gadget = cluster.inner.get(obj("Gadget", name)["apiVersion"], "Gadget", "ns", name)
+    return cluster.inner.update({**gadget, "spec": spec})
+
+
+def read_gadget(cluster: ReportingCluster, name: str) -> Obj | None:
+    try:
+        return cluster.get(obj("Gadget", name)["apiVersion"], "Gadget", "ns", name)
+    except NotFound:
+        return None
+
+
+def child_world() -> tuple[ReportingCluster, Sources, WorkQueue]:
+    cluster, sources, queue = world()
+    cluster.inner.create(obj("Gadget", "g", **CHILD))
+    sources.pump()
+    assert drain(queue) == ["a"]
+    queue.add(request("a"))
+    return cluster, sources, queue
+
+
+def test_an_event_the_running_pass_read_afterwards_does_not_run_it_again() -> None:
+    """K-ORC marks the User Available while the pass runs, and the pass then reads it Available: that
+    pass already acted on it, so no pass follows that would find nothing to do."""
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        edit(cluster, "g", available=True)
+        sources.pump()
+        assert read_gadget(cluster, "g") is not None
+    assert drain(queue) == []
+
+
+def test_an_event_after_the_running_pass_read_the_object_runs_it_again() -> None:
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        assert read_gadget(cluster, "g") is not None
+        edit(cluster, "g", available=True)
+        sources.pump()
+        assert read_gadget(cluster, "g") is not None  # read again: the first read still decided
+    assert drain(queue) == ["a"]
+
+
+def test_an_event_on_an_object_the_running_pass_never_read_runs_it_again() -> None:
+    """A list the pass made may have missed the object: only an object the pass read can be judged."""
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        cluster.inner.create(obj("Gadget", "h", **CHILD))
+        sources.pump()
+    assert drain(queue) == ["a"]
+
+
+def test_a_removal_the_running_pass_found_absent_does_not_run_it_again() -> None:
+    """The probe's finalizer is let go while the next pass runs, which then finds it gone."""
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        cluster.inner.delete(obj("Gadget", "g")["apiVersion"], "Gadget", "ns", "g")
+        sources.pump()
+        assert read_gadget(cluster, "g") is None
+    assert drain(queue) == []
+
+
+def test_a_removal_of_an_object_the_running_pass_found_present_runs_it_again() -> None:
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        assert read_gadget(cluster, "g") is not None
+        cluster.inner.delete(obj("Gadget", "g")["apiVersion"], "Gadget", "ns", "g")
+        sources.pump()
+    assert drain(queue) == ["a"]
+
+
+def test_an_event_between_passes_still_wakes_the_order() -> None:
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        assert read_gadget(cluster, "g") is not None
+    edit(cluster, "g", available=True)
+    sources.pump()
+    assert drain(queue) == ["a"]

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from runtime_kit import API, OWNER_LABEL, START, FakeWatch, obj, request, widget_kind
-from test_echoes import drain, passing
+from test_echoes import drain, passing, run_pass
 
 from engine.clock import SystemClock
-from engine.cluster.api import Obj
+from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
 from engine.runtime.echoes import Echoes
@@ -110,3 +110,32 @@ def test_a_delete_by_someone_else_wakes_the_order(world: Any) -> None:
     pumped(sources, queue)
     kube.delete(API, "Gadget", "ns", "g")  # no pass runs on this thread
     assert pumped(sources, queue) == ["a"]
+
+
+@pytest.mark.parametrize("read", ["get", "list"])
+def test_an_event_a_running_pass_then_read_through_the_cluster_does_not_run_it_again(world: Any, read: str) -> None:
+    """KubeCluster tells the ledger what its gets and lists found, so an event that arrived while the pass
+    ran, and that the pass read afterwards, does not run the order once more."""
+    memory, kube, sources, queue = world
+    memory.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}, spec={"size": 1}))
+    pumped(sources, queue)
+    queue.add(request("a"))
+    with run_pass(queue, sources, request("a")):
+        memory.update({**memory.get(API, "Gadget", "ns", "g"), "spec": {"size": 2}})
+        sources.pump()
+        found = [kube.get(API, "Gadget", "ns", "g")] if read == "get" else kube.list(API, "Gadget", "ns").items
+        assert [item["spec"] for item in found] == [{"size": 2}]
+    assert drain(queue) == []
+
+
+def test_a_removal_a_running_pass_then_found_absent_does_not_run_it_again(world: Any) -> None:
+    memory, kube, sources, queue = world
+    memory.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+    pumped(sources, queue)
+    queue.add(request("a"))
+    with run_pass(queue, sources, request("a")):
+        memory.delete(API, "Gadget", "ns", "g")
+        sources.pump()
+        with pytest.raises(NotFound):
+            kube.get(API, "Gadget", "ns", "g")
+    assert drain(queue) == []

@@ -245,7 +245,8 @@ class KubeCluster:
 
     def observe_writes(self, observer: WriteObserver | None) -> None:
         """Tell ``observer`` of every named write (create with a name, update, status, patch, apply) as it is sent
-        and answered (the runtime recognises the watch events that echo a pass's own writes)."""
+        and answered, and of every object a get or list found (the runtime recognises the watch events that
+        echo a pass's own writes, and those a running pass already saw)."""
         self._write_observer = observer
 
     def expect_seen(self, api_version: str, kind: str, namespace: str | None, resource_version: str,
@@ -346,6 +347,19 @@ class KubeCluster:
     def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
             carries: Collection[str] = ()) -> Obj:
         namespace = self._namespace(api_version, kind, namespace)
+        observer = self._write_observer
+        if observer is None:
+            return self._get(api_version, kind, namespace, name, live, carries)
+        try:
+            found = self._get(api_version, kind, namespace, name, live, carries)
+        except NotFound:
+            observer.read(api_version, kind, namespace, name, None)
+            raise
+        observer.read(api_version, kind, namespace, name, found)
+        return found
+
+    def _get(self, api_version: str, kind: str, namespace: str | None, name: str, live: bool,
+             carries: Collection[str]) -> Obj:
         labels = () if live else self._keys_of(api_version, kind)
         if labels:
             return self._labelled_get(api_version, kind, namespace, name, labels, carries)
@@ -368,6 +382,16 @@ class KubeCluster:
         live: bool = False,
         reads: Collection[ReadPath] | None = None,
     ) -> ObjectList:
+        found = self._list(api_version, kind, namespace, labels=labels, fields=fields, live=live)
+        observer = self._write_observer
+        if observer is not None:
+            for item in found.items:
+                meta = item.get("metadata") or {}
+                observer.read(api_version, kind, meta.get("namespace"), str(meta.get("name") or ""), item)
+        return found
+
+    def _list(self, api_version: str, kind: str, namespace: str | None, *, labels: LabelSelector,
+              fields: str | None, live: bool) -> ObjectList:
         selector = parse_labels(labels)
         resource = self._resource(api_version, kind)
         namespace = (namespace or None) if resource.namespaced else None
