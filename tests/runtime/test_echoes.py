@@ -7,11 +7,15 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+from prometheus_client import CollectorRegistry
 from runtime_kit import OWNER_LABEL, START, FakeWatch, memory, obj, request, widget_kind
 
 from engine.cluster.api import NotFound, Obj, WriteObserver
 from engine.cluster.memory import MemoryCluster
-from engine.outcome import Request
+from engine.metrics import Metrics
+from engine.outcome import Request, Result
+from engine.runtime.controller import Controller
 from engine.runtime.echoes import CURRENT_PASS, Echoes
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
@@ -279,3 +283,20 @@ def test_an_event_between_passes_still_wakes_the_order() -> None:
     edit(cluster, "g", available=True)
     sources.pump()
     assert drain(queue) == ["a"]
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_the_controller_tells_the_ledger_of_each_pass(told: bool) -> None:
+    """``engine run`` gives the controller the ledger: a pass that reads what changed while it ran is the last."""
+    cluster, sources, queue = child_world()
+
+    def a_pass(order: Request) -> Result:
+        edit(cluster, "g", available=True)
+        sources.pump()
+        assert read_gadget(cluster, "g") is not None
+        return Result()
+
+    controller = Controller(queue, a_pass, metrics=Metrics(CollectorRegistry()), log=LOG)
+    controller.echoes = sources.echoes if told else None
+    assert controller.process_next() == request("a")
+    assert drain(queue) == ([] if told else ["a"])
