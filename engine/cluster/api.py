@@ -341,9 +341,10 @@ class WriteObserver(Protocol):
         """A write of this object is about to be sent; returns a ticket for ``answered``."""
         ...
 
-    def answered(self, ticket: object, obj: Obj | None) -> None:
+    def answered(self, ticket: object, obj: Obj | None, *, deleted: bool = False) -> None:
         """The write's answer as the cluster returns it; None when the write failed (or was a delete that removed
-        the object at once: there is no object whose echo could come)."""
+        the object at once: there is no object whose echo could come). deleted: the write was a delete (its
+        answer the object finalizers hold)."""
         ...
 
     def read(self, api_version: str, kind: str, namespace: str | None, name: str, obj: Obj | None) -> None:

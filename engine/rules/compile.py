@@ -210,7 +210,17 @@ class Compiler:
             return None
         cached = tuple((item.apiVersion, item.kind) for item in spec.cacheOnlyLabelled)
         return model.Children(prefix, namespace, spec.labels["name"], spec.labels["namespace"], spec.labels["cluster"],
-                              cached)
+                              cached, self.object_query(loc, "quietRemoval", spec.quietRemoval))
+
+    def object_query(self, loc: Located, key: str, source: str | None) -> Query | None:
+        """A query on an object of any kind (not the pass context): its syntax checked, its names not."""
+        if source is None:
+            return None
+        try:
+            return compile_query(source, str(loc.src.locate_value((*loc.path, key))))
+        except ExprSyntaxError as err:
+            self.errors.append(RuleError(loc.src.locate_token((*loc.path, key), err.offset), f"{key}: {err.message}"))
+            return None
 
     def compile_input(self, name: str, loc: Located) -> model.Input:
         spec: schema.InputSpec = loc.item

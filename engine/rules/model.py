@@ -14,6 +14,7 @@ from typing import Any, Literal
 import jmespath
 
 from engine.cluster.api import Obj
+from engine.expr.errors import ExprError
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.expr.reads import merge_reads
@@ -239,6 +240,8 @@ class Children:
     cluster_label: str
     cache_only_labelled: tuple[tuple[str, str], ...] = ()
     """(apiVersion, kind) cached only when an object carries ``name_label`` (``children.cacheOnlyLabelled``)."""
+    quiet_removal: Query | None = None
+    """``children.quietRemoval``: children whose removal after the order's own step deleted them wakes nothing."""
 
 
 def _lookup(obj: Mapping[str, Any] | None, *path: str) -> Any:
@@ -512,6 +515,18 @@ class CompiledKind:
             if before != after or not (before is None or type(before) is str) or type(before) is not type(after):
                 return False
         return True
+
+    def quiet_removal(self, child: Obj) -> bool:
+        """Whether this child's removal, after a step of its order deleted it, changes nothing the rules read
+        (``children.quietRemoval`` holds for it); False when the query fails on its data."""
+        query = self.children.quiet_removal
+        if query is None:
+            return False
+        try:
+            value = query.evaluate(child)
+        except ExprError:
+            return False
+        return not (value is None or value is False or value == "" or value == [] or value == {})
 
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
         """The order's keys in the fan-out index (e.g. the objects it references): a key or a list of keys;

@@ -81,6 +81,10 @@ class ChildrenSpec(Spec):
         default_factory=list,
         description="Kinds the operator caches only when they carry the name label (children, delivered objects);"
                     " a read of any other object of these kinds goes to the API server.")
+    quietRemoval: Query | None = Field(
+        None, description="A query on a child (the object as it was): where it holds, the child's removal after the"
+                          " order's own step deleted it (once finalizers let it go) wakes nothing, since no rule"
+                          " tells 'being deleted' from 'gone' for it. Teardown deletes and anyone else's always wake.")
 
 
 # ---------------------------------------------------------------------------

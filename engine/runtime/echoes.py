@@ -56,6 +56,8 @@ class _Pass:
     """Objects a read of the pass found absent."""
     held: list[tuple[Key, int | None, bool]] = field(default_factory=list)
     """Events on the order while the pass ran: (object, resourceVersion, whether it was a removal)."""
+    converging: bool = False
+    """The pass read its order and found it not being deleted (a converge pass, not a teardown)."""
 
     def saw(self, key: Key, rv: int | None, removed: bool) -> bool:
         """Whether every read of the object shows this event's state or a later one."""
@@ -96,7 +98,8 @@ class Echoes:
         self._limit = limit
         self._lock = threading.Lock()
         self._in_flight: dict[Key, _InFlight] = {}
-        self._answered: OrderedDict[Key, tuple[str, Request]] = OrderedDict()
+        self._answered: OrderedDict[Key, tuple[str, Request, bool]] = OrderedDict()
+        """Answered writes: (resourceVersion, writer, whether a converge pass left the object being deleted)."""
         self._passes: dict[Request, _Pass] = {}
 
     def observer(self, cluster: str) -> ClusterWrites:
@@ -123,8 +126,11 @@ class Echoes:
             self._answered.pop(key, None)
         return key
 
-    def answered(self, ticket: Key, obj: Obj | None) -> None:
-        """The write's answer (None: it failed). Events held meanwhile that are not its echo wake the writer."""
+    def answered(self, ticket: Key, obj: Obj | None, *, deleted: bool = False) -> None:
+        """The write's answer (None: it failed). Events held meanwhile that are not its echo wake the writer.
+
+        deleted: the write was a delete that finalizers hold; when a converge pass (not a teardown) sent it, the
+        object's removal later may be quiet for the writer (``echo_of``)."""
         rv = str((obj or {}).get("metadata", {}).get("resourceVersion") or "") if obj is not None else ""
         with self._lock:
             flight = self._in_flight.pop(ticket, None)
@@ -132,7 +138,10 @@ class Echoes:
                 return
             others = [held for held in flight.held if not rv or held != rv]
             if rv and rv not in flight.held:
-                self._answered[ticket] = (rv, flight.request)
+                running = _RUNNING.get()
+                deleting = deleted and running is not None and running.converging \
+                    and running.request == flight.request
+                self._answered[ticket] = (rv, flight.request, deleting)
                 while len(self._answered) > self._limit:
                     self._answered.popitem(last=False)
         if others:
@@ -169,6 +178,10 @@ class Echoes:
         if obj is None:
             running.absent.add(key)
             return
+        request = running.request
+        if request.name == name and request.cluster == cluster and request.namespace == (namespace or "") \
+                and request.kind == f"{api_version}/{kind}":
+            running.converging = not (obj.get("metadata") or {}).get("deletionTimestamp")
         rv = _number(str((obj.get("metadata") or {}).get("resourceVersion") or ""))
         rv = -1 if rv is None else rv
         oldest = running.present.get(key)
@@ -192,9 +205,13 @@ class Echoes:
 
     # -- the events ----------------------------------------------------------------
 
-    def echo_of(self, cluster: str, api_version: str, kind: str, obj: Obj) -> Request | None:
+    def echo_of(self, cluster: str, api_version: str, kind: str, obj: Obj, *,
+                quiet: Callable[[Request], bool] | None = None) -> Request | None:
         """The order this event must not wake: the writer of a write it echoes, or of a write in flight on
-        its object (held until the answer says). None: it wakes whatever it maps to."""
+        its object (held until the answer says). None: it wakes whatever it maps to.
+
+        quiet (given for a removal): whether the order's rules say this child's removal changes nothing for
+        them (``children.quietRemoval``); when the order's converge pass deleted it, its removal is an echo too."""
         meta = obj.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
         if not rv:
@@ -208,8 +225,12 @@ class Echoes:
             answered = self._answered.get(key)
             if answered is None:
                 return None
-            written, request = answered
+            written, request, deleting = answered
             if rv == written:
+                if not deleting:
+                    del self._answered[key]  # a converge pass's delete is kept for the object's removal
+                return request
+            if deleting and quiet is not None and quiet(request):
                 del self._answered[key]
                 return request
             seen, mine = _number(rv), _number(written)
@@ -232,9 +253,9 @@ class ClusterWrites:
     def sending(self, api_version: str, kind: str, namespace: str | None, name: str) -> object:
         return self.echoes.sending(self.cluster, api_version, kind, namespace, name)
 
-    def answered(self, ticket: object, obj: Obj | None) -> None:
+    def answered(self, ticket: object, obj: Obj | None, *, deleted: bool = False) -> None:
         if ticket is not None:
-            self.echoes.answered(ticket, obj)  # type: ignore[arg-type]
+            self.echoes.answered(ticket, obj, deleted=deleted)  # type: ignore[arg-type]
 
     def read(self, api_version: str, kind: str, namespace: str | None, name: str, obj: Obj | None) -> None:
         self.echoes.read(self.cluster, api_version, kind, namespace, name, obj)

@@ -92,6 +92,11 @@ class OrderKind(Protocol):
         """True only when ``index_keys`` is certain to give the same keys for both (False: compute them)."""
         ...
 
+    def quiet_removal(self, child: Obj) -> bool:
+        """True when this child's removal, after a step of the order deleted it, changes nothing its rules read
+        (``children.quietRemoval``): it does not wake the order (False: it does)."""
+        ...
+
 
 Catalog = Mapping[str, OrderKind]
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent, WatchFeed
@@ -378,7 +378,8 @@ class Informer:
                     and self._sources.index.has(order_kind.key, member):
                 continue  # the same keys as before (a status write): nothing to compute or move
             self._sources.index.put(order_kind.key, member, () if new is None else self._index_keys(order_kind, new))
-        echo = self._sources.echoes.echo_of(self.cluster_name, self.api_version, self.kind, obj) \
+        echo = self._sources.echoes.echo_of(self.cluster_name, self.api_version, self.kind, obj,
+                                            quiet=self._sources.quiet_removal(obj) if new is None else None) \
             if self._sources.echoes is not None else None
         for watch in self.watches:
             self._sources.map_event(watch, self.cluster_name, old, new, obj, echo=echo)
@@ -486,6 +487,13 @@ class Sources:
                     self._start(informer)
         for informer in closed:
             informer.halt()
+
+    def quiet_removal(self, child: Obj) -> Callable[[Request], bool]:
+        """Whether an order's rules say the removal of ``child`` changes nothing for it (``children.quietRemoval``)."""
+        def quiet(request: Request) -> bool:
+            order_kind = self._catalog.get(request.kind)
+            return order_kind is not None and order_kind.quiet_removal(child)
+        return quiet
 
     def requeue_orders(self) -> int:
         """Queue every order held by an order kind's informer (after a rule reload); returns how many."""

@@ -95,6 +95,8 @@ class FakeKind:
     kind: str = "Widget"
     label_scopes: tuple[tuple[str, str, str], ...] = ()
     """(apiVersion, kind, label key): kinds watched only when an object carries the label."""
+    quiet_names: tuple[str, ...] = ()
+    """Children whose removal after the order's own delete wakes nothing (``children.quietRemoval``)."""
 
     @property
     def key(self) -> str:
@@ -106,6 +108,9 @@ class FakeKind:
 
     def index_alike(self, old: Obj, new: Obj) -> bool:
         return False
+
+    def quiet_removal(self, child: Obj) -> bool:
+        return str(child["metadata"]["name"]) in self.quiet_names
 
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
         """spec.hubs (a list of keys) or spec.hub; a hub that is a list fails as a compiled expression fails

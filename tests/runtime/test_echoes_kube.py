@@ -6,6 +6,7 @@ The runtime's informers watch a real KubeCluster over HTTP (the emulator), pumpe
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,17 @@ def crd(kind: str, plural: str) -> Obj:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources, WorkQueue]]:
+    yield from built(tmp_path)
+
+
+@pytest.fixture
+def quiet_world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources, WorkQueue]]:
+    """Order kind Widget, whose rules say the removal of its child Gadget "g" changes nothing for them."""
+    yield from built(tmp_path, quiet=("g",))
+
+
+def built(tmp_path: Path, quiet: tuple[str, ...] = ()) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources,
+                                                                          WorkQueue]]:
     memory = MemoryCluster("", clock=SystemClock())
     memory.create(crd("Widget", "widgets"))
     memory.create(crd("Gadget", "gadgets"))
@@ -52,7 +64,8 @@ def world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources,
     kube = KubeCluster("", api_client_from_kubeconfig(server.kubeconfig("test")),
                        discovery_cache_dir=tmp_path / "discovery")
     queue = WorkQueue(SimulatedClock(START))
-    sources = Sources({widget_kind().key: widget_kind(FakeWatch("Gadget", mapping="labels"))}, queue, log=LOG)
+    kind = dataclasses.replace(widget_kind(FakeWatch("Gadget", mapping="labels")), quiet_names=quiet)
+    sources = Sources({kind.key: kind}, queue, log=LOG)
     sources.echoes = Echoes(queue.add)
     sources.add_cluster("", kube)
     try:
@@ -139,3 +152,39 @@ def test_a_removal_a_running_pass_then_found_absent_does_not_run_it_again(world:
         with pytest.raises(NotFound):
             kube.get(API, "Gadget", "ns", "g")
     assert drain(queue) == []
+
+
+@pytest.mark.parametrize(("child", "teardown", "wakes"), [
+    ("g", False, []),     # quiet, deleted by a converge pass: the removal changes nothing the rules read
+    ("h", False, ["a"]),  # a child the rules do not call quiet
+    ("g", True, ["a"]),   # a teardown waits for its deletes to be gone
+])
+def test_a_quiet_child_s_removal_after_the_order_s_own_delete_wakes_nothing(
+        quiet_world: Any, child: str, teardown: bool, wakes: list[str]) -> None:
+    memory, kube, sources, queue = quiet_world
+    gadget = obj("Gadget", child, labels={OWNER_LABEL: "ns.a"})
+    gadget["metadata"]["finalizers"] = ["example.io/hold"]
+    memory.create(gadget)
+    if teardown:
+        widget = memory.get(API, "Widget", "ns", "a")
+        memory.update({**widget, "metadata": {**widget["metadata"], "finalizers": ["example.io/teardown"]}})
+        memory.delete(API, "Widget", "ns", "a")
+    pumped(sources, queue)
+    queue.add(request("a"))
+    with run_pass(queue, sources, request("a")):
+        kube.get(API, "Widget", "ns", "a")  # every pass reads its order first
+        assert kube.delete(API, "Gadget", "ns", child) is not None
+    assert pumped(sources, queue) == [], "the deletionTimestamp only echoes the pass's own delete"
+    held = memory.get(API, "Gadget", "ns", child)
+    memory.update({**held, "metadata": {**held["metadata"], "finalizers": []}})
+    assert pumped(sources, queue) == wakes
+
+
+def test_a_quiet_child_s_removal_after_someone_else_s_delete_wakes_the_order(quiet_world: Any) -> None:
+    memory, kube, sources, queue = quiet_world
+    held_gadget(memory)
+    pumped(sources, queue)
+    kube.delete(API, "Gadget", "ns", "g")  # no pass runs on this thread
+    assert pumped(sources, queue) == ["a"]
+    release(memory)
+    assert pumped(sources, queue) == ["a"]

@@ -551,7 +551,7 @@ class KubeCluster:
                     held = self._written(api_version, kind, answer)
         finally:
             if observer is not None and ticket is not None:
-                observer.answered(ticket, held)
+                observer.answered(ticket, held, deleted=True)
         if held is not None:
             return held
         uid = None
