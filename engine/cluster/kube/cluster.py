@@ -382,7 +382,7 @@ class KubeCluster:
         live: bool = False,
         reads: Collection[ReadPath] | None = None,
     ) -> ObjectList:
-        found = self._list(api_version, kind, namespace, labels=labels, fields=fields, live=live)
+        found = self._list(api_version, kind, namespace, labels=labels, fields=fields, live=live, reads=reads)
         observer = self._write_observer
         if observer is not None:
             for item in found.items:
@@ -391,7 +391,7 @@ class KubeCluster:
         return found
 
     def _list(self, api_version: str, kind: str, namespace: str | None, *, labels: LabelSelector,
-              fields: str | None, live: bool) -> ObjectList:
+              fields: str | None, live: bool, reads: Collection[ReadPath] | None) -> ObjectList:
         selector = parse_labels(labels)
         resource = self._resource(api_version, kind)
         namespace = (namespace or None) if resource.namespaced else None
