@@ -137,10 +137,9 @@ class Echoes:
             if flight is None:
                 return
             others = [held for held in flight.held if not rv or held != rv]
-            if rv and rv not in flight.held:
-                running = _RUNNING.get()
-                deleting = deleted and running is not None and running.converging \
-                    and running.request == flight.request
+            running = _RUNNING.get()
+            deleting = deleted and running is not None and running.converging and running.request == flight.request
+            if rv and (rv not in flight.held or deleting):  # a delete's entry waits for the removal, echoed or not
                 self._answered[ticket] = (rv, flight.request, deleting)
                 while len(self._answered) > self._limit:
                     self._answered.popitem(last=False)

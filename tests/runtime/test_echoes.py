@@ -300,3 +300,27 @@ def test_the_controller_tells_the_ledger_of_each_pass(told: bool) -> None:
     controller.echoes = sources.echoes if told else None
     assert controller.process_next() == request("a")
     assert drain(queue) == ([] if told else ["a"])
+
+
+def test_a_quiet_removal_is_known_when_the_delete_s_echo_came_before_its_answer() -> None:
+    """The watch may deliver the deletionTimestamp before the delete's answer arrives; the removal after it is
+    still the order's own (its rules call the child's removal quiet), so it wakes nothing."""
+    woken: list[Request] = []
+    echoes = Echoes(woken.append)
+    order, gadget = request("a"), obj("Gadget", "g")
+    api = gadget["apiVersion"]
+
+    def at(rv: str, **meta: Any) -> Obj:
+        return {**gadget, "metadata": {**gadget["metadata"], "resourceVersion": rv, **meta}}
+
+    with passing(order):
+        reading = echoes.begin(order)
+        echoes.read("", api, "Widget", "ns", "a", obj("Widget", "a"))  # a converge pass: its order is not deleted
+        ticket = echoes.sending("", api, "Gadget", "ns", "g")
+        assert ticket is not None
+        deleting = at("5", deletionTimestamp="2026-12-01T00:00:00Z", finalizers=["example.io/hold"])
+        assert echoes.echo_of("", api, "Gadget", deleting) == order  # held for the delete in flight
+        echoes.answered(ticket, deleting, deleted=True)
+        echoes.end(reading)
+    assert echoes.echo_of("", api, "Gadget", at("6"), quiet=lambda request: request == order) == order
+    assert woken == []
