@@ -19,7 +19,6 @@ writes while every list stays a consistent snapshot a watch can resume from.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -320,26 +319,31 @@ class KubeCluster:
     # The wire, watched for a kind leaving the server.
 
     def _call(self, verb: Verb, api_version: str, kind: str, **params: Any) -> Any:
-        with self._kind_may_leave(api_version, kind):
+        try:
             return self._wire.call(verb, api_version, kind, **params)
+        except NotFound as err:
+            self._kind_may_have_left(api_version, kind, err)
+            raise
 
     def _open_watch(self, api_version: str, kind: str, namespace: str | None, **params: Any) -> WatchStream:
-        with self._kind_may_leave(api_version, kind):
+        try:
             return self._wire.watch(api_version, kind, namespace, **params)
+        except NotFound as err:
+            self._kind_may_have_left(api_version, kind, err)
+            raise
 
     def _resource(self, api_version: str, kind: str) -> Resource:
-        with self._kind_may_leave(api_version, kind):
-            return self._wire.resource(api_version, kind)
-
-    @contextlib.contextmanager
-    def _kind_may_leave(self, api_version: str, kind: str) -> Iterator[None]:
-        """A 404 that names no object says the kind is no longer served: discovery is asked again."""
         try:
-            yield
+            return self._wire.resource(api_version, kind)
         except NotFound as err:
-            if not err.details.get("name"):
-                self._served.forget(api_version, kind)
+            self._kind_may_have_left(api_version, kind, err)
             raise
+
+    def _kind_may_have_left(self, api_version: str, kind: str, err: NotFound) -> None:
+        """A 404 that names no object says the kind is no longer served: discovery is asked again. (Inline
+        try/except, not a context manager: every request passes here twice.)"""
+        if not err.details.get("name"):
+            self._served.forget(api_version, kind)
 
     # -----------------------------------------------------------------------
     # Reads.

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException, OpenApiException
@@ -93,26 +91,37 @@ def from_transport(exc: BaseException) -> ApiError:
     return ServerError(f"the connection to the API server failed: {reason}")
 
 
-@contextmanager
-def translated() -> Iterator[None]:
+class _Translated:
+    """Runs a client call, raising only our errors (a class, not a generator: it wraps every request twice)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: Any) -> Literal[False]:
+        if exc is None or isinstance(exc, ApiError) or not isinstance(exc, Exception):
+            return False
+        if isinstance(exc, ResourceNotFoundError):
+            raise no_resource() from None
+        if isinstance(exc, ResourceNotUniqueError):
+            raise BadRequest(f"the kind is ambiguous: {exc}") from None
+        if isinstance(exc, ApiException):
+            raise from_api_exception(exc) from None
+        if isinstance(exc, OpenApiException):
+            raise ServerError(f"request failed: {exc}") from None
+        if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+            raise from_transport(exc) from exc
+        if isinstance(exc, ValueError) and "header" in str(exc).lower():
+            # http.client's text quotes the header, an Authorization header included: never repeat it.
+            raise ServerError("a request header holds a line break or control character (a token with a "
+                              "trailing newline?); the request was not sent") from None
+        return False
+
+
+_TRANSLATED = _Translated()
+
+
+def translated() -> _Translated:
     """Run a client call, raising only our errors."""
-    try:
-        yield
-    except ApiError:
-        raise
-    except ResourceNotFoundError:
-        raise no_resource() from None
-    except ResourceNotUniqueError as exc:
-        raise BadRequest(f"the kind is ambiguous: {exc}") from None
-    except ApiException as exc:
-        raise from_api_exception(exc) from None
-    except OpenApiException as exc:
-        raise ServerError(f"request failed: {exc}") from None
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        raise from_transport(exc) from exc
-    except ValueError as exc:
-        if "header" not in str(exc).lower():
-            raise
-        # http.client's text quotes the header, an Authorization header included: never repeat it.
-        raise ServerError("a request header holds a line break or control character (a token with a "
-                          "trailing newline?); the request was not sent") from None
+    return _TRANSLATED

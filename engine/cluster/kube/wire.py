@@ -18,8 +18,10 @@ afresh.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -153,8 +155,8 @@ class Wire:
             target = resource.subresources[subresource]
         if resource.namespaced and not namespace and isinstance(body, dict):
             namespace = (body.get("metadata") or {}).get("namespace")
-        path = target.path(name=quote(name, safe="") if name else None,
-                           namespace=quote(namespace, safe="") if namespace and resource.namespaced else None)
+        path = target.path(name=_segment(name) if name else None,
+                           namespace=_segment(namespace) if namespace and resource.namespaced else None)
         if verb == "server_side_apply":
             content_type = "application/apply-patch+yaml"
         elif verb == "patch" and content_type is None:
@@ -170,8 +172,8 @@ class Wire:
               timeout: tuple[float, float | None] | None = None, stream: bool = False) -> Any:
         """Send one request through the ApiClient's REST client; the parsed JSON answer (or, with
         stream=True, the open answer). Error answers raise our errors, their bodies never quoted."""
-        query = [(_QUERY[key], _query_value(value)) for key, value in params.items() if value is not None]
-        url = self.api_client.configuration.host + path + (f"?{urlencode(query)}" if query else "")
+        query = _query(tuple(params.items())) if params else ""
+        url = self.api_client.configuration.host + path + query
         headers = {**self.api_client.default_headers, "Accept": "application/json",
                    "Content-Type": content_type or "application/json", **self._auth_headers()}
         rest: Any = self.api_client.rest_client  # untyped; request observers wrap its request
@@ -237,6 +239,23 @@ class Wire:
 
 def _query_value(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+@functools.lru_cache(maxsize=512)
+def _query(params: tuple[tuple[str, Any], ...]) -> str:
+    """The query string of a request's parameters ("" for none set); the few a pass sends (field manager,
+    force) are encoded once."""
+    query = [(_QUERY[key], _query_value(value)) for key, value in params if value is not None]
+    return f"?{urlencode(query)}" if query else ""
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9._~-]+").fullmatch
+"""Characters ``quote(..., safe="")`` leaves as they are (every Kubernetes object name and namespace)."""
+
+
+def _segment(text: str) -> str:
+    """A name or namespace as a path segment, quoted as ``quote(text, safe="")`` quotes it."""
+    return text if _PLAIN(text) else quote(text, safe="")
 
 
 def _json(response: urllib3.BaseHTTPResponse) -> Any:
