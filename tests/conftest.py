@@ -4,10 +4,25 @@ the edits tests make to it."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from engine.cluster import readonly
+
+readonly.check_reads()  # every test checks that no caller changes what a cluster read handed out (decision 37)
+
+
+@pytest.fixture(autouse=True)
+def _reads_stay_unchanged() -> Iterator[None]:
+    """Fails the test when code under test changed an object a cluster read (kube cache or in-memory) handed out:
+    with the read cache handing out the objects it holds, that change would reach every later reader."""
+    readonly.changed()
+    yield
+    changed = readonly.changed()
+    if changed:
+        pytest.fail(f"objects a cluster read handed out were changed by their reader: {sorted(set(changed))[:10]}")
 
 
 class RuleText(str):

@@ -12,6 +12,7 @@ import io
 from typing import Any
 
 from engine.cluster.api import NotFound
+from engine.cluster.patches import json_copy
 from simulators import demo as story
 from simulators import korc
 from simulators.base import find_condition, react
@@ -37,7 +38,7 @@ def _condition(demo: story.Demo, namespace: str, type_: str) -> dict[str, Any]:
 def _world() -> story.Demo:
     demo = story.Demo(io.StringIO())
     demo.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OTHER}})
-    cp = demo.cluster.get(story.API, "ControlPlane", story.CP_NAMESPACE, story.CP_NAME)
+    cp = json_copy(demo.cluster.get(story.API, "ControlPlane", story.CP_NAMESPACE, story.CP_NAME))
     cp["spec"]["namespaceAssignments"].append({"namespace": OTHER})
     demo.cluster.update(cp)
     demo.manager.start()

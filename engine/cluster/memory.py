@@ -46,6 +46,7 @@ from engine.cluster.api import (
 )
 from engine.cluster.limits import check_depth, int64_or_float
 from engine.cluster.patches import json_copy, json_patch, merge_patch
+from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
     Selector,
@@ -126,7 +127,8 @@ class _Event:
 
 
 class MemoryCluster:
-    """One in-memory cluster, thread-safe (one lock), every returned object a deep copy."""
+    """One in-memory cluster, thread-safe (one lock), every returned object a deep copy; what a read answers is
+    still read-only to its caller, as with the kube cluster's cache (``engine.cluster.readonly``)."""
 
     def __init__(self, name: str = "", *, clock: Clock, permissive: bool = False,
                  event_log_size: int = 10000, uids: Callable[[], str] | None = None) -> None:
@@ -224,7 +226,7 @@ class MemoryCluster:
         """The stored object; live and carries are ignored: every read here is live."""
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
-            return self._out(k, self._existing(k, self._scope(k, namespace), name))
+            return handed_out(self._out(k, self._existing(k, self._scope(k, namespace), name)))
 
     def list(
         self,
@@ -243,7 +245,7 @@ class MemoryCluster:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
             scope = namespace if k.info.namespaced else None
             items = [
-                self._out(k, obj)
+                handed_out(self._out(k, obj))
                 for (ns, _), obj in sorted(self._stores.get(k.store, {}).items())
                 if (not scope or ns == scope) and selector.matches_object(obj) and field_selector.matches(obj)
             ]
@@ -425,7 +427,7 @@ class MemoryCluster:
             if resource_version in (None, "", "0"):
                 cursor = self._rv
                 initial = [
-                    {"type": "ADDED", "object": self._out(k, obj)}
+                    {"type": "ADDED", "object": handed_out(self._out(k, obj))}
                     for (ns, _), obj in sorted(self._stores.get(k.store, {}).items())
                     if (not scope or ns == scope) and selector.matches_object(obj)
                 ]
@@ -483,7 +485,7 @@ class MemoryCluster:
             if kind:
                 view = self._out(k, obj)
                 view["metadata"]["resourceVersion"] = str(event.rv)
-                out.append({"type": kind, "object": view})
+                out.append({"type": kind, "object": handed_out(view)})
         return out, max(cursor, self._rv)
 
     def _check_not_compacted(self, cursor: int) -> None:

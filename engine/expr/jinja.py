@@ -539,12 +539,16 @@ class _ParsedTexts:
 _PARSED = _ParsedTexts(2048)
 
 
+_SHARED = frozenset({str, int, float, bool, type(None)})
+"""Parsed values a copy shares (immutable): tested first, so a scalar costs no call."""
+
+
 def _copy_json(value: Any) -> Any:
     """A deep copy of parsed YAML (dicts, lists, scalars): callers own what render returns."""
     if isinstance(value, dict):
-        return {key: _copy_json(item) for key, item in value.items()}
+        return {key: item if type(item) in _SHARED else _copy_json(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_copy_json(item) for item in value]
+        return [item if type(item) in _SHARED else _copy_json(item) for item in value]
     if isinstance(value, set):  # a !!set
         return set(value)
     return value

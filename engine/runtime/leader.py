@@ -187,9 +187,8 @@ class LeaderElector:
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != self.settings.identity:
                 return
-            lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
-                             "acquireTime": micro_time(now), "renewTime": micro_time(now)}
-            self._cluster.update(lease)
+            self._cluster.update({**lease, "spec": {**spec, "holderIdentity": "", "leaseDurationSeconds": 1,
+                                                    "acquireTime": micro_time(now), "renewTime": micro_time(now)}})
             self._log.info("released the Lease %s/%s of %s", self.settings.namespace, self.settings.name, self._role)
         except ApiError as exc:
             self._log.warning("could not release the leader Lease (it expires by itself): %s", exc)
@@ -253,9 +252,8 @@ class LeaderElector:
             record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
         else:
             record = self._record(now, acquired=now, transitions=transitions + 1)
-        lease["spec"] = record
         try:
-            updated = self._cluster.update(lease)
+            updated = self._cluster.update({**lease, "spec": record})  # a read is read-only (decision 37)
         except ApiError as exc:
             self._log.info("could not %s the leader Lease: %s",
                            "renew" if holder == self.settings.identity else "acquire", exc)

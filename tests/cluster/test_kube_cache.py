@@ -18,6 +18,7 @@ from engine.cluster.api import BadRequest, NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.kube.informer import Informer
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.cluster.selectors import EVERYTHING, FieldSelector
 from engine.testing.emulator import Emulator
 
@@ -537,11 +538,11 @@ def test_a_put_of_a_cached_object_keeps_every_managers_entries(memory: MemoryClu
     cut list back, or the API server replaces the object's managedFields with it and another
     manager's field ownership is lost."""
     memory.apply(secret("shared", app="a"), field_manager="owner")
-    edited = memory.get("v1", "Secret", "default", "shared")
+    edited = json_copy(memory.get("v1", "Secret", "default", "shared"))
     edited["data"] = {"k": "ZWRpdGVk"}
     memory.update(edited, field_manager="editor")
 
-    cached = kube.get("v1", "Secret", "default", "shared")
+    cached = json_copy(kube.get("v1", "Secret", "default", "shared"))
     assert {row["operation"] for row in cached["metadata"]["managedFields"]} == {"Apply"}
     cached["metadata"]["labels"]["relabelled"] = "yes"
     kube.update(cached, field_manager="engine")

@@ -14,6 +14,7 @@ from contract_kit import WIDGET, WIDGET_CRD, Clock, rv, widget
 
 from engine.cluster.api import BadRequest, Gone, Invalid, NotFound
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 
 EXTERNAL = "ext.example.net/v1beta1"
 
@@ -311,32 +312,32 @@ class TestPutWithManagedFields:
         cluster = MemoryCluster("", clock=Clock())
         cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},
                        "data": {"a": "1"}}, field_manager="owner")
-        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live = json_copy(cluster.get("v1", "ConfigMap", "default", "c"))
         live["data"]["b"] = "2"
         cluster.update(live, field_manager="editor")
         return cluster
 
     def test_absent_keeps_the_stored_entries(self, cluster: MemoryCluster) -> None:
-        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live = json_copy(cluster.get("v1", "ConfigMap", "default", "c"))
         del live["metadata"]["managedFields"]
         live["data"]["c"] = "3"
         assert self.managers(cluster.update(live, field_manager="third")) == {
             ("owner", "Apply"), ("editor", "Update"), ("third", "Update")}
 
     def test_a_list_replaces_the_stored_entries(self, cluster: MemoryCluster) -> None:
-        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live = json_copy(cluster.get("v1", "ConfigMap", "default", "c"))
         live["metadata"]["managedFields"] = [
             row for row in live["metadata"]["managedFields"] if row["operation"] == "Apply"]
         live["data"]["c"] = "3"
         assert self.managers(cluster.update(live, field_manager="third")) == {("owner", "Apply"), ("third", "Update")}
 
     def test_an_empty_list_resets_them_even_when_nothing_else_changes(self, cluster: MemoryCluster) -> None:
-        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live = json_copy(cluster.get("v1", "ConfigMap", "default", "c"))
         live["metadata"]["managedFields"] = []
         assert self.managers(cluster.update(live, field_manager="third")) == set()
         assert self.managers(cluster.get("v1", "ConfigMap", "default", "c")) == set()
 
     def test_entries_it_cannot_read_keep_the_stored_ones(self, cluster: MemoryCluster) -> None:
-        live = cluster.get("v1", "ConfigMap", "default", "c")
+        live = json_copy(cluster.get("v1", "ConfigMap", "default", "c"))
         live["metadata"]["managedFields"] = [{"manager": "x", "operation": "Delete"}]
         assert self.managers(cluster.update(live, field_manager="third")) == {("owner", "Apply"), ("editor", "Update")}

@@ -34,6 +34,7 @@ import yaml
 from engine.clock import SystemClock
 from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.testing.emulator import Emulator, write_kubeconfig
 from simulators import eso, korc, topology
 from simulators.base import Simulator, react
@@ -175,7 +176,7 @@ class World:
 
     def assign(self, cluster: str) -> None:
         """Have ControlPlane openstack/cp assign tenant-a on one more cluster."""
-        cp = self.management.get(API, "ControlPlane", "openstack", "cp")
+        cp = json_copy(self.management.get(API, "ControlPlane", "openstack", "cp"))
         cp["spec"]["namespaceAssignments"].append({"namespace": TENANT, "targetClusterRef": {"name": cluster}})
         self.management.update(cp)
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
 
 from engine.cluster.kube import kube_cluster_from_kubeconfig
+from engine.cluster.patches import json_copy
 from engine.metrics import PassResult
 from engine.operator import Operator
 
@@ -59,8 +60,8 @@ def test_a_repair_costs_one_pass_and_a_foreign_edit_after_it_is_repaired(world: 
     before = settled(operator)
 
     world.management.delete("v1", "Secret", TENANT, DELIVERED)
-    repaired = wait_for(lambda: get(world.management, "v1", "Secret", TENANT, DELIVERED),
-                        message="the deleted Secret delivered again")
+    repaired = json_copy(wait_for(lambda: get(world.management, "v1", "Secret", TENANT, DELIVERED),
+                                  message="the deleted Secret delivered again"))
     assert secret_value(repaired, "password") == password
     repaired["data"]["password"] = base64.b64encode(b"tampered").decode()  # at once, after our write
     world.management.update(repaired)

@@ -24,6 +24,7 @@ from conftest import (
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 
 KINDS = ("KeystoneUser", "RabbitMQVhost")
 
@@ -141,7 +142,7 @@ def test_metrics_report_the_process_and_the_api_requests(world: World, edge1: Ta
 def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, operator: OperatorProcess) -> None:
     """Tampering with the delivered Secret on a target cluster, or deleting it on the management one, is undone."""
     wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "billing"), message="the order Ready")
-    secret = delivered(edge1.cluster, "billing")
+    secret = json_copy(delivered(edge1.cluster, "billing"))
     assert secret is not None
     password = secret_value(secret, "password")
     secret["data"]["password"] = base64.b64encode(b"tampered").decode()

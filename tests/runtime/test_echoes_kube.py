@@ -20,6 +20,7 @@ from engine.clock import SystemClock
 from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.runtime.echoes import Echoes
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
@@ -88,7 +89,7 @@ def held_gadget(memory: MemoryCluster) -> None:
 
 
 def release(memory: MemoryCluster) -> None:
-    gadget = memory.get(API, "Gadget", "ns", "g")
+    gadget = json_copy(memory.get(API, "Gadget", "ns", "g"))
     gadget["metadata"]["finalizers"] = []
     memory.update(gadget)
 

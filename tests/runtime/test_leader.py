@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from engine.cluster.api import Conflict
 from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.metrics import Metrics
 from engine.runtime.leader import LEASE_API_VERSION, LeaderElector, LeaseSettings, PreciseClock, micro_time
 from engine.testing.clock import SimulatedClock
@@ -160,7 +161,7 @@ def test_a_conflicting_update_loses_the_race(cluster: MemoryCluster, clock: Simu
     b.elector.step()
     c.elector.step()
     clock.advance(16 * S)
-    stale = cluster.get(LEASE_API_VERSION, "Lease", NS, NAME)
+    stale = json_copy(cluster.get(LEASE_API_VERSION, "Lease", NS, NAME))
     assert b.elector.step() is True
     stale["spec"]["holderIdentity"] = "c"
     with pytest.raises(Conflict):

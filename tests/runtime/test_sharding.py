@@ -27,6 +27,7 @@ from runtime_kit import (
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.runtime.kinds import shard_scoped_kinds
@@ -292,7 +293,7 @@ def test_a_members_watches_hold_only_its_orders() -> None:
     assert sorted(name for _, name in informer.cached()) == ["mine"]
     assert sorted(name for _, name in view.cached()) == ["mine", "theirs", "unassigned"]
     assert all(set(held) == {"metadata"} for held in view.cached().values())
-    theirs = cluster.get("example.io/v1", "Widget", "ns", "theirs")
+    theirs = json_copy(cluster.get("example.io/v1", "Widget", "ns", "theirs"))
     theirs["metadata"]["labels"][SHARD_LABEL] = "a"
     cluster.update(theirs)
     manager.settle()
@@ -358,8 +359,7 @@ def test_the_leader_places_orders_from_their_keys_alone_and_never_from_a_stale_o
             for o in world.cluster.list("example.io/v1", "Widget").items]
     world.assigner.orders = lambda cluster, api_version, kind: held
     stale = world.cluster.get("example.io/v1", "Widget", "ns", "w00")
-    stale["spec"] = {"changed": True}
-    world.cluster.update(stale)  # w00 is newer than its key now
+    world.cluster.update({**stale, "spec": {"changed": True}})  # w00 is newer than its key now
     done = world.assigner.step()
     assert done.moves == {"assigned": 3}
     orders = world.orders()

@@ -16,6 +16,7 @@ import yaml
 
 from engine.cluster.api import NotFound
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.testing.clock import SimulatedClock
 from engine.testing.emulator import Emulator, write_kubeconfig
 
@@ -129,7 +130,7 @@ def test_get_with_the_shard_label_as_a_column(kubectl: Any, cluster: MemoryClust
     """``kubectl get keystoneusers -L sharding.c5c3.io/shard`` (README, ``--sharded``) adds each order's member
     after the CRD's own columns (they stay as the reference documents them)."""
     apply(kubectl, tmp_path)
-    order = cluster.get(USERS, "KeystoneUser", "ns", "x")
+    order = json_copy(cluster.get(USERS, "KeystoneUser", "ns", "x"))
     order["metadata"]["labels"] = {"sharding.c5c3.io/shard": "operator-0-a1b2c3"}
     cluster.update(order)
     result = kubectl("get", "keystoneusers", "-n", "ns", "-L", "sharding.c5c3.io/shard")

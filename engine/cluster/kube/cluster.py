@@ -60,6 +60,7 @@ from engine.cluster.kube.transport import install
 from engine.cluster.kube.wire import REQUEST_TIMEOUT, ResumingStream, Verb, WatchStream, Wire
 from engine.cluster.projection import Path as ReadPath
 from engine.cluster.projection import covers, tree
+from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import FieldSelector, Selector, parse_fields, parse_labels
 
 POOL_SIZE = 64
@@ -366,11 +367,11 @@ class KubeCluster:
              carries: Collection[str]) -> Obj:
         labels = () if live else self._keys_of(api_version, kind)
         if labels:
-            return self._labelled_get(api_version, kind, namespace, name, labels, carries)
+            return handed_out(self._labelled_get(api_version, kind, namespace, name, labels, carries))
         informer = None if live else self._informer(api_version, kind, namespace)
         if informer is None:
-            return self._live_get(api_version, kind, namespace, name)
-        found = informer.store.get((namespace or "", name))
+            return handed_out(self._live_get(api_version, kind, namespace, name))
+        found = informer.store.get((namespace or "", name))  # read-only (decision 37)
         if found is None:
             raise self._not_found(api_version, kind, name)
         return found
@@ -412,8 +413,9 @@ class KubeCluster:
         elif field_selector is not None and reads is not None:
             informer = self._projected_informer(api_version, kind, namespace, reads)
         if informer is None or field_selector is None:
-            return self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
-        items, position = informer.store.select(namespace, selector, field_selector)
+            answer = self._live_list(api_version, kind, namespace, labels=str(selector) or None, fields=fields)
+            return ObjectList([handed_out(item) for item in answer.items], answer.resource_version)
+        items, position = informer.store.select(namespace, selector, field_selector)  # read-only (decision 37)
         return ObjectList(items, position)
 
     def _labelled_get(self, api_version: str, kind: str, namespace: str | None, name: str,

@@ -9,7 +9,8 @@ The store only ever reflects the watch stream, so it is a consistent snapshot at
 resourceVersion and a watcher starting there misses nothing. Read-your-writes comes from
 *expectations* instead of from writing responses into the store: after a write, reads wait
 until the stream has delivered it (``position`` at least the write's resourceVersion, or the
-deleted object gone). Objects are stored with only the Apply entries of managedFields and handed out as copies.
+deleted object gone). Objects are stored with only the Apply entries of managedFields and handed out as they
+are, not copied: what a read answers is read-only to its caller (``engine.cluster.readonly``, decision 37).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from engine.cluster.api import Obj, WatchEvent
-from engine.cluster.patches import json_copy
 from engine.cluster.projection import project
+from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import FieldSelector, Selector
 
 Key = tuple[str, str]
@@ -48,10 +49,6 @@ def version_number(value: Any) -> int | None:
 def rv_of(obj: Obj) -> str | None:
     rv = (obj.get("metadata") or {}).get("resourceVersion")
     return str(rv) if rv else None
-
-
-copy_json = json_copy
-"""A deep copy of JSON-shaped data (every read hands one out)."""
 
 
 SHORT_TEXT = 16
@@ -131,7 +128,8 @@ class Expectation:
 
 
 class Store:
-    """Thread-safe; every read returns copies."""
+    """Thread-safe; reads return the stored objects themselves, read-only to the caller (decision 37): the
+    store never changes an object it holds (a new version replaces it), and no reader may."""
 
     def __init__(self, shape: Mapping[str, Any] | None = None) -> None:
         """shape: keep each object projected to it (``engine.cluster.projection.tree``); None keeps it whole."""
@@ -262,14 +260,14 @@ class Store:
     def get(self, key: Key) -> Obj | None:
         with self._changed:
             found = self._objects.get(key)
-            return None if found is None else copy_json(found)
+            return None if found is None else handed_out(found)
 
     def select(self, namespace: str | None, labels: Selector, fields: FieldSelector) -> tuple[list[Obj], str]:
         """Matching objects ordered by namespace then name (as the API server lists), and the position."""
         with self._changed:
             keys = self._candidates(namespace, labels)
             found = [
-                copy_json(self._objects[key])
+                handed_out(self._objects[key])
                 for key in sorted(keys)
                 if (namespace is None or key[0] == namespace)
                 and labels.matches_object(self._objects[key]) and fields.matches(self._objects[key])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from contract_kit import WIDGET, Clock, gadget, rv, secret, widget
 
+from engine.cluster import readonly
 from engine.cluster.api import AlreadyExists, Cluster, Conflict, Invalid, NotFound
+from engine.cluster.patches import json_copy
 
 
 class TestCreate:
@@ -113,14 +115,21 @@ class TestCreate:
         cluster.create(secret("s", "nowhere"))
         assert cluster.get("v1", "Secret", "nowhere", "s")["metadata"]["namespace"] == "nowhere"
 
-    def test_returned_objects_are_copies(self, cluster: Cluster) -> None:
-        """Mutating what a call returned never changes the stored object."""
+    def test_write_answers_are_copies(self, cluster: Cluster) -> None:
+        """Mutating what a write returned never changes the stored object."""
         created = cluster.create(widget("a"))
         created["spec"]["size"] = 99
-        got = cluster.get(WIDGET, "Widget", "default", "a")
-        got["metadata"]["labels"] = {"x": "y"}
         assert cluster.get(WIDGET, "Widget", "default", "a")["spec"] == {"size": 1}
-        assert "labels" not in cluster.get(WIDGET, "Widget", "default", "a")["metadata"]
+
+    def test_a_reader_that_changes_what_a_read_answered_is_named(self, cluster: Cluster) -> None:
+        """What a get or a list answers is read-only (the cache hands out the object it holds): the suite's read
+        check names the object a reader changed, for every implementation alike."""
+        cluster.create(widget("a"))
+        cluster.create(widget("b"))
+        readonly.changed()
+        cluster.list(WIDGET, "Widget", "default").items[1]["spec"]["size"] = 2
+        cluster.get(WIDGET, "Widget", "default", "a")["metadata"]["labels"] = {"x": "y"}
+        assert sorted(set(readonly.changed())) == ["Widget default/a", "Widget default/b"]
 
 
 class TestGet:
@@ -166,7 +175,7 @@ class TestUpdate:
     def test_current_resource_version_passes(self, cluster: Cluster) -> None:
         """Read-modify-write with the current resourceVersion succeeds."""
         cluster.create(secret("s"))
-        live = cluster.get("v1", "Secret", "default", "s")
+        live = json_copy(cluster.get("v1", "Secret", "default", "s"))  # reads are read-only: change a copy
         live["data"] = {"k": "dw=="}
         assert cluster.update(live)["data"] == {"k": "dw=="}
 

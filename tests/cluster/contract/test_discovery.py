@@ -9,6 +9,7 @@ import pytest
 from contract_kit import WIDGET, WIDGET_CRD, widget
 
 from engine.cluster.api import Cluster, Invalid, NotFound, PrinterColumn, ResourceInfo
+from engine.cluster.patches import json_copy
 
 THING_CRD = copy.deepcopy(WIDGET_CRD)
 THING_CRD["metadata"]["name"] = "things.example.org"
@@ -121,7 +122,7 @@ class TestCustomKinds:
 
     def test_updating_the_crd_changes_discovery(self, cluster: Cluster) -> None:
         """An updated CRD is served as it now reads."""
-        crd = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
+        crd = json_copy(cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com"))
         crd["spec"]["names"]["shortNames"] = ["wd", "wdg"]
         cluster.update(crd)
         assert cluster.resource_info(WIDGET, "Widget").short_names == ("wd", "wdg")
