@@ -87,7 +87,8 @@ class CachedReads:
         return found
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, *, labels: object = None,
-             fields: str | None = None, live: bool = False) -> ObjectList:
+             fields: str | None = None, live: bool = False, reads: object = None) -> ObjectList:
+        """``reads`` (the paths a list input reads, decision 40) is ignored: the stores hold whole objects."""
         if live or fields:
             return self.inner.list(api_version, kind, namespace, labels=labels, fields=fields,  # type: ignore[arg-type]
                                    live=live)
