@@ -399,7 +399,7 @@ def test_an_event_on_another_members_child_queues_nothing() -> None:
     cluster.create(obj("Gadget", "g-mine", labels={OWNER_LABEL: "ns.mine"}))
     manager.sources.pump()
     assert [r.name for r in manager.queue.waiting()] == ["mine"]
-    theirs = cluster.get("example.io/v1", "Widget", "ns", "theirs")
+    theirs = json_copy(cluster.get("example.io/v1", "Widget", "ns", "theirs"))
     theirs["metadata"]["labels"][SHARD_LABEL] = "a"  # handed to this member: its children wake it again
     cluster.update(theirs)
     manager.settle()
