@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -479,24 +480,45 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _parse_time_us(ts: str, fn: str) -> int:
     """Microseconds since the epoch for an RFC 3339 timestamp."""
+    us = _time_us(ts)
+    if type(us) is str:
+        raise FunctionError(f"{fn}(): {us}")
+    return us  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_us(ts: str) -> int | str:
+    """``_parse_time_us`` of one text: the microseconds, or why there are none (the error names the calling
+    function, so only the reason is kept). Cached (issue 11): a pass reads the same few timestamps (its order's
+    status and conditions, ``now``) in several values, and each parse was a regex, a string and a datetime; the
+    answer depends on the text alone."""
     match = _RFC3339.fullmatch(ts)
     if match is None:
-        raise FunctionError(f"{fn}(): not an RFC 3339 timestamp")
+        return "not an RFC 3339 timestamp"
     day, clock, fraction, zone = match.groups()
     micro = (fraction or "")[:6].ljust(6, "0")
     zone = "+00:00" if zone in "Zz" else zone
     try:
         parsed = datetime.fromisoformat(f"{day}T{clock}.{micro}{zone}")
     except ValueError:
-        raise FunctionError(f"{fn}(): not a valid date or time") from None
+        return "not a valid date or time"
     return (parsed - _EPOCH) // timedelta(microseconds=1)
 
 
 def _format_time(seconds: int, fn: str) -> str:
+    text = _time_text(seconds)
+    if text is None:
+        raise FunctionError(f"{fn}(): timestamp out of range")
+    return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_text(seconds: int) -> str | None:
+    """RFC 3339 UTC whole seconds for seconds since the epoch (None: out of range); cached as ``_time_us``."""
     try:
         return (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
     except OverflowError:
-        raise FunctionError(f"{fn}(): timestamp out of range") from None
+        return None
 
 
 def _seconds(us: int) -> int | float:

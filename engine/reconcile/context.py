@@ -93,18 +93,19 @@ class PassContext:
         self.order_cluster = order_cluster
         self.management = clusters.management
         self.now = clock.now()
+        now = format_time(self.now)
         self.log = log
         self.before_status: Obj = json_copy(order.get("status") or {})
         self.status_fields: dict[str, Any] = {}
         self.conditions = ConditionMarker(kind.conditions, self.before_status.get("conditions") or [],
-                                          int(order.get("metadata", {}).get("generation") or 0), format_time(self.now))
+                                          int(order.get("metadata", {}).get("generation") or 0), now)
         self.steps_done: dict[str, bool] = {}
         self._resolving: list[str] = []
         self.stamp: Mapping[str, str] = CHILD_STAMP.get()
         """Labels every object written for the order carries (a shard member's; none elsewhere)."""
         self.stamped_kinds = STAMPED_KINDS.get()
         base = {
-            "order": order, "cluster": request.cluster, "now": format_time(self.now),
+            "order": order, "cluster": request.cluster, "now": now,
             "status": self.before_status, "conditions": {}, "steps": {},
             "clusters": clusters.reachable_names(),
         }
