@@ -65,10 +65,11 @@ def cpu_seconds(pid: int) -> float:
 
 
 def scrape(process: OperatorProcess) -> dict[str, Any]:
-    """Objects held in full by kind, passes run, and the orders this member holds, from its /metrics."""
+    """Objects held in full by kind, passes run, the orders it holds and whether it leads, from its /metrics."""
     answer = process._get(process.metrics_port, "/metrics")
     held: dict[str, int] = {}
     passes = owned = 0
+    leads = False
     for line in (answer[1] if answer else "").splitlines():
         value = line.rsplit(" ", 1)[-1]
         if line.startswith("c5c3_operator_cached_objects{"):
@@ -78,7 +79,9 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
             passes += int(float(value))
         elif line.startswith("c5c3_operator_shard_held_orders{"):
             owned += int(float(value))
-    return {"cached_objects": held, "passes": passes, "orders_held": owned}
+        elif line.startswith("c5c3_operator_leader_status "):
+            leads = float(value) == 1.0
+    return {"cached_objects": held, "passes": passes, "orders_held": owned, "leads": leads}
 
 
 def ready(world: World, names: list[str]) -> bool:
