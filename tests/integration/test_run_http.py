@@ -66,12 +66,17 @@ def children(world: World, kind: str, name: str, cluster: str) -> list[str]:
     return found
 
 
-def test_orders_of_both_kinds_on_both_clusters_go_ready(world: World, edge1: Target,
-                                                         operator: OperatorProcess) -> None:
-    """The example orders, created on the management cluster and on edge-1, are Ready and delivered there."""
+@pytest.fixture(scope="module")
+def examples(world: World, edge1: Target, operator: OperatorProcess) -> None:
+    """The example orders of both kinds, created on the management cluster and on edge-1 (once per module, so
+    every test that reads them also runs alone)."""
     for cluster in (world.management, edge1.cluster):
         for kind in KINDS:
             cluster.create(example(kind, cluster.name))
+
+
+def test_orders_of_both_kinds_on_both_clusters_go_ready(world: World, edge1: Target, examples: None) -> None:
+    """The example orders, created on the management cluster and on edge-1, are Ready and delivered there."""
     for cluster in (world.management, edge1.cluster):
         for kind in KINDS:
             name = example(kind, cluster.name)["metadata"]["name"]
@@ -83,8 +88,12 @@ def test_orders_of_both_kinds_on_both_clusters_go_ready(world: World, edge1: Tar
     assert children(world, "KeystoneUser", "workflow", "")
 
 
-def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: OperatorProcess) -> None:
+def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: OperatorProcess, examples: None) -> None:
     """Not one delivered password, nor its base64 form, appears in the operator's log lines."""
+    for cluster in (world.management, edge1.cluster):
+        for kind in KINDS:
+            name = example(kind, cluster.name)["metadata"]["name"]
+            wait_for(lambda c=cluster, k=kind, n=name: ready(c, k, n), message=f"{kind} {name} on {cluster.name!r}")
     logs = operator.logs()
     assert '"logger": "engine' in logs
     for cluster in (world.management, edge1.cluster):
@@ -96,7 +105,8 @@ def test_no_password_reaches_the_logs(world: World, edge1: Target, operator: Ope
             assert base64.b64encode(password.encode()).decode() not in logs
 
 
-def test_each_kind_is_watched_once_per_cluster(world: World, edge1: Target, operator: OperatorProcess) -> None:
+def test_each_kind_is_watched_once_per_cluster(world: World, edge1: Target, operator: OperatorProcess,
+                                               examples: None) -> None:
     """One watch per kind (and label selector) on each cluster feeds both the operator's read cache and the
     events that wake orders: no kind is watched twice, so no event is decoded and stored twice."""
     wait_for(lambda: ready(world.management, "KeystoneUser", "workflow"), message="an order Ready")
@@ -117,10 +127,10 @@ def test_each_kind_is_watched_once_per_cluster(world: World, edge1: Target, oper
     assert "/apis/c5c3.io/v1alpha1/keystoneusers" in {path for path, _ in target}
 
 
-def test_metrics_count_the_passes(operator: OperatorProcess) -> None:
+def test_metrics_count_the_passes(operator: OperatorProcess, examples: None) -> None:
     """The metrics endpoint reports passes, step durations, the leader gauge and an idle queue."""
+    wait_for(lambda: (operator.metric("c5c3_operator_reconcile_duration_seconds_count") or 0) > 0, message="a pass")
     wait_for(lambda: (operator.metric("c5c3_operator_workqueue_depth") == 0.0), message="an idle queue")
-    assert (operator.metric("c5c3_operator_reconcile_duration_seconds_count") or 0) > 0
     assert operator.metric("c5c3_operator_leader_status") == 1.0
     assert operator.metric("c5c3_operator_active_workers") is not None
 
@@ -139,7 +149,7 @@ def test_metrics_report_the_process_and_the_api_requests(world: World, edge1: Ta
     assert (operator.metric(latency) or 0) > 0
 
 
-def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, operator: OperatorProcess) -> None:
+def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, examples: None) -> None:
     """Tampering with the delivered Secret on a target cluster, or deleting it on the management one, is undone."""
     wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "billing"), message="the order Ready")
     secret = json_copy(delivered(edge1.cluster, "billing"))
@@ -155,8 +165,10 @@ def test_an_edited_delivered_secret_is_repaired(world: World, edge1: Target, ope
              message="the deleted Secret delivered again")
 
 
-def test_an_order_deleted_goes_down_to_nothing(world: World, edge1: Target, operator: OperatorProcess) -> None:
+def test_an_order_deleted_goes_down_to_nothing(world: World, edge1: Target, examples: None) -> None:
     """Deleting an order on edge-1 sweeps its children on the management cluster, its Secret, then the order."""
+    wait_for(lambda: ready(edge1.cluster, "KeystoneUser", "billing"), message="the order Ready")
+    wait_for(lambda: ready(world.management, "KeystoneUser", "workflow"), message="the order Ready")
     assert children(world, "KeystoneUser", "billing", "edge-1")
     edge1.cluster.delete(API, "KeystoneUser", TENANT, "billing")
     wait_for(lambda: get(edge1.cluster, API, "KeystoneUser", TENANT, "billing") is None, message="the order gone")
