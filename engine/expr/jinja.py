@@ -39,6 +39,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from engine.expr import rendered_yaml
 from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
+from engine.expr.jinja_closures import DICT_ATTRIBUTES, Closure, NotCompiled, Unanswered, compile_output
 from engine.expr.suggest import did_you_mean
 
 __all__ = [
@@ -287,9 +288,11 @@ def _syntax_offset(env: ImmutableSandboxedEnvironment, source: str) -> int | Non
     return None
 
 
-def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dict[str, Any], _Parts | None]:
-    """The template, the context names it reads, the functions it calls, the globals it names, and its
-    parts when it only writes text and names (``_plain_parts``)."""
+def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dict[str, Any], _Parts | None,
+                                   _Compiled | None, nodes.Template]:
+    """The template, the context names it reads, the functions it calls, the globals it names, its
+    parts when it only writes text and names (``_plain_parts``), its outputs as closures when they are
+    all of the kinds ``engine.expr.jinja_closures`` compiles, and its syntax tree."""
     env = environment()
     try:
         ast = env.parse(source)
@@ -300,7 +303,7 @@ def _compile(source: str) -> tuple[Template, frozenset[str], frozenset[str], dic
                               line=exc.lineno, source=source) from None
     loaded = {node.name for node in ast.find_all(nodes.Name) if node.ctx == "load"}
     used = {name: env.globals[name] for name in loaded if name in env.globals}
-    return template, names, functions, used, _plain_parts(ast, names)
+    return template, names, functions, used, _plain_parts(ast, names), _compiled_parts(ast, env, names), ast
 
 
 _Parts = tuple["str | tuple[str, tuple[str, ...]]", ...]
@@ -330,13 +333,70 @@ def _plain_parts(ast: nodes.Template, names: frozenset[str]) -> _Parts | None:
     return tuple(parts)
 
 
-_DICT_ATTRIBUTES = frozenset(dir(dict))
-"""Names Jinja's ``a.name`` finds as a dict's own attribute (a method) before its key."""
+_DICT_ATTRIBUTES = DICT_ATTRIBUTES
+
+_NotPlain = Unanswered
+"""A plain render met what only Jinja's own render answers (an undefined name, an attribute of a value
+that is not an object): the template is rendered by Jinja, which answers or fails as always."""
+
+_Compiled = tuple["str | Closure", ...]
+"""A template's output in order: literal text, or the closure computing one output's value."""
 
 
-class _NotPlain(Exception):
-    """A plain render met what only Jinja's own render answers (an undefined name, an attribute of a value
-    that is not an object): the template is rendered by Jinja, which answers or fails as always."""
+def _compiled_parts(ast: nodes.Template, env: ImmutableSandboxedEnvironment, names: frozenset[str]) -> _Compiled | None:
+    """The parts of a template that only writes text and outputs ``engine.expr.jinja_closures`` compiles
+    (``{{ (prefix ~ 'user') | tojson }}``, ``{{ hash8(a ~ '/' ~ b) }}``), or None for any other template."""
+    parts: list[str | Closure] = []
+    try:
+        for node in ast.body:
+            if not isinstance(node, nodes.Output):
+                return None
+            for child in node.nodes:
+                parts.append(child.data if isinstance(child, nodes.TemplateData) else compile_output(child, env, names))
+    except NotCompiled:
+        return None
+    return tuple(parts)
+
+
+def _hole_readers(ast: nodes.Template, env: ImmutableSandboxedEnvironment,
+                  names: frozenset[str]) -> tuple[Closure, ...]:
+    """Per output of a compiled template, the closure giving the value ``rendered_yaml`` reads from its text in
+    a whole-value place: ``x | tojson`` reads as ``x`` itself for a printable ASCII string, an integer, a
+    boolean or None (JSON writes them so that the reader gives them back), any other value through its text."""
+    readers: list[Closure] = []
+    for node in ast.body:
+        for child in node.nodes:  # type: ignore[attr-defined]
+            if isinstance(child, nodes.TemplateData):
+                continue
+            if (isinstance(child, nodes.Filter) and child.name == "tojson" and child.node is not None
+                    and not child.args and env.filters["tojson"] is _tojson):
+                readers.append(_json_hole(compile_output(child.node, env, names)))
+            else:
+                readers.append(_text_hole(compile_output(child, env, names)))
+    return tuple(readers)
+
+
+def _json_hole(value_of: Closure) -> Closure:
+    def read(variables: Mapping[str, Any]) -> Any:
+        value = value_of(variables)
+        kind = type(value)
+        if kind is str:
+            if value.isascii() and value.isprintable():
+                return value
+            raise rendered_yaml.NotPlain
+        if kind is int or kind is bool or value is None:
+            return value
+        try:
+            text = _tojson(value)
+        except Exception:
+            raise Unanswered("tojson") from None
+        return rendered_yaml.read_value(text)
+
+    return read
+
+
+def _text_hole(output: Closure) -> Closure:
+    return lambda variables: rendered_yaml.read_value(str(_finalize(output(variables))))
 
 
 def _render_plain(parts: _Parts, context: Mapping[str, Any]) -> str:
@@ -377,11 +437,9 @@ def _template_line(tb: TracebackType | None) -> int | None:
     return line
 
 
-def _render(template: Template, names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any],
-            source: str, path: str | None, origin: str | None = None) -> str:
-    """Render with a context of only the names and globals the template reads (issue 11): Jinja's own
-    ``render`` copies the whole scope and every global into a new dict on each call. Each name is looked up
-    here, so a pass's lazy scope resolves just the names the template reads."""
+def _variables(names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any]) -> dict[str, Any]:
+    """What a render sees: the globals the template names, each shadowed by a scope value of its name, and
+    the names it reads that the scope defines (each resolved here, in the same order for every renderer)."""
     variables = dict(used)
     for name in used:  # a value already in the scope shadows a global of its name, as in Jinja's own copy
         if dict.__contains__(context, name) if isinstance(context, dict) else name in context:
@@ -389,6 +447,22 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
     for name in names:
         if name in context:
             variables[name] = context[name]
+    return variables
+
+
+def _render_compiled(parts: _Compiled, variables: Mapping[str, Any]) -> str:
+    """What Jinja renders for a compiled template: each output ``str(_finalize(value))``; Unanswered when
+    only Jinja answers."""
+    return "".join([part if type(part) is str else str(_finalize(part(variables)))  # type: ignore[operator]
+                    for part in parts])
+
+
+def _render(template: Template, names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any],
+            source: str, path: str | None, origin: str | None = None) -> str:
+    """Render with a context of only the names and globals the template reads (issue 11): Jinja's own
+    ``render`` copies the whole scope and every global into a new dict on each call. Each name is looked up
+    here, so a pass's lazy scope resolves just the names the template reads."""
+    variables = _variables(names, used, context)
     env = template.environment
     try:
         try:
@@ -409,7 +483,7 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
 class Text:
     """A rule string: a compiled template when it holds ``{{``, ``{%`` or ``{#``, else a constant."""
 
-    __slots__ = ("_globals", "_parts", "_template", "functions", "names", "origin", "source")
+    __slots__ = ("_compiled", "_globals", "_parts", "_template", "functions", "names", "origin", "source")
 
     def __init__(self, source: str, origin: str | None = None) -> None:
         self.source = source
@@ -420,8 +494,10 @@ class Text:
         self.functions: frozenset[str] = frozenset()
         self._globals: dict[str, Any] = {}
         self._parts: _Parts | None = None
+        self._compiled: _Compiled | None = None
         if any(delimiter in source for delimiter in _DELIMITERS):
-            self._template, self.names, self.functions, self._globals, self._parts = _compile(source)
+            (self._template, self.names, self.functions, self._globals, self._parts,
+             self._compiled, _ast) = _compile(source)
 
     @property
     def is_constant(self) -> bool:
@@ -438,6 +514,11 @@ class Text:
             try:
                 return _render_plain(self._parts, context)
             except _NotPlain:
+                pass
+        elif self._compiled is not None:
+            try:
+                return _render_compiled(self._compiled, _variables(self.names, self._globals, context))
+            except Unanswered:
                 pass
         return _render(self._template, self.names, self._globals, context, self.source, None, self.origin)
 
@@ -476,30 +557,55 @@ _ObjectLoader.yaml_implicit_resolvers = {
 
 
 class ObjectTemplate:
-    """A child-object template file: renders YAML text, parsed into the object (None when empty)."""
+    """A child-object template file: renders YAML text, parsed into the object (None when empty).
 
-    __slots__ = ("_globals", "_template", "functions", "names", "path", "source")
+    A template whose outputs all compile to closures and whose text around them is plain block YAML
+    (``rendered_yaml.Skeleton``: each output a whole value, ``key: {{ x | tojson }}``) renders straight to
+    the object: each output's text read as the rendered text's reader reads it in that place, without
+    Jinja, the text or its parse (issue 11). Any output the fast path cannot answer renders the text."""
+
+    __slots__ = ("_compiled", "_globals", "_holes", "_skeleton", "_template", "functions", "names", "path",
+                 "source")
 
     def __init__(self, source: str, path: str) -> None:
         self.source = source
         self.path = path
         try:
-            self._template, self.names, self.functions, self._globals, _parts = _compile(source)
+            (self._template, self.names, self.functions, self._globals, _parts, self._compiled,
+             ast) = _compile(source)
         except ExprSyntaxError as exc:
             others = tuple(ExprSyntaxError(f"{path}: {o.message}", o.offset, line=o.line, source=source)
                            for o in exc.others)
             raise ExprSyntaxError(f"{path}: {exc.message}", exc.offset, line=exc.line, source=source,
                                   others=others) from None
+        self._skeleton: rendered_yaml.Skeleton | None = None
+        self._holes: tuple[Closure, ...] = ()
+        if self._compiled is not None:
+            pieces = [part if type(part) is str else None for part in self._compiled]
+            self._skeleton = rendered_yaml.Skeleton.of(pieces)
+            if self._skeleton is not None:
+                self._holes = _hole_readers(ast, environment(), self.names)
 
     def __repr__(self) -> str:
         return f"ObjectTemplate({self.path!r})"
 
     def render_text(self, context: Mapping[str, Any]) -> str:
         """The rendered YAML text, before parsing."""
+        if self._compiled is not None:
+            try:
+                return _render_compiled(self._compiled, _variables(self.names, self._globals, context))
+            except Unanswered:
+                pass
         return _render(self._template, self.names, self._globals, context, self.source, self.path)
 
     def render(self, context: Mapping[str, Any]) -> Any:
         """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""
+        if self._skeleton is not None:
+            try:
+                variables = _variables(self.names, self._globals, context)
+                return self._skeleton.build([hole(variables) for hole in self._holes])
+            except (Unanswered, rendered_yaml.NotPlain):
+                pass
         text = self.render_text(context)
         parsed = _PARSED.get(text)
         if parsed is not None:

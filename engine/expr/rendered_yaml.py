@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NotPlain", "parse"]
+__all__ = ["NotPlain", "Skeleton", "parse", "read_value"]
 
 
 class NotPlain(Exception):
@@ -189,3 +190,85 @@ def _no_float(text: str) -> Any:
 
 
 _JSON = json.JSONDecoder(parse_float=_no_float, parse_constant=_no_float)
+
+
+class _Hole:
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+_HOLE_LINE = r"(?m)^ *(?:- +)?(?:[A-Za-z_][A-Za-z0-9_./-]*: +)?{token} *$"
+"""The only lines a hole may sit on: a whole value after ``key: ``, ``- `` or ``- key: ``."""
+
+
+class Skeleton:
+    """A template's text with holes where its outputs go, read once (issue 11: a child rendered straight to
+    its object). When every hole is a whole value on its own line (``key: {{ x | tojson }}``,
+    ``- {{ x | tojson }}``) and the rest is in the plain subset, the object a render's text reads as is this
+    one with each hole's text read as ``parse`` reads a value there (``read_value``), which ``build`` writes:
+    a function generated from the skeleton's literal structure, one dict or list display per node."""
+
+    __slots__ = ("build", "holes")
+
+    def __init__(self, build: Callable[[list[Any]], Any], holes: int) -> None:
+        self.build = build
+        """The object for the holes' values, in order (new each call: the caller owns it)."""
+        self.holes = holes
+
+    @classmethod
+    def of(cls, pieces: list[str | None]) -> Skeleton | None:
+        """The skeleton of a text made of ``pieces`` (literal text, or None for a hole), or None when a hole is
+        not a whole value on its own line or the text is not in the plain subset."""
+        stem = "hole"
+        while any(piece is not None and stem in piece for piece in pieces):
+            stem += "x"
+        tokens: list[str] = []
+        written: list[str] = []
+        for piece in pieces:
+            if piece is None:
+                tokens.append(f"{stem}{len(tokens)}z")
+                written.append(tokens[-1])
+            else:
+                written.append(piece)
+        text = "".join(written)
+        if any(len(re.findall(_HOLE_LINE.format(token=token), text)) != 1 for token in tokens):
+            return None
+        try:
+            tree = parse(text)
+            found: list[int] = []
+            source = _display(tree, {token: index for index, token in enumerate(tokens)}, found)
+            if sorted(found) != list(range(len(tokens))):
+                return None
+            build = eval(compile(f"lambda values: {source}", "<skeleton>", "eval"), {})
+        except (NotPlain, SyntaxError, RecursionError, MemoryError):
+            return None
+        return cls(build, len(tokens))
+
+
+def _display(tree: Any, tokens: dict[str, int], found: list[int]) -> str:
+    """Python source building ``tree`` anew, each hole's token read from ``values``: literals are the
+    ``repr`` of parsed strings, integers, booleans and None (the only scalars ``parse`` answers)."""
+    if type(tree) is dict:
+        if any(key in tokens for key in tree):
+            raise NotPlain  # a hole as a key
+        return "{" + "".join(f"{key!r}: {_display(value, tokens, found)}, " for key, value in tree.items()) + "}"
+    if type(tree) is list:
+        return "[" + "".join(f"{_display(value, tokens, found)}, " for value in tree) + "]"
+    if type(tree) is str and tree in tokens:
+        found.append(tokens[tree])
+        return f"values[{tokens[tree]}]"
+    if type(tree) in (str, int, bool, type(None)):
+        return repr(tree)
+    raise NotPlain
+
+
+def read_value(text: str) -> Any:
+    """A hole's text read as ``parse`` reads a whole value after ``key: `` or ``- `` (NotPlain where it might
+    read it otherwise: empty, more than one line, anything but printable ASCII, or not one scalar)."""
+    if not text or not (text.isascii() and text.isprintable()):
+        raise NotPlain
+    if text[0] == '"' and text[-1] == '"' and text.count('"') == 2 and "\\" not in text:
+        return text[1:-1]  # a JSON string without escapes (most values), as ``mapping`` reads it
+    return _scalar(text)
