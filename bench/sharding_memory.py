@@ -13,6 +13,16 @@ waits until every order is Ready and the members hold their shares. Then it read
 - throughput: the orders it holds (labelled for it), the passes it ran and the CPU seconds it used from the
   orders' creation until all were Ready, hence its orders per CPU second.
 
+- the passes by cause (``c5c3_operator_pass_wakes_total``): watch events by the kind of their object, a wait's
+  requeue (the rules' 10 s re-checks), retries, events held during the order's previous pass;
+- the world's own CPU: this process runs the emulator and the simulated controllers (and the wait for Ready); its
+  CPU seconds per wall second while the orders converged (1.0 is a core: above about 0.9 the world, not the
+  operator, sets the pace), with the simulated controllers' thread apart, and how long their rounds took.
+
+``--trace DIR`` keeps each replica's log at debug level (every pass with what woke it and how long ago:
+``pass woken by event of User 0.012 s ago``) and ``world.jsonl`` (each simulated controller's write, with its time),
+to follow an order from the world's write to the pass it woke.
+
 Two shared cores cannot show replicas running side by side, so the wall time to all Ready grows with the
 replicas here. ``projected_seconds_with_a_core_each`` is a projection, not a measurement: the most CPU one
 replica spent on its share, which bounds the time to converge when each replica has a core of its own and the
@@ -23,11 +33,14 @@ SIGKILL) before the next round. Prints one JSON document.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,8 +51,10 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from conftest import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
+from engine.cluster.api import Conflict, NotFound  # noqa: E402
+
 SHARDED = ("--sharded", "--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
-           "--leader-elect-retry-period", "500ms", "--clusters-namespace", "", "--log-level", "info")
+           "--leader-elect-retry-period", "500ms", "--clusters-namespace", "")
 """The default lease duration and renew deadline (with 6 s / 4 s, a loaded machine's emulator answered renewals
 late enough that members lapsed and the round failed); rounds every half second, as before."""
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -64,15 +79,56 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime (fields 14 and 15 of stat)
 
 
+def thread_cpu_seconds(thread: threading.Thread) -> float:
+    """User plus system CPU time of one thread of this process so far."""
+    fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+class TimedWorld(World):
+    """The integration tests' world, timing its simulated controllers' rounds and (with a trace) noting each write."""
+
+    def __init__(self, tmp: Path, trace: Path | None) -> None:
+        self.rounds: list[float] = []
+        self._notes = (trace / "world.jsonl").open("w", encoding="utf-8") if trace is not None else None
+        super().__init__(tmp)
+
+    def _react(self) -> None:
+        while not self._halt.wait(0.1):
+            began = time.monotonic()
+            for sim in self.simulators:
+                with contextlib.suppress(Exception):
+                    for reaction in sim.reactions():
+                        try:
+                            reaction.apply()
+                        except (NotFound, Conflict):
+                            continue
+                        if self._notes is not None:
+                            self._notes.write(json.dumps({"time": time.time(), "by": sim.name,
+                                                          "note": reaction.note}) + "\n")
+            self.rounds.append(time.monotonic() - began)
+
+    def close(self) -> None:
+        super().close()
+        if self._notes is not None:
+            self._notes.close()
+
+
 def scrape(process: OperatorProcess) -> dict[str, Any]:
-    """Objects held in full by kind, passes run, the orders it holds and whether it leads, from its /metrics."""
+    """Objects held in full by kind, passes run (and by cause), the orders it holds and whether it leads."""
     answer = process._get(process.metrics_port, "/metrics")
     held: dict[str, int] = {}
+    causes: dict[str, int] = {}
     passes = owned = 0
     leads = False
     for line in (answer[1] if answer else "").splitlines():
         value = line.rsplit(" ", 1)[-1]
-        if line.startswith("c5c3_operator_cached_objects{"):
+        if line.startswith("c5c3_operator_pass_wakes_total{"):
+            cause = line.split('cause="', 1)[1].split('"', 1)[0]
+            kind = line.split('kind="', 1)[1].split('"', 1)[0]
+            label = f"{cause} {kind}" if kind else cause
+            causes[label] = causes.get(label, 0) + int(float(value))
+        elif line.startswith("c5c3_operator_cached_objects{"):
             kind = line.split('kind="', 1)[1].split('"', 1)[0]
             held[kind] = held.get(kind, 0) + int(float(value))
         elif line.startswith("c5c3_operator_reconcile_total{"):
@@ -81,7 +137,8 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
             owned += int(float(value))
         elif line.startswith("c5c3_operator_leader_status "):
             leads = float(value) == 1.0
-    return {"cached_objects": held, "passes": passes, "orders_held": owned, "leads": leads}
+    return {"cached_objects": held, "passes": passes, "passes_by_cause": dict(sorted(causes.items())),
+            "orders_held": owned, "leads": leads}
 
 
 def ready(world: World, names: list[str]) -> bool:
@@ -101,15 +158,20 @@ def wait(what: Any, deadline: float, processes: list[OperatorProcess], message: 
         time.sleep(0.5)
 
 
-def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
+def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="sharding-memory-") as tmp:
-        world = World(Path(tmp))
+        if trace is not None:
+            (trace := trace / f"replicas-{replicas}").mkdir(parents=True, exist_ok=True)
+        world = TimedWorld(Path(tmp), trace)
         processes: list[OperatorProcess] = []
+        level = ("--log-level", "debug" if trace is not None else "info")
         try:
             deadline = time.monotonic() + timeout
-            processes = [OperatorProcess(world, *SHARDED, name=f"replica-{n}") for n in range(replicas)]
+            processes = [OperatorProcess(world, *SHARDED, *level, name=f"replica-{n}") for n in range(replicas)]
             wait(lambda: all(p.ready() for p in processes), deadline, processes, f"{replicas}: a replica not ready")
             cpu_before = [cpu_seconds(p.process.pid) for p in processes]
+            world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world._thread)
+            rounds_before = len(world.rounds)
             started = time.monotonic()
             names = [f"o{n:04}" for n in range(orders)]
             for name in names:
@@ -117,6 +179,9 @@ def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
             wait(lambda: ready(world, names), deadline, processes, f"{replicas} replica(s): not every order Ready")
             converged = time.monotonic() - started
             cpu = [cpu_seconds(p.process.pid) - before for p, before in zip(processes, cpu_before, strict=True)]
+            world_cpu = cpu_seconds(os.getpid()) - world_before
+            simulators_cpu = thread_cpu_seconds(world._thread) - simulators_before
+            rounds = sorted(world.rounds[rounds_before:])
             time.sleep(3.0)  # the last echoes settle
             per: list[dict[str, Any]] = []
             for process, spent in zip(processes, cpu, strict=True):
@@ -131,7 +196,15 @@ def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
                     "projected_seconds_with_a_core_each": round(max(cpu), 1),
                     "mean_rss_mib": mean("rss"), "mean_pss_mib": mean("pss"), "mean_private_mib": mean("private"),
                     "mean_cached_objects": round(sum(sum(p["cached_objects"].values()) for p in per) / len(per), 1),
-                    "mean_cpu_seconds": mean("cpu_seconds"), "per_replica": per}
+                    "mean_cpu_seconds": mean("cpu_seconds"),
+                    "passes_per_order": round(sum(p["passes"] for p in per) / orders, 1),
+                    "world": {"cpu_seconds": round(world_cpu, 1),
+                              "cpu_per_second": round(world_cpu / converged, 2) if converged else None,
+                              "simulated_controllers_cpu_seconds": round(simulators_cpu, 1),
+                              "simulator_rounds": len(rounds),
+                              "simulator_round_median_s": round(rounds[len(rounds) // 2], 3) if rounds else None,
+                              "simulator_round_max_s": round(rounds[-1], 3) if rounds else None},
+                    "per_replica": per}
         finally:
             for process in processes:
                 if process.process.poll() is None:
@@ -140,6 +213,9 @@ def round_of(replicas: int, orders: int, timeout: float) -> dict[str, object]:
                     except subprocess.TimeoutExpired:
                         process.kill()
             world.close()
+            if trace is not None:
+                for process in processes:
+                    shutil.copy(process.log_path, trace / process.log_path.name)
 
 
 def main() -> None:
@@ -147,8 +223,10 @@ def main() -> None:
     parser.add_argument("--orders", type=int, default=200)
     parser.add_argument("--replicas", default="1,2,4")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--trace", type=Path, default=None,
+                        help="keep each replica's debug log and the world's writes (world.jsonl) in this directory")
     args = parser.parse_args()
-    rounds = [round_of(int(k), args.orders, args.timeout) for k in args.replicas.split(",")]
+    rounds = [round_of(int(k), args.orders, args.timeout, args.trace) for k in args.replicas.split(",")]
     json.dump(rounds, sys.stdout, indent=1)
     print()
 

@@ -94,6 +94,13 @@ class Metrics:
             ["result"],
             registry=registry,
         )
+        self.pass_wakes = Counter(
+            f"{prefix}_pass_wakes_total",
+            "Passes run, by what queued the order: a watch event (kind: its object's kind), a pass's requeue (a wait's"
+            " re-check), a retry after an error, an event held during the order's previous pass, or added otherwise.",
+            ["cause", "kind"],
+            registry=registry,
+        )
         self.queue_depth = Gauge(
             f"{prefix}_workqueue_depth",
             "Requests waiting in the work queue (delayed requests not included).",
@@ -190,6 +197,9 @@ class Metrics:
 
     def record_pass(self, result: PassResult) -> None:
         self.passes.labels(result=result.value).inc()
+
+    def record_wake(self, cause: str, kind: str) -> None:
+        self.pass_wakes.labels(cause=cause, kind=kind).inc()
 
     def set_queue_depth(self, depth: int) -> None:
         self.queue_depth.set(depth)

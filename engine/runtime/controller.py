@@ -22,7 +22,7 @@ from engine.metrics import Metrics, PassResult
 from engine.outcome import EventNote, Request, Result, TerminalError
 from engine.runtime.echoes import CURRENT_PASS, Echoes
 from engine.runtime.kinds import Log
-from engine.runtime.queue import ShutDown, WorkQueue
+from engine.runtime.queue import ADDED, GATE, ShutDown, WorkQueue
 
 PassRunner = Callable[[Request], Result]
 """Runs one pass of one order (the manager binds the kind, clusters and clock)."""
@@ -87,6 +87,7 @@ class Controller:
 
     def run_pass(self, request: Request) -> Result:
         """Run one pass of ``request`` now and apply the outcome switch; the queue entry is untouched."""
+        self._note_wake(request)
         self._set_active(+1)
         passing = CURRENT_PASS.set(request)
         echoes = self.echoes
@@ -135,7 +136,7 @@ class Controller:
             if request is None:
                 continue
             if gate is not None and not gate.is_set():
-                self.queue.add(request)  # processing: marked dirty, queued again by done()
+                self.queue.add(request, GATE)  # processing: marked dirty, queued again by done()
                 self.queue.done(request)
                 continue
             if admit is not None and not self._admitted(admit, request):
@@ -169,6 +170,18 @@ class Controller:
             self.queue.schedule(request, None)
         self.queue.done(request)
         return False
+
+    def _note_wake(self, request: Request) -> None:
+        """Count the pass by what queued it; at debug level, log that and how long ago it came."""
+        handed = self.queue.wake_of(request)
+        wake = handed[0] if handed is not None else ADDED
+        self._metrics.record_wake(wake.cause, wake.kind)
+        if handed is not None and self._log.isEnabledFor(logging.DEBUG):
+            waited = (self.queue.clock.now() - handed[1]).total_seconds()
+            self._log.debug("%s: pass woken by %s%s %.3f s ago", request, wake.cause,
+                            f" of {wake.kind}" if wake.kind else "", waited,
+                            extra={"request": str(request), "wake": wake.cause, "wake_kind": wake.kind,
+                                   "waited": round(waited, 3)})
 
     def _set_active(self, delta: int) -> None:
         with self._active_lock:

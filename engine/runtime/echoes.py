@@ -92,8 +92,9 @@ def _key(cluster: str, api_version: str, kind: str, namespace: str | None, name:
 class Echoes:
     """The ledger of the passes' writes and their echoes, for every engaged cluster. Thread-safe."""
 
-    def __init__(self, wake: Callable[[Request], None], *, limit: int = LIMIT) -> None:
-        """wake: queues an order (an event held for a write turned out not to be its echo)."""
+    def __init__(self, wake: Callable[[Request, str], None], *, limit: int = LIMIT) -> None:
+        """wake: queues an order (an event held for a write turned out not to be its echo, or a pass did not see
+        it), with the kind of that event's object."""
         self._wake = wake
         self._limit = limit
         self._lock = threading.Lock()
@@ -144,7 +145,7 @@ class Echoes:
                 while len(self._answered) > self._limit:
                     self._answered.popitem(last=False)
         if others:
-            self._wake(flight.request)
+            self._wake(flight.request, ticket[2])
 
     # -- the passes ----------------------------------------------------------------
 
@@ -164,8 +165,9 @@ class Echoes:
             return
         with self._lock:
             self._passes.pop(running.request, None)
-        if any(not running.saw(*event) for event in running.held):
-            self._wake(running.request)
+        unseen = next((event for event in running.held if not running.saw(*event)), None)
+        if unseen is not None:
+            self._wake(running.request, unseen[0][2])
 
     def read(self, cluster: str, api_version: str, kind: str, namespace: str | None, name: str,
              obj: Obj | None) -> None:

@@ -44,7 +44,7 @@ from engine.outcome import Request, Result
 from engine.runtime.controller import Admit, Controller, EventSink, default_log
 from engine.runtime.echoes import Echoes
 from engine.runtime.kinds import Log, OrderKind, RunPass
-from engine.runtime.queue import COALESCE, TokenBucket, WorkQueue
+from engine.runtime.queue import COALESCE, TokenBucket, Wake, WorkQueue
 from engine.runtime.watches import RECHECK_INTERVAL, WATCH_TIMEOUT, Sources
 
 DEFAULT_MAX_PASSES = 1000
@@ -252,7 +252,8 @@ class Manager(Generic[K]):
         self.queue.coalesce = COALESCE
         self.controller.recover = True
         self.sources.recover = True
-        self.sources.echoes = self.controller.echoes = Echoes(self.queue.add)
+        echoes = Echoes(lambda request, kind: self.queue.add(request, Wake("held", kind)))
+        self.sources.echoes = self.controller.echoes = echoes
         self._build()
         self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
         halt = threading.Event()

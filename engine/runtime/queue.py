@@ -44,6 +44,13 @@ level-based controller safe:
   one pass instead of two or three. ``engine run`` sets 50 ms; deterministic
   runs keep 0, so their passes are unchanged.
 
+- **Why each request waits.** Every add names its cause (a ``Wake``: a watch
+  event and the kind of its object, a pass's requeue, a retry after an error,
+  an event held during the order's previous pass); the first cause since the
+  request was last handed out, and when it came, are kept until the hand-out
+  (``wake_of``), so the controller counts passes by cause and logs each one's
+  (a coalesced event keeps its cause through the window's timer).
+
 FIFO order within each line, and timers that fall due together fire in the
 order they were set, so a single-threaded run is reproducible.
 """
@@ -73,6 +80,25 @@ FIRST_PASS_EVERY = 10
 """While first passes wait, every this many hand-outs one is a first pass (the rest are returning requests)."""
 COALESCE = dt.timedelta(milliseconds=50)
 """``engine run``'s window after a pass in which events for the same order are gathered into one pass."""
+
+
+@dataclass(frozen=True)
+class Wake:
+    """What queued a request: ``cause`` (``event``, ``requeue``, ``retry``, ``held``, ``gate``, ``added``) and, for
+    an event, the kind of the object whose watch event it was."""
+
+    cause: str
+    kind: str = ""
+
+
+ADDED = Wake("added")
+"""A caller that names no cause (tests, tools)."""
+REQUEUE = Wake("requeue")
+"""The timer a pass asked for (``requeue_after``: a wait's re-check)."""
+RETRY = Wake("retry")
+"""The backoff after a pass (or an admission) that failed."""
+GATE = Wake("gate")
+"""Handed out just as the leadership (or shard tenure) gate closed: put back."""
 
 
 @dataclass
@@ -154,6 +180,12 @@ class WorkQueue:
         self._processing: set[Request] = set()
         self._queued_at: dict[Request, dt.datetime] = {}
         self._timers: dict[Request, dt.datetime] = {}
+        self._timer_wakes: dict[Request, tuple[Wake, dt.datetime | None]] = {}
+        """Each pending timer's cause and, for a coalesced event, when the event came (None: when it fires)."""
+        self._wakes: dict[Request, tuple[Wake, dt.datetime]] = {}
+        """The first cause since each request was last handed out, and when it came."""
+        self._handed: dict[Request, tuple[Wake, dt.datetime]] = {}
+        """The cause of each processing request's hand-out (``wake_of``)."""
         self._heap: list[tuple[dt.datetime, int, Request]] = []
         self._seq = itertools.count()
         self._shutting_down = False
@@ -162,17 +194,21 @@ class WorkQueue:
         self._ended: dict[Request, dt.datetime] = {}
         """When each order's last pass ended, while coalescing (oldest first, capped at SEEN_LIMIT)."""
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     # -- adding ---------------------------------------------------------------
 
-    def add(self, request: Request) -> None:
+    def add(self, request: Request, cause: Wake = ADDED) -> None:
         """Queue ``request`` unless it already waits; if it is processing, queue it again at ``done``."""
         with self._cond:
-            self._add_locked(request)
+            self._add_locked(request, cause, None)
 
-    def add_after(self, request: Request, delay: dt.timedelta) -> None:
+    def add_after(self, request: Request, delay: dt.timedelta, cause: Wake = REQUEUE) -> None:
         """Queue ``request`` once ``delay`` has passed on the clock; an earlier pending timer wins."""
         if delay <= dt.timedelta(0):
-            self.add(request)
+            self.add(request, cause)
             return
         with self._cond:
             if self._shutting_down:
@@ -182,6 +218,7 @@ class WorkQueue:
             if pending is not None and pending <= due:
                 return
             self._timers[request] = due
+            self._timer_wakes[request] = (cause, None)
             heapq.heappush(self._heap, (due, next(self._seq), request))
             self._cond.notify_all()
 
@@ -192,20 +229,26 @@ class WorkQueue:
         latest state, so a timer an earlier pass set (a wait's 10 s re-check) is stale."""
         with self._cond:
             self._timers.pop(request, None)  # its heap entry goes stale and is dropped when reached
+            self._timer_wakes.pop(request, None)
         if delay is not None:
-            self.add_after(request, delay)
+            self.add_after(request, delay, REQUEUE)
 
     def add_rate_limited(self, request: Request) -> dt.timedelta:
         """Queue ``request`` after its backoff delay (one more failure); returns the delay."""
         with self._cond:
             delay = self.rate_limiter.when(request)
-        self.add_after(request, delay)
+        self.add_after(request, delay, RETRY)
         return delay
 
     def forget(self, request: Request) -> None:
         """Reset ``request``'s backoff (its last pass did not fail)."""
         with self._cond:
             self.rate_limiter.forget(request)
+
+    def wake_of(self, request: Request) -> tuple[Wake, dt.datetime] | None:
+        """What queued a request now processing, and when (None: not handed out, or handed out unqueued)."""
+        with self._cond:
+            return self._handed.get(request)
 
     def failures(self, request: Request) -> int:
         """How many failed passes in a row ``request`` has had since it was last forgotten."""
@@ -247,6 +290,7 @@ class WorkQueue:
         """End ``request``'s pass; if it was added meanwhile, queue it again (after the coalescing window)."""
         with self._cond:
             self._processing.discard(request)
+            self._handed.pop(request, None)
             if self.coalesce > dt.timedelta(0):
                 self._ended.pop(request, None)
                 self._ended[request] = self._clock.now()
@@ -254,7 +298,8 @@ class WorkQueue:
                     del self._ended[next(iter(self._ended))]
                 if request in self._dirty:
                     self._dirty.discard(request)
-                    self._add_locked(request)
+                    wake, at = self._wakes.pop(request, (ADDED, None))
+                    self._add_locked(request, wake, at)
                 return
             if request in self._dirty:
                 self._enqueue_locked(request)
@@ -313,17 +358,21 @@ class WorkQueue:
 
     # -- internals (lock held) ------------------------------------------------
 
-    def _add_locked(self, request: Request) -> None:
+    def _add_locked(self, request: Request, cause: Wake, at: dt.datetime | None) -> None:
+        """at: when the cause came (None: now)."""
         if self._shutting_down or request in self._dirty:
             return
-        if request not in self._processing and self._within_window_locked(request):
+        if at is None:
+            at = self._clock.now()
+        if request not in self._processing and self._within_window_locked(request, cause, at):
             return
         self._dirty.add(request)
+        self._wakes.setdefault(request, (cause, at))
         if request in self._processing:
             return
         self._enqueue_locked(request)
 
-    def _within_window_locked(self, request: Request) -> bool:
+    def _within_window_locked(self, request: Request, cause: Wake, at: dt.datetime) -> bool:
         """While ``request``'s coalescing window is open, set a timer for its end instead of queueing."""
         ended = self._ended.get(request)
         if ended is None:
@@ -335,6 +384,7 @@ class WorkQueue:
         pending = self._timers.get(request)
         if pending is None or closes < pending:
             self._timers[request] = closes
+            self._timer_wakes[request] = (cause, at)
             heapq.heappush(self._heap, (closes, next(self._seq), request))
             self._cond.notify_all()
         return True
@@ -355,6 +405,9 @@ class WorkQueue:
         self._remember_locked(request)
         self._dirty.discard(request)
         self._processing.add(request)
+        wake = self._wakes.pop(request, None)
+        if wake is not None:
+            self._handed[request] = wake
         queued_at = self._queued_at.pop(request, None)
         if self._metrics is not None and queued_at is not None:
             self._metrics.observe_queue_latency((self._clock.now() - queued_at).total_seconds())
@@ -383,7 +436,8 @@ class WorkQueue:
                 return fired
             _, _, request = heapq.heappop(self._heap)
             del self._timers[request]
-            self._add_locked(request)
+            wake, at = self._timer_wakes.pop(request, (REQUEUE, None))
+            self._add_locked(request, wake, at)
             fired += 1
 
     def _report_depth_locked(self) -> None:

@@ -50,7 +50,7 @@ from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.runtime.echoes import Echoes
 from engine.runtime.kinds import Catalog, Index, LabelScopes, Log, OrderKind, Watch, label_scopes, shard_scopes
-from engine.runtime.queue import WorkQueue
+from engine.runtime.queue import Wake, WorkQueue
 
 Key = tuple[str, str]
 """(namespace or "", name) of an object."""
@@ -640,7 +640,7 @@ class Sources:
             if hold and echoes is not None and echoes.held_by_pass(request, cluster, watch.api_version, watch.kind, obj,
                                                           new is None):
                 continue  # its pass runs now: it is woken again at the end unless it saw this event
-            self._queue.add(request)
+            self._queue.add(request, Wake("event", watch.kind))
 
     def _holds(self, request: Request) -> bool:
         """Whether a shard member's order informers hold the order (as its admission would find it in the cache

@@ -14,7 +14,7 @@ from engine.metrics import Metrics
 from engine.outcome import PassError, Request, Result, StepOutcome, TerminalError
 from engine.runtime.controller import Controller
 from engine.runtime.echoes import Echoes
-from engine.runtime.queue import WorkQueue
+from engine.runtime.queue import Wake, WorkQueue
 from engine.testing.clock import SimulatedClock
 
 MS = dt.timedelta(milliseconds=1)
@@ -193,7 +193,7 @@ def test_an_error_keeps_the_earlier_timer_when_it_is_sooner(h: Harness) -> None:
 def test_the_writes_of_an_admission_are_its_orders_so_their_echoes_do_not_wake_it(h: Harness) -> None:
     """A shard member's admission may write for the order (the take-over relabels its children before the first
     pass, which then reads them): the events echoing those writes do not queue the order for a second pass."""
-    echoes = Echoes(h.queue.add)
+    echoes = Echoes(lambda request, kind: h.queue.add(request))
     writes = echoes.observer("")
 
     def admit(req: Request) -> str:
@@ -216,3 +216,23 @@ def test_the_writes_of_an_admission_are_its_orders_so_their_echoes_do_not_wake_i
     assert h.passes("success") == 1
     echo = {"metadata": {"namespace": "ns", "name": "g", "resourceVersion": "7"}}
     assert echoes.echo_of("", API, "Gadget", echo) == request("a")
+
+
+def test_passes_are_counted_by_what_queued_them(h: Harness) -> None:
+    """c5c3_operator_pass_wakes_total: an event's pass by its object's kind, a wait's re-check, a retry."""
+    h.queue.add(request("a"), Wake("event", "Secret"))
+    h.answer = Result(requeue_after=dt.timedelta(seconds=10))
+    h.controller.process_next()
+    h.clock.advance(dt.timedelta(seconds=10))
+    h.queue.fire_due()
+    h.answer = Result(error=PassError("the API said no"))
+    h.controller.process_next()
+    h.clock.advance(dt.timedelta(seconds=1))
+    h.queue.fire_due()
+    h.answer = Result()
+    h.controller.process_next()
+
+    def wakes(cause: str, kind: str = "") -> float | None:
+        return h.registry.get_sample_value("c5c3_operator_pass_wakes_total", {"cause": cause, "kind": kind})
+
+    assert (wakes("event", "Secret"), wakes("requeue"), wakes("retry")) == (1, 1, 1)

@@ -65,7 +65,7 @@ def world() -> tuple[ReportingCluster, Sources, WorkQueue]:
     kind = widget_kind(FakeWatch("Gadget", mapping="labels"))
     queue = WorkQueue(SimulatedClock(START))
     sources = Sources({kind.key: kind}, queue, log=LOG)
-    sources.echoes = Echoes(queue.add)
+    sources.echoes = Echoes(lambda request, kind: queue.add(request))
     cluster = ReportingCluster(memory())
     cluster.create(obj("Widget", "a"))
     sources.add_cluster("", cluster)
@@ -174,7 +174,7 @@ def test_the_echo_of_one_order_still_wakes_another_order_it_maps_to() -> None:
 
 
 def test_the_ledger_forgets_an_echo_once_a_later_event_passed() -> None:
-    echoes = Echoes(lambda request: None)
+    echoes = Echoes(lambda request, kind: None)
     with passing(request("a")):
         ticket = echoes.sending("", "example.io/v1", "Gadget", "ns", "g")
     assert ticket is not None
@@ -306,7 +306,7 @@ def test_a_quiet_removal_is_known_when_the_delete_s_echo_came_before_its_answer(
     """The watch may deliver the deletionTimestamp before the delete's answer arrives; the removal after it is
     still the order's own (its rules call the child's removal quiet), so it wakes nothing."""
     woken: list[Request] = []
-    echoes = Echoes(woken.append)
+    echoes = Echoes(lambda request, kind: woken.append(request))
     order, gadget = request("a"), obj("Gadget", "g")
     api = gadget["apiVersion"]
 

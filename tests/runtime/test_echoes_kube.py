@@ -67,7 +67,7 @@ def built(tmp_path: Path, quiet: tuple[str, ...] = ()) -> Iterator[tuple[MemoryC
     queue = WorkQueue(SimulatedClock(START))
     kind = dataclasses.replace(widget_kind(FakeWatch("Gadget", mapping="labels")), quiet_names=quiet)
     sources = Sources({kind.key: kind}, queue, log=LOG)
-    sources.echoes = Echoes(queue.add)
+    sources.echoes = Echoes(lambda request, kind: queue.add(request))
     sources.add_cluster("", kube)
     try:
         yield memory, kube, sources, queue

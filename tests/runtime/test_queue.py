@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 from runtime_kit import START, request
 
 from engine.metrics import Metrics
-from engine.runtime.queue import RateLimiter, ShutDown, TokenBucket, WorkQueue
+from engine.runtime.queue import REQUEUE, RETRY, RateLimiter, ShutDown, TokenBucket, Wake, WorkQueue
 from engine.testing.clock import SimulatedClock
 
 MS = dt.timedelta(milliseconds=1)
@@ -297,3 +297,49 @@ class TestMetrics:
         assert registry.get_sample_value("c5c3_operator_workqueue_depth") == 1
         assert registry.get_sample_value("c5c3_operator_workqueue_queue_duration_seconds_count") == 1
         assert registry.get_sample_value("c5c3_operator_workqueue_queue_duration_seconds_sum") == 2
+
+
+class TestWakes:
+    """Each hand-out says what queued it (the operator counts passes by cause: events of which kind, re-checks)."""
+
+    def test_the_first_cause_since_the_last_hand_out_is_the_one_reported(self, queue: WorkQueue,
+                                                                         clock: SimulatedClock) -> None:
+        queue.add(request("a"), Wake("event", "Widget"))
+        clock.advance(10 * MS)
+        queue.add(request("a"), Wake("event", "Secret"))
+        clock.advance(5 * MS)
+        assert queue.pop_ready() == request("a")
+        assert queue.wake_of(request("a")) == (Wake("event", "Widget"), START)
+        queue.done(request("a"))
+        assert queue.wake_of(request("a")) is None
+
+    def test_a_requeue_timer_and_a_retry_are_told_apart(self, queue: WorkQueue, clock: SimulatedClock) -> None:
+        queue.schedule(request("a"), dt.timedelta(seconds=10))
+        queue.add_rate_limited(request("b"))
+        clock.advance(dt.timedelta(seconds=10))
+        queue.fire_due()
+        wakes = {}
+        while (taken := queue.pop_ready()) is not None:
+            wakes[taken.name] = queue.wake_of(taken)
+        assert wakes == {"a": (REQUEUE, START + dt.timedelta(seconds=10)),
+                         "b": (RETRY, START + dt.timedelta(seconds=10))}
+
+    def test_an_event_added_while_processing_is_the_cause_of_the_next_pass(self, queue: WorkQueue) -> None:
+        queue.add(request("a"), REQUEUE)
+        queue.pop_ready()
+        queue.add(request("a"), Wake("event", "Secret"))
+        queue.done(request("a"))
+        assert queue.pop_ready() == request("a")
+        assert queue.wake_of(request("a")) == (Wake("event", "Secret"), START)
+
+    def test_a_coalesced_event_keeps_its_cause_and_time_through_the_window(self, queue: WorkQueue,
+                                                                          clock: SimulatedClock) -> None:
+        queue.coalesce = 50 * MS
+        queue.add(request("a"))
+        queue.done(queue.pop_ready() or request("?"))
+        clock.advance(10 * MS)
+        queue.add(request("a"), Wake("event", "Secret"))
+        clock.advance(40 * MS)
+        queue.fire_due()
+        assert queue.pop_ready() == request("a")
+        assert queue.wake_of(request("a")) == (Wake("event", "Secret"), START + 10 * MS)
