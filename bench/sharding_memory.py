@@ -11,13 +11,15 @@ waits until every order is Ready and the members hold their shares. Then it read
   that map them) and private (Private_Clean + Private_Dirty: what stopping the process would give back), from
   /proc; and its ``c5c3_operator_cached_objects`` (objects held in full, by kind);
 - throughput: the orders it holds (labelled for it), the passes it ran and the CPU seconds it used from the
-  orders' creation until all were Ready, hence its orders per CPU second.
-
+  orders' creation until all were Ready, hence its orders per CPU second; its API requests by verb from the orders'
+  creation until the end (Lease renewals included);
 - the passes by cause (``c5c3_operator_pass_wakes_total``): watch events by the kind of their object, a wait's
   requeue (the rules' 10 s re-checks), retries, events held during the order's previous pass;
 - the world's own CPU: this process runs the emulator and the simulated controllers (and the wait for Ready); its
   CPU seconds per wall second while the orders converged (1.0 is a core: above about 0.9 the world, not the
-  operator, sets the pace), with the simulated controllers' thread apart, and how long their rounds took.
+  operator, sets the pace), of which admitting writes (the CRDs' schemas and CEL rules, interpreted), with the
+  simulated controllers' thread apart, how long their rounds took and the share of a round's time they ran (the
+  rest they waited for a core or the interpreter lock: K-ORC and ESO answer late, and the orders' waits re-check).
 
 ``--trace DIR`` keeps each replica's log at debug level (every pass with what woke it and how long ago:
 ``pass woken by event of User 0.012 s ago``) and ``world.jsonl`` (each simulated controller's write, with its time),
@@ -90,12 +92,29 @@ class TimedWorld(World):
 
     def __init__(self, tmp: Path, trace: Path | None) -> None:
         self.rounds: list[float] = []
+        self.round_cpu = 0.0
+        """CPU seconds the simulated controllers' rounds used (the rest of a round's time they waited for a core or
+        the interpreter lock)."""
+        self.admission_cpu = 0.0
+        """CPU seconds the emulated API server spent admitting writes (the CRDs' schemas and CEL rules)."""
         self._notes = (trace / "world.jsonl").open("w", encoding="utf-8") if trace is not None else None
+        self._lock = threading.Lock()
         super().__init__(tmp)
+        admit = self.management._admit
+
+        def timed_admit(*args: Any) -> Any:
+            began = time.thread_time()
+            try:
+                return admit(*args)
+            finally:
+                with self._lock:
+                    self.admission_cpu += time.thread_time() - began
+
+        self.management._admit = timed_admit  # type: ignore[method-assign]
 
     def _react(self) -> None:
         while not self._halt.wait(0.1):
-            began = time.monotonic()
+            began, began_cpu = time.monotonic(), time.thread_time()
             for sim in self.simulators:
                 with contextlib.suppress(Exception):
                     for reaction in sim.reactions():
@@ -107,6 +126,7 @@ class TimedWorld(World):
                             self._notes.write(json.dumps({"time": time.time(), "by": sim.name,
                                                           "note": reaction.note}) + "\n")
             self.rounds.append(time.monotonic() - began)
+            self.round_cpu += time.thread_time() - began_cpu
 
     def close(self) -> None:
         super().close()
@@ -119,6 +139,7 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
     answer = process._get(process.metrics_port, "/metrics")
     held: dict[str, int] = {}
     causes: dict[str, int] = {}
+    requests: dict[str, int] = {}
     passes = owned = 0
     leads = False
     for line in (answer[1] if answer else "").splitlines():
@@ -128,6 +149,9 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
             kind = line.split('kind="', 1)[1].split('"', 1)[0]
             label = f"{cause} {kind}" if kind else cause
             causes[label] = causes.get(label, 0) + int(float(value))
+        elif line.startswith("c5c3_operator_api_requests_total{"):
+            verb = line.split('verb="', 1)[1].split('"', 1)[0]
+            requests[verb] = requests.get(verb, 0) + int(float(value))
         elif line.startswith("c5c3_operator_cached_objects{"):
             kind = line.split('kind="', 1)[1].split('"', 1)[0]
             held[kind] = held.get(kind, 0) + int(float(value))
@@ -138,6 +162,7 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
         elif line.startswith("c5c3_operator_leader_status "):
             leads = float(value) == 1.0
     return {"cached_objects": held, "passes": passes, "passes_by_cause": dict(sorted(causes.items())),
+            "requests": dict(sorted(requests.items())),
             "orders_held": owned, "leads": leads}
 
 
@@ -170,8 +195,9 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             processes = [OperatorProcess(world, *SHARDED, *level, name=f"replica-{n}") for n in range(replicas)]
             wait(lambda: all(p.ready() for p in processes), deadline, processes, f"{replicas}: a replica not ready")
             cpu_before = [cpu_seconds(p.process.pid) for p in processes]
+            requests_before = [scrape(p)["requests"] for p in processes]
             world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world._thread)
-            rounds_before = len(world.rounds)
+            rounds_before, round_cpu_before, admission_before = len(world.rounds), world.round_cpu, world.admission_cpu
             started = time.monotonic()
             names = [f"o{n:04}" for n in range(orders)]
             for name in names:
@@ -182,10 +208,12 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             world_cpu = cpu_seconds(os.getpid()) - world_before
             simulators_cpu = thread_cpu_seconds(world._thread) - simulators_before
             rounds = sorted(world.rounds[rounds_before:])
+            round_cpu, admission_cpu = world.round_cpu - round_cpu_before, world.admission_cpu - admission_before
             time.sleep(3.0)  # the last echoes settle
             per: list[dict[str, Any]] = []
-            for process, spent in zip(processes, cpu, strict=True):
+            for process, spent, before in zip(processes, cpu, requests_before, strict=True):
                 seen = scrape(process)
+                seen["requests"] = {verb: n - before.get(verb, 0) for verb, n in seen["requests"].items()}
                 per.append({**memory_mib(process.process.pid), **seen, "cpu_seconds": round(spent, 1),
                             "orders_per_cpu_second": round(seen["orders_held"] / spent, 2) if spent else None})
 
@@ -200,8 +228,10 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
                     "passes_per_order": round(sum(p["passes"] for p in per) / orders, 1),
                     "world": {"cpu_seconds": round(world_cpu, 1),
                               "cpu_per_second": round(world_cpu / converged, 2) if converged else None,
+                              "admission_cpu_seconds": round(admission_cpu, 1),
                               "simulated_controllers_cpu_seconds": round(simulators_cpu, 1),
                               "simulator_rounds": len(rounds),
+                              "simulator_rounds_on_cpu": round(round_cpu / sum(rounds), 2) if rounds else None,
                               "simulator_round_median_s": round(rounds[len(rounds) // 2], 3) if rounds else None,
                               "simulator_round_max_s": round(rounds[-1], 3) if rounds else None},
                     "per_replica": per}

@@ -9,6 +9,9 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_reconcile_duration_seconds{sub_reconciler}``: histogram, one observation per step outcome.
 - ``<p>_reconcile_errors_total{sub_reconciler,condition_type}``: +1 per step outcome that errored.
 - ``<p>_reconcile_total{result}``: passes by result (success, requeue_after, error, terminal_error).
+- ``<p>_pass_wakes_total{cause,kind}``: passes by what queued the order: ``event`` (kind: the object whose watch
+  event it was), ``requeue`` (a pass's requeue after: a wait's re-check), ``retry`` (backoff after an error),
+  ``held`` (kind: an event held during the order's previous pass that it did not see), ``gate``, ``added``.
 - ``<p>_workqueue_depth``: gauge, requests waiting in the queue (timers not included).
 - ``<p>_workqueue_queue_duration_seconds``: histogram, time from queued to picked up.
 - ``<p>_active_workers``: gauge, passes running now.

@@ -285,3 +285,25 @@ def test_threaded_run_recovers_from_a_raising_pass() -> None:
         runner.join(10)
     assert w.fake.names()[:2] == ["a", "a"]
 
+
+
+def test_passes_are_counted_by_the_kind_whose_event_woke_them_and_by_requeue() -> None:
+    """c5c3_operator_pass_wakes_total tells an order's own event, a child's event and a wait's re-check apart."""
+    w = World()
+    cluster = w.cluster
+
+    def script(req: Request, n: int) -> Result:
+        if n == 1:
+            cluster.create(obj("Gadget", f"{req.name}-child", labels={OWNER_LABEL: f"ns.{req.name}"}))
+        return Result(requeue_after=10 * S) if n == 2 else Result()
+
+    w.fake.script = script
+    cluster.create(obj("Widget", "a"))
+    w.manager.start()
+    w.manager.settle()
+    w.manager.advance(10 * S)
+
+    def wakes(cause: str, kind: str = "") -> float | None:
+        return w.registry.get_sample_value("c5c3_operator_pass_wakes_total", {"cause": cause, "kind": kind})
+
+    assert (wakes("event", "Widget"), wakes("event", "Gadget"), wakes("requeue")) == (1, 1, 1)
