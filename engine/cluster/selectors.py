@@ -7,6 +7,7 @@ with a BadRequest that says what is wrong instead of silently matching nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -241,16 +242,34 @@ def _shown(token: str | None) -> str:
 
 
 def parse_labels(selector: LabelSelector) -> Selector:
-    """Parse a label selector string (``a=b,c in (d),!e``) or an equality map; BadRequest if malformed."""
+    """Parse a label selector string (``a=b,c in (d),!e``) or an equality map; BadRequest if malformed.
+
+    A pass lists with the same few selectors again and again: each text (or map, as its keys and value texts) is
+    parsed once (a Selector is immutable); a malformed one raises every time."""
     if selector is None:
         return EVERYTHING
     if isinstance(selector, str):
-        return _Parser(selector).parse()
+        return _parsed_text(selector)
+    pairs = tuple((key, str(value)) for key, value in selector.items())
+    if all(type(key) is str for key, _ in pairs):
+        return _parsed_pairs(pairs)
+    return _parse_pairs(pairs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_text(text: str) -> Selector:
+    return _Parser(text).parse()
+
+
+def _parse_pairs(pairs: tuple[tuple[str, str], ...]) -> Selector:
     requirements = []
-    for key, value in selector.items():
+    for key, value in pairs:
         parser = _Parser(f"{key}={value}")
-        requirements.append(Requirement(parser.key(key), "=", (parser.check_value(str(value)),)))
+        requirements.append(Requirement(parser.key(key), "=", (parser.check_value(value),)))
     return Selector(tuple(requirements))
+
+
+_parsed_pairs = functools.lru_cache(maxsize=1024)(_parse_pairs)
 
 
 # ---------------------------------------------------------------------------

@@ -653,8 +653,9 @@ class KubeCluster:
             if self._stopped:
                 return None
             informer = self._informers.get(key)
-            starting = self._starting.setdefault(key, threading.Lock())
         if informer is None or informer.dead:
+            with self._lock:
+                starting = self._starting.setdefault(key, threading.Lock())
             with starting:
                 with self._lock:
                     informer = self._informers.get(key)
@@ -686,8 +687,9 @@ class KubeCluster:
             if self._stopped:
                 return None
             informer = self._projected.get(key)
-            starting = self._starting.setdefault((*key, "\0projected"), threading.Lock())
         if informer is None or informer.dead:
+            with self._lock:
+                starting = self._starting.setdefault((*key, "\0projected"), threading.Lock())
             with starting:
                 with self._lock:
                     informer = self._projected.get(key)

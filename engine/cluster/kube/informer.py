@@ -154,6 +154,8 @@ class FedInformer:
         self.name = name
         self.store = Store()
         self._listed = threading.Event()
+        self._was_listed = False
+        """``_listed`` as a plain flag, read by every cached read without the event's lock."""
         self._lost = False
         self.dead = False
         """True once released: the cluster's next read replaces it with an informer of its own."""
@@ -166,6 +168,7 @@ class FedInformer:
     def replace(self, items: list[Obj], resource_version: str) -> None:
         self.store.replace(items, resource_version)
         self._lost = False
+        self._was_listed = True
         self._listed.set()
 
     def apply(self, event: WatchEvent) -> None:
@@ -181,7 +184,10 @@ class FedInformer:
     # -- as the cluster reads it --------------------------------------------------
 
     def wait_listed(self, timeout: float) -> bool:
-        """Whether reads can use the store: listed (waiting up to ``timeout`` for the first list), served, fed."""
+        """Whether reads can use the store: listed (waiting up to ``timeout`` for the first list), served, fed.
+        Every cached read asks: once usable, the answer costs no wait on the list's event."""
+        if self._was_listed:
+            return not self._lost and not self.dead
         return self._listed.wait(timeout) and not self._lost and not self.dead
 
     def has_synced(self) -> bool:
