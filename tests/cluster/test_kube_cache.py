@@ -458,6 +458,28 @@ class TestSharedWatch:
         threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
         assert kube.get("v1", "Secret", "default", "mine")["metadata"]["uid"] == written["metadata"]["uid"]
 
+    def test_a_get_of_another_object_does_not_wait_for_a_write_on_its_way(self, memory: MemoryCluster,
+                                                                          kube: KubeCluster) -> None:
+        """Read-your-writes per object (decision 0041): while the watch has not delivered this cluster's write of
+        one object, a get of another is answered from the cache at once (no wait, no request); the written object
+        and a list are read once the watch delivers the write."""
+        memory.create(secret("a"))
+        feed = self.fed(kube)
+        written = kube.create(secret("mine"))
+        requests = Requests(kube)
+        assert kube.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
+        assert requests.seen == []
+        threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
+        assert kube.get("v1", "Secret", "default", "mine")["metadata"]["uid"] == written["metadata"]["uid"]
+        assert names(kube.list("v1", "Secret").items) == ["a", "mine"]
+        assert requests.seen == []
+
+    def test_a_list_waits_for_every_write_on_its_way(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+        feed = self.fed(kube)
+        written = kube.create(secret("mine"))
+        threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
+        assert names(kube.list("v1", "Secret").items) == ["mine"]
+
     def test_a_selector_no_scope_names_is_not_shared(self, kube: KubeCluster) -> None:
         """A watch by a selector that is not one of the kind's scopes keeps no cache: no read is answered from it."""
         assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard=member-a") is None

@@ -214,6 +214,27 @@ class TestExpectations:
         assert not store.settle(0.01)
         assert store.settle(0.0)
 
+    def test_a_get_waits_only_for_the_writes_of_the_object_it_reads(self) -> None:
+        """Read-your-writes per object (decision 0041): a get of another object answers at once while a write is on
+        its way; a get of the written object waits for it, and so does a list; a deletion concerns the object gone;
+        what a watch event showed (about no object) holds every read."""
+        store = Store()
+        store.replace([obj("a", 4), obj("b", 5)], "5")
+        store.expect(Expectation(version=7, about=("ns", "a")))
+        assert store.settle(0.0, ("ns", "b"))
+        assert not store.settle(0.01, ("ns", "a"))
+        store.expect(Expectation(version=7, about=("ns", "a")))
+        assert not store.settle(0.01)
+        store.expect(Expectation(version=7, about=("ns", "a")))
+        threading.Timer(0.02, lambda: store.apply(event("MODIFIED", obj("a", 7)))).start()
+        assert store.settle(5.0, ("ns", "a"))
+        assert store.get(("ns", "a"))["metadata"]["resourceVersion"] == "7"  # type: ignore[index]
+        store.expect(Expectation(gone=("ns", "b"), uid="uid-b"))
+        assert store.settle(0.0, ("ns", "a"))
+        assert not store.settle(0.01, ("ns", "b"))
+        store.expect_version(9)
+        assert not store.settle(0.01, ("ns", "b"))
+
     def test_met_expectations_cost_nothing(self) -> None:
         """A write the store has already seen (a no-op write) does not make reads wait."""
         store = Store()

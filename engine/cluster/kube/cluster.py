@@ -368,7 +368,7 @@ class KubeCluster:
         labels = () if live else self._keys_of(api_version, kind)
         if labels:
             return handed_out(self._labelled_get(api_version, kind, namespace, name, labels, carries))
-        informer = None if live else self._informer(api_version, kind, namespace)
+        informer = None if live else self._informer(api_version, kind, namespace, reading=(namespace or "", name))
         if informer is None:
             return handed_out(self._live_get(api_version, kind, namespace, name))
         found = informer.store.get((namespace or "", name))  # read-only (decision 37)
@@ -425,7 +425,7 @@ class KubeCluster:
         the object it wants carries one of the labels: then that label's cache alone answers."""
         known = [label for label in labels if trusted(label, carries)]
         for label in known or labels:
-            informer = self._informer(api_version, kind, namespace, label)
+            informer = self._informer(api_version, kind, namespace, label, (namespace or "", name))
             if informer is None:
                 break
             found = informer.store.get((namespace or "", name))
@@ -577,8 +577,9 @@ class KubeCluster:
             return obj
         version = version_number(meta.get("resourceVersion"))
         if version is not None:
+            expected = Expectation(version=version, about=key_of(obj))
             for informer in self._covering(api_version, kind, meta.get("namespace"), obj):
-                informer.store.expect(Expectation(version=version))
+                informer.store.expect(expected)
         if (api_version.rpartition("/")[0], kind) == CRD:
             self._wire.forget()
             self._served.forget()
@@ -640,10 +641,11 @@ class KubeCluster:
         return False, None
 
     def _informer(self, api_version: str, kind: str, namespace: str | None,
-                  label: str | None = None) -> Informer | FedInformer | None:
+                  label: str | None = None, reading: tuple[str, str] | None = None) -> Informer | FedInformer | None:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
-        label: the label scope the informer selects on (a label-scoped kind); None: every object."""
+        label: the label scope the informer selects on (a label-scoped kind); None: every object. reading: the object a
+        get reads (it waits for this cluster's writes of that object only); None: a list (it waits for all)."""
         resource = self._resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
@@ -665,7 +667,7 @@ class KubeCluster:
                         return None
         if isinstance(informer, FedInformer) and not informer.wait_listed(self._settle_timeout):
             return None  # the feeding watch has not listed (or its kind is unserved, or it ended): read live
-        if not informer.store.settle(self._settle_timeout):
+        if not informer.store.settle(self._settle_timeout, reading):
             self._log.warning("%r: the watch did not deliver this cluster's writes within %.1fs; reading live",
                               informer, self._settle_timeout)
             return None

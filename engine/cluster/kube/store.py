@@ -144,11 +144,21 @@ def slim_metadata(meta: Obj) -> Obj:
 @dataclass(frozen=True)
 class Expectation:
     """A write the store must have seen before it may answer: a resourceVersion reached, or an
-    object (by key, and uid when known) gone."""
+    object (by key, and uid when known) gone.
+
+    ``about``: the object written (a deletion is about the object gone). A get of another object does not wait
+    for it, a list waits for every expectation; None (what a watch event showed, ``expect_version``): every read
+    waits."""
 
     version: int | None = None
     gone: Key | None = None
     uid: str | None = None
+    about: Key | None = None
+
+    def concerns(self, key: Key) -> bool:
+        """Whether a get of ``key`` must wait for this expectation."""
+        subject = self.about if self.about is not None else self.gone
+        return subject is None or subject == key
 
 
 class Store:
@@ -243,18 +253,22 @@ class Store:
             if reached is not None and reached < version:
                 self._expected.append(Expectation(version=version))
 
-    def settle(self, timeout: float) -> bool:
-        """Wait until every expected write is visible; False (and the expectations dropped) on timeout.
+    def settle(self, timeout: float, key: Key | None = None) -> bool:
+        """Wait until every expected write is visible (with ``key``, a get's: every write of that object, and
+        every expectation about no object in particular); False (and the expectations dropped) on timeout.
 
         Every cached read asks, and most find nothing expected: that answer takes no lock (the list is only
-        appended to by the writing thread before its write returns, so a thread sees its own expectations)."""
+        appended to by the writing thread before its write returns, so a thread sees its own expectations).
+        A get waits only for the writes of the object it reads (read-your-writes, decision 0041): with several
+        workers writing, some write of the kind is nearly always on its way, and waiting for all of them made
+        most reads wait for the watch."""
         if not self._expected:
             return True
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 self._expected = [e for e in self._expected if not self._met(e)]
-                if not self._expected:
+                if not self._expected or (key is not None and not any(e.concerns(key) for e in self._expected)):
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
