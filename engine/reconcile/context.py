@@ -53,7 +53,8 @@ def truthy(value: Any) -> bool:
 
 
 class Scope(dict[str, Any]):
-    """A dict that resolves missing names through ``resolve`` and caches them (JMESPath and Jinja both read it)."""
+    """A dict that resolves missing names through ``resolve`` and caches them (JMESPath and Jinja both read it).
+    A name it does not know reads as None, as JMESPath reads a missing key (Jinja asks ``in`` first)."""
 
     def __init__(self, base: Mapping[str, Any], resolve: Callable[[str], Any], knows: Callable[[str], bool]) -> None:
         super().__init__(base)
@@ -62,16 +63,14 @@ class Scope(dict[str, Any]):
 
     def __missing__(self, key: str) -> Any:
         if not self._knows(key):
-            raise KeyError(key)
+            return None
         value = self._resolve(key)
         self[key] = value
         return value
 
-    def get(self, key: str, default: Any = None) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            return default
+    get = dict.__getitem__  # type: ignore[assignment]
+    """``scope.get(name)``, as an expression's field reads it (about a hundred times a pass, issue 11): the
+    dict's own lookup, which calls ``__missing__`` only for a name not resolved yet (no Python frame)."""
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or (isinstance(key, str) and self._knows(key))
