@@ -52,19 +52,25 @@ def truthy(value: Any) -> bool:
     return not (value is None or value is False or value == "" or value == [] or value == {})
 
 
+UNKNOWN: Any = object()
+"""What a scope's resolver answers for a name it does not know (read as None)."""
+
+
 class Scope(dict[str, Any]):
     """A dict that resolves missing names through ``resolve`` and caches them (JMESPath and Jinja both read it).
     A name it does not know reads as None, as JMESPath reads a missing key (Jinja asks ``in`` first)."""
 
     def __init__(self, base: Mapping[str, Any], resolve: Callable[[str], Any], knows: Callable[[str], bool]) -> None:
+        """``resolve(name)``: the value of a name not held yet, or ``UNKNOWN`` for a name it does not know;
+        ``knows(name)``: whether it would resolve it (``in``)."""
         super().__init__(base)
         self._resolve = resolve
         self._knows = knows
 
     def __missing__(self, key: str) -> Any:
-        if not self._knows(key):
-            return None
         value = self._resolve(key)
+        if value is UNKNOWN:
+            return None
         self[key] = value
         return value
 
@@ -77,7 +83,10 @@ class Scope(dict[str, Any]):
 
     def child(self, **names: Any) -> Scope:
         """A scope with a few more names (``item``, ``error``) that falls back to this one."""
-        return Scope(names, self.__getitem__, self.__contains__)
+        return Scope(names, self._lookup, self.__contains__)
+
+    def _lookup(self, key: str) -> Any:
+        return self[key] if key in self else UNKNOWN  # noqa: SIM401 (``get`` takes no default here)
 
 
 class PassContext:
@@ -117,15 +126,24 @@ class PassContext:
         return name in self.kind.inputs or name in self.kind.values or name in DERIVED
 
     def _resolve(self, name: str) -> Any:
+        """The value of an input, a value or a derived name (UNKNOWN for any other name), computed now."""
+        kind = self.kind
+        source: Any = kind.inputs.get(name)
+        is_input = source is not None
+        if not is_input:
+            source = kind.values.get(name)
+            if source is None and name not in DERIVED:
+                return UNKNOWN
         if name in self._resolving:
             cycle = " -> ".join([*self._resolving[self._resolving.index(name):], name])
             raise RuleRuntimeError(f"values depend on each other: {cycle}")
         self._resolving.append(name)
         try:
-            if name in self.kind.inputs:
-                return self.read(self.kind.inputs[name])
-            if name in self.kind.values:
-                return self.evaluate_value(self.kind.values[name], self.scope)
+            if is_input:
+                return self.read(source)
+            if source is not None:
+                query = source.query
+                return query.evaluate(self.scope) if query is not None else self.evaluate_value(source, self.scope)
             return self.derive(name)
         finally:
             self._resolving.pop()

@@ -5,15 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from engine.expr import compile_query, compile_text
-from engine.reconcile.context import Scope
+from engine.reconcile.context import UNKNOWN, Scope
 
 
 def scope_counting() -> tuple[Scope, list[str]]:
     resolved: list[str] = []
 
     def resolve(name: str) -> Any:
+        known = {"lazy": {"v": 1}, "none": None, "falsy": ""}
+        if name not in known:
+            return UNKNOWN
         resolved.append(name)
-        return {"lazy": {"v": 1}, "none": None, "falsy": ""}[name]
+        return known[name]
 
     return Scope({"given": "g"}, resolve, lambda name: name in ("lazy", "none", "falsy")), resolved
 
