@@ -687,7 +687,7 @@ def truncate_bytes(s: str, limit: float, suffix: str) -> str:
 def _path_value(item: Any, path: str) -> Any:
     node = item
     for key in path.split("."):
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):
             return None
         node = node.get(key)
     return node
