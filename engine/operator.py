@@ -42,6 +42,7 @@ from typing import Any, TextIO
 from prometheus_client import CollectorRegistry
 
 from engine import durations, logs
+from engine.cluster import readonly
 from engine.cluster.api import Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
@@ -406,6 +407,8 @@ class Operator:
                                             name="shard assigner", daemon=True))
             threads.append(threading.Thread(target=_stop_when, args=(self.lost, stop), name="shard loss",
                                             daemon=True))
+        reads_done = threading.Event()
+        reads_checked = readonly.guard(reads_done)  # tests only (ENGINE_CHECK_READS=1): a changed read ends the process
         events_done = threading.Event()
         recorder = threading.Thread(target=self.events.run, args=(events_done,), name="event recorder", daemon=True)
         recorder.start()
@@ -418,6 +421,9 @@ class Operator:
             self.manager.run(stop, shutdown_timeout=SHUTDOWN_TIMEOUT, leading=gate, admit=admit)
         finally:
             stop.set()
+            reads_done.set()
+            if reads_checked is not None:
+                reads_checked.join()  # its last check sees every pass: the workers have stopped
             renewals.set()
             for thread in renewing:
                 thread.join(5)

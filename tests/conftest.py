@@ -3,6 +3,7 @@ the edits tests make to it."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from engine.cluster import readonly
 
 readonly.check_reads()  # every test checks that no caller changes what a cluster read handed out (decision 37)
+os.environ.setdefault(readonly.ENVIRONMENT, "1")  # and so does every process a test starts (`engine run`: status 70)
 
 
 @pytest.fixture(autouse=True)

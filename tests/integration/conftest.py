@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from engine.clock import SystemClock
+from engine.cluster import readonly
 from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
@@ -184,6 +185,7 @@ class World:
         return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
 
     def close(self) -> None:
+        """Kill the operators still running, stop the servers; fail if an operator found a read object changed."""
         for process in self.processes:  # one a failed test left running would outlive the test run
             process.kill()
         self._halt.set()
@@ -191,18 +193,26 @@ class World:
         for target in self.targets.values():
             target.server.stop()
         self.server.stop()
+        changed = [f"{process.log_path.name}: {line}" for process in self.processes
+                   for line in process.logs().splitlines() if readonly.VIOLATION in line]
+        if changed:  # the operator exited with EXIT_READS_CHANGED: the test waiting on it failed too, less clearly
+            pytest.fail("an operator's reader changed objects a cluster read handed out:\n" + "\n".join(changed))
 
 
 class OperatorProcess:
-    """``engine run`` in a subprocess, its logs in a file, its metrics and probes on free ports."""
+    """``engine run`` in a subprocess, its logs in a file, its metrics and probes on free ports.
 
-    def __init__(self, world: World, *args: str, name: str = "operator") -> None:
+    It checks its reads (``ENGINE_CHECK_READS=1``, inherited: ``tests/conftest.py``): a reader changing an
+    object a read handed out ends it with status 70 and a log line that ``World.close`` fails on."""
+
+    def __init__(self, world: World, *args: str, name: str = "operator",
+                 program: Sequence[str] = ("-m", "engine.cli")) -> None:
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.log_path = world.tmp / f"{name}.log"
         self._log = self.log_path.open("wb")
         env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "run", "--kubeconfig", str(world.kubeconfig),
+            [sys.executable, *program, "run", "--kubeconfig", str(world.kubeconfig),
              "--context", "management", "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
              "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--log-level", "debug", *args],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env,
