@@ -16,7 +16,7 @@ from jinja2 import nodes
 
 from engine.expr.jinja import environment
 
-__all__ = ["ELEMENT", "query_paths", "template_paths"]
+__all__ = ["ELEMENT", "PathWalk", "parsed", "query_paths", "template_paths"]
 
 ELEMENT = "[]"
 """The path segment of an array element."""
@@ -25,22 +25,15 @@ Path = tuple[str, ...]
 _ROOT: Path = ()
 
 
-class _QueryWalk:
-    def __init__(self) -> None:
-        self.paths: set[Path] = set()
+class PathWalk:
+    """A walk of a JMESPath AST that follows a value from the context through field steps.
 
-    def field(self, base: Path | None, name: str) -> Path | None:
-        if base is None:
-            return None
-        path = (*base, name)
-        self.paths.add(path)
-        return path
-
-    def element(self, base: Path | None) -> Path | None:
-        return None if base is None or base == _ROOT else (*base, ELEMENT)
+    ``visit`` returns the context path of a node's value when it is one (None when it is computed); field,
+    current and subexpression nodes are followed here alike for every walk, and each walk says in ``step``
+    what any other node reads (its policy: report what can be followed, or find every path read)."""
 
     def visit(self, node: Mapping[str, Any], base: Path | None) -> Path | None:
-        """Record the paths ``node`` reads when evaluated on the value at ``base``; return its own path."""
+        """The context path of ``node``'s value, evaluated on the value at ``base``; None when computed."""
         kind = node.get("type")
         children = [c for c in node.get("children", []) if isinstance(c, Mapping)]
         if kind == "field":
@@ -52,6 +45,44 @@ class _QueryWalk:
             for child in children:
                 current = self.visit(child, current)
             return current
+        return self.step(kind, node, children, base)
+
+    def field(self, base: Path | None, name: str) -> Path | None:
+        """The path of field ``name`` of the value at ``base``."""
+        return None if base is None else (*base, name)
+
+    def step(self, kind: Any, node: Mapping[str, Any], children: list[Mapping[str, Any]],
+             base: Path | None) -> Path | None:
+        """Any node but a field, current or subexpression one: its path, recording what it reads."""
+        raise NotImplementedError
+
+
+def parsed(source: str) -> Mapping[str, Any] | None:
+    """The AST of a JMESPath expression; None when it does not parse."""
+    try:
+        tree: Mapping[str, Any] = jmespath.compile(source).parsed
+    except jmespath.exceptions.JMESPathError:
+        return None
+    return tree
+
+
+class _QueryWalk(PathWalk):
+    """Reports every path it can follow exactly, and only those."""
+
+    def __init__(self) -> None:
+        self.paths: set[Path] = set()
+
+    def field(self, base: Path | None, name: str) -> Path | None:
+        path = super().field(base, name)
+        if path is not None:
+            self.paths.add(path)
+        return path
+
+    def element(self, base: Path | None) -> Path | None:
+        return None if base is None or base == _ROOT else (*base, ELEMENT)
+
+    def step(self, kind: Any, node: Mapping[str, Any], children: list[Mapping[str, Any]],
+             base: Path | None) -> Path | None:
         if kind == "index_expression" and len(children) == 2:
             left = self.visit(children[0], base)
             return self.element(left) if children[1].get("type") == "index" else None
@@ -80,12 +111,11 @@ class _QueryWalk:
 
 def query_paths(source: str) -> frozenset[Path]:
     """Every data path a JMESPath expression reads from its context (empty when it does not parse)."""
-    try:
-        parsed = jmespath.compile(source).parsed
-    except jmespath.exceptions.JMESPathError:
+    tree = parsed(source)
+    if tree is None:
         return frozenset()
     walk = _QueryWalk()
-    walk.visit(parsed, _ROOT)
+    walk.visit(tree, _ROOT)
     return frozenset(walk.paths)
 
 

@@ -15,18 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import jmespath
-
-from engine.expr.paths import ELEMENT
+from engine.expr.paths import ELEMENT, PathWalk, parsed
 
 __all__ = ["Path", "element_reads", "merge_reads"]
 
 Path = tuple[str, ...]
 
-_NAVIGATING = frozenset({"field", "subexpression", "index_expression", "current", "identity", "pipe", "flatten"})
 
-
-class _Walk:
+class _Walk(PathWalk):
     """Follows values from the context through field and index steps; records each one consumed as a leaf."""
 
     def __init__(self) -> None:
@@ -38,21 +34,10 @@ class _Walk:
         if path is not None:
             self.leaves.add(path)
 
-    def visit(self, node: Mapping[str, Any], base: Path | None) -> Path | None:
-        """The context path of ``node``'s value, when it is one (nothing consumed yet); None when computed."""
-        kind = node.get("type")
-        children = [c for c in node.get("children", []) if isinstance(c, Mapping)]
-        if kind == "field":
-            return None if base is None else (*base, str(node.get("value")))
-        if kind in ("current", "identity"):
-            return base
+    def step(self, kind: Any, node: Mapping[str, Any], children: list[Mapping[str, Any]],
+             base: Path | None) -> Path | None:
         if kind == "literal":
             return None
-        if kind == "subexpression":
-            current = base
-            for child in children:
-                current = self.visit(child, current)
-            return current
         if kind == "index_expression" and len(children) == 2:
             left = self.visit(children[0], base)
             if children[1].get("type") in ("index", "slice"):
@@ -96,12 +81,11 @@ class _Walk:
 
 
 def _leaves(source: str) -> set[Path] | None:
-    try:
-        parsed = jmespath.compile(source).parsed
-    except jmespath.exceptions.JMESPathError:
+    tree = parsed(source)
+    if tree is None:
         return None
     walk = _Walk()
-    walk.use(parsed, ())
+    walk.use(tree, ())
     return walk.leaves
 
 
