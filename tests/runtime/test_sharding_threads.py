@@ -29,6 +29,12 @@ from engine.runtime.sharding.ring import order_key, owner
 NS = "c5c3-system"
 ORDERS = 30
 LEASE = {"lease_duration": 2.0, "renew_deadline": 1.0, "retry_period": 0.1}
+"""The Lease of a replica the test cuts off: it lapses quickly."""
+STEADY = {"lease_duration": 10.0, "renew_deadline": 8.0, "retry_period": 0.1}
+"""The Lease of a replica that must not lapse: a loaded machine can starve a renewing thread for a second or more
+(with LEASE, members lapsed and their orders moved in runs beside two busy cores), and no lapse is asked for."""
+LEADER_LEASE = {"lease_duration": 4.0, "renew_deadline": 3.0, "retry_period": 0.1}
+"""The leader Lease the second test moves: short enough to take over in seconds, long enough not to lapse early."""
 PATIENCE = 30.0
 
 
@@ -92,11 +98,12 @@ class Partitioned:
 class Replica:
     """A member and its manager (workers gated by the tenure, passes admitted by the member)."""
 
-    def __init__(self, name: str, cluster: MemoryCluster, kind: FakeKind, passes: Passes) -> None:
+    def __init__(self, name: str, cluster: MemoryCluster, kind: FakeKind, passes: Passes,
+                 lease: dict[str, float] = STEADY) -> None:
         self.name = name
         self.link = Partitioned(cluster)
         catalog = {kind.key: kind}
-        settings = LeaseSettings(NS, name, name, labels=((MEMBER_LABEL, "true"),), **LEASE)
+        settings = LeaseSettings(NS, name, name, labels=((MEMBER_LABEL, "true"),), **lease)
         self.member = ShardMember(ClusterSet(self.link), catalog, settings, clock=PreciseClock())  # type: ignore[arg-type]
         self.manager: Manager[Any] = Manager(
             catalog, ClusterSet(cluster), clock=PreciseClock(), metrics=Metrics(CollectorRegistry()),
@@ -150,7 +157,8 @@ def test_no_order_is_in_two_passes_at_once_while_members_join_lapse_and_leave() 
     leading.set()
     assigner = Assigner(ClusterSet(cluster), {kind.key: kind}, NS, clock=clock, lease_duration=LEASE["lease_duration"])
     leader = threading.Thread(target=assigner.run, args=(halt, leading, 0.1), daemon=True)
-    replicas = {name: Replica(name, cluster, kind, passes) for name in ("a", "b", "c")}
+    replicas = {name: Replica(name, cluster, kind, passes, lease=LEASE if name == "b" else STEADY)
+                for name in ("a", "b", "c")}
     try:
         # The first round sees all three (a loaded machine may start them over several rounds: orders placed on
         # the first would then move, and its passes of them before the move are not what is checked here).
@@ -164,7 +172,7 @@ def test_no_order_is_in_two_passes_at_once_while_members_join_lapse_and_leave() 
         # b is cut off from its Lease: it stops at its renew deadline, then only its orders move.
         replicas["b"].link.cut.set()
         wait_for(lambda: settled(cluster, kind, ["a", "c"]), "b's orders on a and c")
-        assert replicas["b"].member.lost and not replicas["b"].member.active.is_set()
+        wait_for(lambda: replicas["b"].member.lost and not replicas["b"].member.active.is_set(), "b to stop")
         second = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
         assert {n for n in first if first[n] != second[n]} == {n for n in first if first[n] == "b"}
 
@@ -222,12 +230,12 @@ class Candidate:
                 self.answers.append({o["metadata"]["name"] for o in held})
             return held
 
-        self.elector = LeaderElector(self.link, LeaseSettings(NS, "leader", name, **LEASE),  # type: ignore[arg-type]
+        self.elector = LeaderElector(self.link, LeaseSettings(NS, "leader", name, **LEADER_LEASE),  # type: ignore[arg-type]
                                      clock=PreciseClock(), on_started_leading=started,
                                      on_stopped_leading=self.leadership.stopped)
         self.metrics = Metrics(CollectorRegistry())
         self.assigner = Assigner(ClusterSet(cluster), {kind.key: kind}, NS, clock=PreciseClock(),
-                                 lease_duration=LEASE["lease_duration"], metrics=self.metrics)
+                                 lease_duration=STEADY["lease_duration"], metrics=self.metrics)
         self.assigner.orders = keys_of
         stop = self.replica.stop
         self.threads = [threading.Thread(target=self.elector.run, args=(stop,), daemon=True),
@@ -256,29 +264,37 @@ def test_only_the_leader_watches_every_order_and_a_new_leader_places_from_a_comp
     cluster = memory("", clock)
     kind = widget_kind()
     passes = Passes()
-    for n in range(10):
-        cluster.create(obj("Widget", f"w{n:02}"))
     a = Candidate("a", cluster, kind, passes)
     wait_for(lambda: a.leadership.leading.is_set(), "a to lead")
     b = Candidate("b", cluster, kind, passes)
     creating = threading.Event()
 
     def create() -> None:
+        """w10 to w39, paced: a is cut off from the leader Lease after ten of them, and the last five wait for b to
+        lead, so the leader changes while orders are being created however long the take-over takes."""
         for n in range(10, 40):
+            if n == 20:
+                a.link.cut.set()  # a cannot renew the leader Lease: it stops leading, b takes over once it expired
+            if n == 35:
+                b.leadership.leading.wait(PATIENCE)
             cluster.create(obj("Widget", f"w{n:02}"))
             time.sleep(0.1)
         creating.set()
 
     try:
-        wait_for(lambda: settled(cluster, kind, ["a", "b"]), "both members to hold the first orders")
+        # The first orders are created once both are members: placed on a alone, half of them would move to b.
+        wait_for(lambda: a.replica.member.active.is_set() and b.replica.member.active.is_set(), "two members")
+        for n in range(10):
+            cluster.create(obj("Widget", f"w{n:02}"))
+        wait_for(lambda: settled(cluster, kind, ["a", "b"]) and len(labels(cluster)) == 10,
+                 "both members to hold the first orders")
         assert len(a.views()) == 1 and b.views() == []  # the follower decodes none of a's orders
         creator = threading.Thread(target=create, daemon=True)
         creator.start()
-        time.sleep(0.5)
-        a.link.cut.set()  # a cannot renew the leader Lease: it stops leading, b takes over once the Lease expired
         wait_for(lambda: b.leadership.leading.is_set(), "b to lead")
-        assert not a.leadership.leading.is_set()
-        assert a.views() == [] and len(b.views()) == 1
+        # a stops leading at its renew deadline, before the Lease expires for b; a starved thread may be late.
+        wait_for(lambda: not a.leadership.leading.is_set() and a.views() == [], "a to stop leading")
+        assert len(b.views()) == 1
         wait_for(creating.is_set, "every order to be created")
         wait_for(lambda: settled(cluster, kind, ["a", "b"]), "every order placed")
         wait_for(lambda: len(passes.by("a") | passes.by("b")) == 40, "a pass of every order")
