@@ -12,7 +12,8 @@ waits until every order is Ready and the members hold their shares. Then it read
   /proc; and its ``c5c3_operator_cached_objects`` (objects held in full, by kind);
 - throughput: the orders it holds (labelled for it), the passes it ran and the CPU seconds it used from the
   orders' creation until all were Ready, hence its orders per CPU second; its API requests by verb from the orders'
-  creation until the end (Lease renewals included);
+  creation until the end (Lease renewals included), and how long one took to be answered on average (not
+  watches: the emulated API server's latency as the replica saw it);
 - the passes by cause (``c5c3_operator_pass_wakes_total``): watch events by the kind of their object, a wait's
   requeue (the rules' 10 s re-checks), retries, events held during the order's previous pass;
 - the world's own CPU: this process runs the emulator and the simulated controllers (and the wait for Ready); its
@@ -140,6 +141,7 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
     held: dict[str, int] = {}
     causes: dict[str, int] = {}
     requests: dict[str, int] = {}
+    waited = answered = 0.0
     passes = owned = 0
     leads = False
     for line in (answer[1] if answer else "").splitlines():
@@ -152,6 +154,10 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
         elif line.startswith("c5c3_operator_api_requests_total{"):
             verb = line.split('verb="', 1)[1].split('"', 1)[0]
             requests[verb] = requests.get(verb, 0) + int(float(value))
+        elif line.startswith("c5c3_operator_api_request_duration_seconds_sum{") and 'verb="WATCH"' not in line:
+            waited += float(value)
+        elif line.startswith("c5c3_operator_api_request_duration_seconds_count{") and 'verb="WATCH"' not in line:
+            answered += float(value)
         elif line.startswith("c5c3_operator_cached_objects{"):
             kind = line.split('kind="', 1)[1].split('"', 1)[0]
             held[kind] = held.get(kind, 0) + int(float(value))
@@ -162,7 +168,7 @@ def scrape(process: OperatorProcess) -> dict[str, Any]:
         elif line.startswith("c5c3_operator_leader_status "):
             leads = float(value) == 1.0
     return {"cached_objects": held, "passes": passes, "passes_by_cause": dict(sorted(causes.items())),
-            "requests": dict(sorted(requests.items())),
+            "requests": dict(sorted(requests.items())), "request_seconds": (waited, answered),
             "orders_held": owned, "leads": leads}
 
 
@@ -195,7 +201,7 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             processes = [OperatorProcess(world, *SHARDED, *level, name=f"replica-{n}") for n in range(replicas)]
             wait(lambda: all(p.ready() for p in processes), deadline, processes, f"{replicas}: a replica not ready")
             cpu_before = [cpu_seconds(p.process.pid) for p in processes]
-            requests_before = [scrape(p)["requests"] for p in processes]
+            before_orders = [scrape(p) for p in processes]
             world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world._thread)
             rounds_before, round_cpu_before, admission_before = len(world.rounds), world.round_cpu, world.admission_cpu
             started = time.monotonic()
@@ -211,9 +217,13 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             round_cpu, admission_cpu = world.round_cpu - round_cpu_before, world.admission_cpu - admission_before
             time.sleep(3.0)  # the last echoes settle
             per: list[dict[str, Any]] = []
-            for process, spent, before in zip(processes, cpu, requests_before, strict=True):
+            for process, spent, before in zip(processes, cpu, before_orders, strict=True):
                 seen = scrape(process)
-                seen["requests"] = {verb: n - before.get(verb, 0) for verb, n in seen["requests"].items()}
+                seen["requests"] = {verb: n - before["requests"].get(verb, 0) for verb, n in seen["requests"].items()}
+                waited, answered = seen.pop("request_seconds")
+                waited_before, answered_before = before["request_seconds"]
+                seen["mean_request_ms"] = (round(1000 * (waited - waited_before) / (answered - answered_before), 1)
+                                           if answered > answered_before else None)
                 per.append({**memory_mib(process.process.pid), **seen, "cpu_seconds": round(spent, 1),
                             "orders_per_cpu_second": round(seen["orders_held"] / spent, 2) if spent else None})
 
