@@ -1,6 +1,6 @@
 """Measurement: memory and throughput per replica of real ``engine run --sharded`` processes, for 1, 2 and 4 replicas.
 
-    .venv/bin/python bench/sharding_memory.py [--orders N] [--replicas 1,2,4]
+    .venv/bin/python bench/sharding_memory.py [--orders N] [--replicas 1,2,4] [--trace DIR]
 
 For each replica count: a fresh emulated management cluster with the simulated controllers (the integration
 tests' world, in this process) and that many ``engine run --sharded`` processes. Once every replica is ready and
