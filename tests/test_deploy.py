@@ -24,9 +24,9 @@ def documents(folder: Path) -> Iterator[dict[str, Any]]:
         yield from (d for d in yaml.safe_load_all(path.read_text()) if d)
 
 
-def granted() -> dict[tuple[str, str], set[str]]:
-    """(group, resource) -> verbs, from the ClusterRole."""
-    role = next(d for d in documents(DEPLOY) if d["kind"] == "ClusterRole")
+def granted(folder: Path = DEPLOY) -> dict[tuple[str, str], set[str]]:
+    """(group, resource) -> verbs, from the ClusterRole of a deploy folder (the operator's by default)."""
+    role = next(d for d in documents(folder) if d["kind"] == "ClusterRole")
     verbs: dict[tuple[str, str], set[str]] = {}
     for rule in role["rules"]:
         for group in rule["apiGroups"]:
@@ -137,20 +137,10 @@ def test_target_rbac_manifest_is_the_output_of_engine_rbac_target(capsys: pytest
         "stale: run `engine rbac --target > deploy/target-cluster/rbac.yaml`"
 
 
-def target_granted() -> dict[tuple[str, str], set[str]]:
-    role = next(d for d in documents(TARGET) if d["kind"] == "ClusterRole")
-    verbs: dict[tuple[str, str], set[str]] = {}
-    for rule in role["rules"]:
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                verbs.setdefault((group, resource), set()).update(rule["verbs"])
-    return verbs
-
-
 def test_target_rbac_grants_what_the_rules_do_on_the_orders_cluster_only() -> None:
     """On a target cluster: its orders, the delivered Secret and the inputs read there, Events; nothing the
     rules address on the management cluster only (the external operators' kinds, the ControlPlane)."""
-    verbs = target_granted()
+    verbs = granted(TARGET)
     assert verbs[("c5c3.io", "keystoneusers")] == {"get", "list", "watch", "update", "patch"}
     assert verbs[("c5c3.io", "rabbitmqvhosts/status")] == {"get", "patch", "update"}
     assert verbs[("", "secrets")] == {"get", "list", "watch", "create", "patch", "delete"}

@@ -1,5 +1,6 @@
-"""Fixtures shared by the KubeCluster tests: an in-memory cluster served over HTTP by the emulator, and
-KubeClusters against it (each with its own discovery cache), stopped after the test."""
+"""Fixtures shared by the KubeCluster tests: an in-memory cluster served over HTTP by the emulator,
+KubeClusters against it (each with its own discovery cache), stopped after the test, and a CRD to install.
+Their helpers are in tests/cluster/kube_kit.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,29 @@ from typing import Any
 import pytest
 
 from engine.clock import SystemClock
+from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
 from engine.testing.emulator import Emulator
+from tests.cluster.kube_kit import MakeKube
+
+_WIDGET_CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+@pytest.fixture
+def widget_crd() -> Obj:
+    """The CRD of Widget (example.com/v1, namespaced, any fields, a status subresource), the caller's own copy:
+    to install in ``memory`` or write through a cluster."""
+    return json_copy(_WIDGET_CRD)
 
 
 @pytest.fixture
@@ -41,3 +62,9 @@ def make_kube(emulator: Any, tmp_path: Path) -> Iterator[Callable[..., KubeClust
     yield make
     for cluster in made:
         cluster.stop()
+
+
+@pytest.fixture
+def kube(make_kube: MakeKube) -> KubeCluster:
+    """A KubeCluster with the default options against the emulated cluster."""
+    return make_kube()

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -21,16 +20,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.selectors import EVERYTHING, FieldSelector
 from engine.testing.emulator import Emulator
-
-WIDGET_CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {"group": "example.com", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
+from tests.cluster.kube_kit import MakeKube, Requests, eventually, names, watching
 
 
 def secret(name: str, namespace: str = "default", **labels: str) -> Obj:
@@ -38,62 +28,6 @@ def secret(name: str, namespace: str = "default", **labels: str) -> Obj:
     if labels:
         meta["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "data": {"k": "dg=="}}
-
-
-def names(objs: list[Obj]) -> list[str]:
-    return [o["metadata"]["name"] for o in objs]
-
-
-def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
-    """Poll a condition a thread makes true, in tiny steps."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.01)
-    return check()
-
-
-class Requests:
-    """Every HTTP request a KubeCluster's ApiClient makes, as (method, path, query)."""
-
-    def __init__(self, cluster: KubeCluster) -> None:
-        self.seen: list[tuple[str, str, dict[str, list[str]]]] = []
-        self._lock = threading.Lock()
-        rest: Any = cluster.api_client.rest_client  # below both the DynamicClient and the wire's own verbs
-        original = rest.request
-
-        def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-            parts = urlsplit(url)
-            with self._lock:
-                self.seen.append((method, parts.path, parse_qs(parts.query)))
-            return original(method, url, *args, **kwargs)
-
-        rest.request = counted
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.seen)
-
-    def watches(self) -> list[dict[str, list[str]]]:
-        with self._lock:
-            return [query for _, _, query in self.seen if query.get("watch") == ["true"]]
-
-
-def watching(emulator: Emulator, *clusters: KubeCluster) -> None:
-    """Wait until every informer of these clusters has its watch open on the server. An informer opens its watch
-    on its own thread just after its first list; a Requests made before that would count the watch's request."""
-    expected = sum(1 for cluster in clusters for informer in cluster.informers() if isinstance(informer, Informer))
-    assert eventually(lambda: sum(emulator.open_watches().values()) >= expected)
-
-
-MakeKube = Callable[..., KubeCluster]
-"""The ``make_kube`` fixture (tests/cluster/conftest.py): a KubeCluster against the emulated cluster."""
-
-
-@pytest.fixture
-def kube(make_kube: MakeKube) -> KubeCluster:
-    return make_kube()
 
 
 class TestConvergedReads:
@@ -246,18 +180,18 @@ class TestLifecycle:
         assert kube.informers() == []
         assert kube.get("v1", "Secret", "default", "a")["metadata"]["name"] == "a"
 
-    def test_unserved_kind_leaves_no_informer(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+    def test_unserved_kind_leaves_no_informer(self, memory: MemoryCluster, kube: KubeCluster, widget_crd: Obj) -> None:
         """A read of a kind not served is NotFound and starts nothing; once its CRD exists it is cached."""
         with pytest.raises(NotFound):
             kube.list("example.com/v1", "Widget")
         assert kube.informers() == []
-        memory.create(WIDGET_CRD)
+        memory.create(widget_crd)
         assert kube.list("example.com/v1", "Widget").items == []
         assert len(kube.informers()) == 1
 
-    def test_withdrawn_kind_ends_its_informer(self, memory: MemoryCluster, kube: KubeCluster) -> None:
+    def test_withdrawn_kind_ends_its_informer(self, memory: MemoryCluster, kube: KubeCluster, widget_crd: Obj) -> None:
         """When a kind's CRD goes, its informer ends and reads answer NotFound."""
-        memory.create(WIDGET_CRD)
+        memory.create(widget_crd)
         kube.list("example.com/v1", "Widget")
         (informer,) = kube.informers()
         memory.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 
@@ -18,6 +17,7 @@ from engine.cluster.kube.store import Expectation, Store
 from engine.cluster.kube.wire import ResumingStream, WatchStream
 from engine.cluster.retry import Backoff, WarningLimiter
 from engine.cluster.selectors import Selector, parse_fields, parse_labels
+from tests.cluster.kube_kit import eventually
 
 LOG = logging.getLogger(__name__)
 
@@ -38,15 +38,6 @@ def select(store: Store, selector: str | None = None, namespace: str | None = No
            ) -> list[str]:
     items, _ = store.select(namespace, parse_labels(selector), parse_fields(fields))
     return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items]
-
-
-def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.005)
-    return check()
 
 
 class TestStore:

@@ -12,7 +12,7 @@ from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator import Emulator
-from tests.cluster.test_kube_cache import Requests, eventually, names, watching
+from tests.cluster.kube_kit import Requests, eventually, names, watching
 
 MINE = "shard=a"
 CLAIM = (("metadata", "annotations", "created"), ("status", "id"))

@@ -6,34 +6,24 @@ from __future__ import annotations
 
 import cProfile
 import pstats
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
 
+from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.wire import _QUERY, _query, _segment
 from engine.cluster.memory import MemoryCluster
 
-API = "example.io/v1"
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.io"},
-    "spec": {"group": "example.io", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
+API = "example.com/v1"
 CALLS_PER_REQUEST = 260
 """Python calls (functions and builtins) one of these requests costs the calling thread: 305 before the request
 path's context managers became plain try/except and its names and queries skipped urllib's quoting; 217 after."""
 
 
-def test_a_write_costs_a_bounded_number_of_calls(memory: MemoryCluster, make_kube: Callable[..., KubeCluster]) -> None:
-    memory.create(CRD)
-    kube = make_kube()
+def test_a_write_costs_a_bounded_number_of_calls(memory: MemoryCluster, kube: KubeCluster, widget_crd: Obj) -> None:
+    memory.create(widget_crd)
     written = [kube.create({"apiVersion": API, "kind": "Widget", "metadata": {"name": f"w{i}", "namespace": "ns"},
                             "spec": {"size": i}}) for i in range(20)]
     profile = cProfile.Profile()

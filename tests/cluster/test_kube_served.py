@@ -3,15 +3,12 @@ no request once answered; a kind that leaves the server, or one installed later,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from engine.cluster.api import NotFound
-from engine.cluster.kube import KubeCluster
+from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube.served import ServedKinds
 from engine.cluster.memory import MemoryCluster
-from tests.cluster.test_kube_cache import WIDGET_CRD, Requests
+from tests.cluster.kube_kit import MakeKube, Requests
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
 
@@ -20,8 +17,8 @@ def discovery(requests: Requests) -> list[str]:
     return [path for _, path, _ in requests.seen if path.startswith("/apis/example.com")]
 
 
-def test_a_served_kind_is_asked_once(memory: MemoryCluster, make_kube: Callable[..., KubeCluster]) -> None:
-    memory.create(WIDGET_CRD)  # installed by someone else
+def test_a_served_kind_is_asked_once(memory: MemoryCluster, make_kube: MakeKube, widget_crd: Obj) -> None:
+    memory.create(widget_crd)  # installed by someone else
     kube = make_kube()
     requests = Requests(kube)
     assert [kube.serves("example.com/v1", "Widget") for _ in range(5)] == [True] * 5
@@ -29,8 +26,8 @@ def test_a_served_kind_is_asked_once(memory: MemoryCluster, make_kube: Callable[
 
 
 def test_a_kind_that_leaves_the_server_is_asked_again(memory: MemoryCluster,
-                                                      make_kube: Callable[..., KubeCluster]) -> None:
-    memory.create(WIDGET_CRD)
+                                                      make_kube: MakeKube, widget_crd: Obj) -> None:
+    memory.create(widget_crd)
     kube = make_kube()
     assert kube.serves("example.com/v1", "Widget")
     memory.delete(*CRD)  # removed by someone else: the next request on the kind answers 404 naming no object
@@ -40,21 +37,21 @@ def test_a_kind_that_leaves_the_server_is_asked_again(memory: MemoryCluster,
 
 
 def test_an_unserved_answer_stands_for_the_recheck_only(memory: MemoryCluster,
-                                                        make_kube: Callable[..., KubeCluster]) -> None:
+                                                        make_kube: MakeKube, widget_crd: Obj) -> None:
     remembering, asking = make_kube(), make_kube(unserved_recheck=0.0)
     assert not remembering.serves("example.com/v1", "Widget")
     assert not asking.serves("example.com/v1", "Widget")
-    memory.create(WIDGET_CRD)  # installed later by someone else
+    memory.create(widget_crd)  # installed later by someone else
     requests = Requests(remembering)
     assert not remembering.serves("example.com/v1", "Widget")  # within the recheck: no request
     assert discovery(requests) == []
     assert asking.serves("example.com/v1", "Widget")  # past it: discovery finds the new kind
 
 
-def test_a_crd_written_through_the_cluster_is_seen_at_once(make_kube: Callable[..., KubeCluster]) -> None:
+def test_a_crd_written_through_the_cluster_is_seen_at_once(make_kube: MakeKube, widget_crd: Obj) -> None:
     kube = make_kube()
     assert not kube.serves("example.com/v1", "Widget")
-    kube.create(WIDGET_CRD)
+    kube.create(widget_crd)
     assert kube.serves("example.com/v1", "Widget")
 
 
