@@ -68,6 +68,19 @@ def ready(port: int) -> bool:
         return False
 
 
+def stopped(process: subprocess.Popen[bytes], patience: float = 30) -> int:
+    """The exit status of ``engine run`` after SIGINT; killed (and the test failed) when it does not stop in time,
+    so no operator outlives its test, holding its port and its folders."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(patience)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+        raise
+
+
 def test_run_on_the_embedded_clusters_from_another_directory(tmp_path: Path) -> None:
     """`engine run` outside the checkout seeds its embedded clusters from the installed CRDs, lints the installed
     rules and gets ready (it died seeding, `deploy/crds` read from the working directory)."""
@@ -75,26 +88,26 @@ def test_run_on_the_embedded_clusters_from_another_directory(tmp_path: Path) -> 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    log = (tmp_path / "run.log").open("wb")
+    private_tmp = tmp_path / "tmp"  # what a killed operator cannot remove (its discovery cache) stays in the test's
+    private_tmp.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "run", "--kubeconfig-out", str(kubeconfig),
-         "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{port}"],
-        cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90
-        while not ready(port) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert process.poll() is None, (tmp_path / "run.log").read_text()
-        assert ready(port), (tmp_path / "run.log").read_text()
-        assert kubeconfig.exists()
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-        code = process.wait(30)
-        log.close()
+    with (tmp_path / "run.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", "run", "--kubeconfig-out", str(kubeconfig),
+             "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{port}"],
+            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env={**env, "TMPDIR": str(private_tmp)})
+        try:
+            deadline = time.monotonic() + 90
+            while not ready(port) and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert process.poll() is None, (tmp_path / "run.log").read_text()
+            assert ready(port), (tmp_path / "run.log").read_text()
+            assert kubeconfig.exists()
+        finally:
+            code = stopped(process)
     output = (tmp_path / "run.log").read_text()
     assert code == 0, output
+    assert list(private_tmp.iterdir()) == []  # a graceful stop leaves no folder behind
     assert "NotFound" not in output and "no such rule file" not in output, output[-3000:]
     offered = re.findall(r"kubectl .*?-f (\S+)(?: -f (\S+))?", output)  # the banner's example orders
     paths = [tmp_path / path for pair in offered for path in pair if path]

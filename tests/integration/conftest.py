@@ -210,7 +210,10 @@ class OperatorProcess:
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.log_path = world.tmp / f"{name}.log"
         self._log = self.log_path.open("wb")
-        env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+        # Its temporary folder is the test's: what a killed operator cannot remove (its discovery cache) stays there.
+        private_tmp = world.tmp / f"{name}-tmp"
+        private_tmp.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"} | {"TMPDIR": str(private_tmp)}
         self.process = subprocess.Popen(
             [sys.executable, *program, "run", "--kubeconfig", str(world.kubeconfig),
              "--context", "management", "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",

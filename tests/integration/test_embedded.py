@@ -27,7 +27,10 @@ class Embedded:
         self.probe_port = free_port()
         self.log_path = tmp / "embedded.log"
         self._log = self.log_path.open("wb")
+        private_tmp = tmp / "tmp"  # what a killed operator cannot remove (its discovery cache) stays in the test's
+        private_tmp.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
+        env["TMPDIR"] = str(private_tmp)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "engine.cli", "run", "--kubeconfig-out", str(self.kubeconfig),
              "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}"],
