@@ -414,6 +414,20 @@ class TestSharedWatch:
         threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
         assert names(kube.list("v1", "Secret").items) == ["mine"]
 
+    def test_a_list_does_not_wait_for_a_write_it_would_not_answer(self, memory: MemoryCluster,
+                                                                   kube: KubeCluster) -> None:
+        """A list by a selector the written object matches neither before nor after the write answers at once, from
+        the cache (decision 41); one it matches waits for the watch to deliver the write."""
+        memory.create(secret("other", app="y"))
+        feed = self.fed(kube)
+        written = kube.create(secret("mine", app="x"))
+        requests = Requests(kube)
+        assert names(kube.list("v1", "Secret", labels="app=y").items) == ["other"]
+        assert requests.seen == []
+        threading.Timer(0.2, feed.apply, args=({"type": "ADDED", "object": written},)).start()
+        assert names(kube.list("v1", "Secret", labels="app=x").items) == ["mine"]
+        assert requests.seen == []
+
     def test_a_selector_no_scope_names_is_not_shared(self, kube: KubeCluster) -> None:
         """A watch by a selector that is not one of the kind's scopes keeps no cache: no read is answered from it."""
         assert kube.share_watch("v1", "Secret", None, "sharding.c5c3.io/shard=member-a") is None

@@ -226,6 +226,30 @@ class TestExpectations:
         store.expect_version(9)
         assert not store.settle(0.01, ("ns", "b"))
 
+    def test_a_list_waits_only_for_the_writes_of_objects_it_selects(self) -> None:
+        """A list waits for a write of an object in its namespace that its selector matches after the write, or
+        matches as the store holds it now (the write may take it out of the selection), and for a deletion of an
+        object it would answer; writes of objects it selects neither before nor after do not hold it (decision
+        0041)."""
+        store = Store()
+        store.replace([obj("a", 4, app="x"), obj("b", 5, app="y")], "5")
+        x = parse_labels("app=x")
+        store.expect(Expectation(version=7, about=("other", "c"), labels={"app": "x"}))
+        store.expect(Expectation(version=7, about=("ns", "b"), labels={"app": "z"}))
+        store.expect(Expectation(gone=("ns", "b"), uid="uid-b"))
+        assert store.settle(0.0, listing=("ns", x))
+        assert not store.settle(0.01, listing=(None, x))  # every namespace: the write of other/c is in it
+        store.expect(Expectation(version=7, about=("ns", "b"), labels={"app": "x"}))
+        assert not store.settle(0.01, listing=("ns", x))  # b enters the selection
+        store.expect(Expectation(version=7, about=("ns", "a"), labels={"app": "z"}))
+        assert not store.settle(0.01, listing=("ns", x))  # a leaves it
+        store.expect(Expectation(gone=("ns", "a"), uid="uid-a"))
+        assert not store.settle(0.01, listing=("ns", x))  # a goes
+        store.expect(Expectation(version=7, about=("ns", "b"), labels={"app": "x"}))
+        threading.Timer(0.02, lambda: store.apply(event("MODIFIED", obj("b", 7, app="x")))).start()
+        assert store.settle(5.0, listing=("ns", x))
+        assert select(store, "app=x") == ["ns/a", "ns/b"]
+
     def test_met_expectations_cost_nothing(self) -> None:
         """A write the store has already seen (a no-op write) does not make reads wait."""
         store = Store()

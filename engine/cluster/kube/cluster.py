@@ -409,7 +409,7 @@ class KubeCluster:
         label = self._answering_label(api_version, kind, selector)
         informer: Informer | FedInformer | None = None
         if field_selector is not None and label != "":
-            informer = self._informer(api_version, kind, namespace, label)
+            informer = self._informer(api_version, kind, namespace, label, listing=selector)
         elif field_selector is not None and reads is not None:
             informer = self._projected_informer(api_version, kind, namespace, reads)
         if informer is None or field_selector is None:
@@ -577,7 +577,9 @@ class KubeCluster:
             return obj
         version = version_number(meta.get("resourceVersion"))
         if version is not None:
-            expected = Expectation(version=version, about=key_of(obj))
+            labels = meta.get("labels")
+            expected = Expectation(version=version, about=key_of(obj),
+                                   labels=labels if isinstance(labels, dict) else {})
             for informer in self._covering(api_version, kind, meta.get("namespace"), obj):
                 informer.store.expect(expected)
         if (api_version.rpartition("/")[0], kind) == CRD:
@@ -641,11 +643,13 @@ class KubeCluster:
         return False, None
 
     def _informer(self, api_version: str, kind: str, namespace: str | None,
-                  label: str | None = None, reading: tuple[str, str] | None = None) -> Informer | FedInformer | None:
+                  label: str | None = None, reading: tuple[str, str] | None = None,
+                  listing: Selector | None = None) -> Informer | FedInformer | None:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
         label: the label scope the informer selects on (a label-scoped kind); None: every object. reading: the object a
-        get reads (it waits for this cluster's writes of that object only); None: a list (it waits for all)."""
+        get reads (it waits for this cluster's writes of that object only); listing: a list's label selector (it waits
+        for the writes of objects in its namespace it selects before or after them); neither: it waits for all."""
         resource = self._resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
@@ -667,7 +671,8 @@ class KubeCluster:
                         return None
         if isinstance(informer, FedInformer) and not informer.wait_listed(self._settle_timeout):
             return None  # the feeding watch has not listed (or its kind is unserved, or it ended): read live
-        if not informer.store.settle(self._settle_timeout, reading):
+        if not informer.store.settle(self._settle_timeout, reading,
+                                     None if listing is None else (namespace, listing)):
             self._log.warning("%r: the watch did not deliver this cluster's writes within %.1fs; reading live",
                               informer, self._settle_timeout)
             return None

@@ -154,6 +154,8 @@ class Expectation:
     gone: Key | None = None
     uid: str | None = None
     about: Key | None = None
+    labels: Mapping[str, Any] | None = None
+    """The labels the written object (``about``) carries after the write."""
 
     def concerns(self, key: Key) -> bool:
         """Whether a get of ``key`` must wait for this expectation."""
@@ -253,28 +255,45 @@ class Store:
             if reached is not None and reached < version:
                 self._expected.append(Expectation(version=version))
 
-    def settle(self, timeout: float, key: Key | None = None) -> bool:
-        """Wait until every expected write is visible (with ``key``, a get's: every write of that object, and
-        every expectation about no object in particular); False (and the expectations dropped) on timeout.
+    def settle(self, timeout: float, key: Key | None = None,
+               listing: tuple[str | None, Selector] | None = None) -> bool:
+        """Wait until the expected writes a read depends on are visible; False (and the expectations dropped) on
+        timeout. ``key``: a get's, which waits for the writes of that object; ``listing``: a list's namespace (None:
+        all) and label selector, which waits for the writes of objects it would answer before or after them; neither:
+        every expected write. Expectations about no object in particular hold every read.
 
         Every cached read asks, and most find nothing expected: that answer takes no lock (the list is only
         appended to by the writing thread before its write returns, so a thread sees its own expectations).
-        A get waits only for the writes of the object it reads (read-your-writes, decision 0041): with several
-        workers writing, some write of the kind is nearly always on its way, and waiting for all of them made
-        most reads wait for the watch."""
+        Read-your-writes is per object (decision 0041): with several workers writing, some write of the kind is
+        nearly always on its way, and waiting for all of them made most reads wait for the watch."""
         if not self._expected:
             return True
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 self._expected = [e for e in self._expected if not self._met(e)]
-                if not self._expected or (key is not None and not any(e.concerns(key) for e in self._expected)):
+                if not self._expected or (key is not None and not any(e.concerns(key) for e in self._expected)) or (
+                        listing is not None and not any(self._listed_by(e, *listing) for e in self._expected)):
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self._expected = []
                     return False
                 self._changed.wait(remaining)
+
+    def _listed_by(self, expectation: Expectation, namespace: str | None, selector: Selector) -> bool:
+        """Whether a list must wait for this expectation: it names no object, or the object it names is in the list's
+        namespace and matches its selector after the write or as the store holds it now (a write that took the
+        object out of the selection must be seen as much as one that put it in)."""
+        subject = expectation.about if expectation.about is not None else expectation.gone
+        if subject is None:
+            return True
+        if namespace is not None and subject[0] != namespace:
+            return False
+        if expectation.about is not None and selector.matches(expectation.labels):
+            return True
+        held = self._objects.get(subject)
+        return held is not None and selector.matches_object(held)
 
     def _met(self, expectation: Expectation) -> bool:
         if expectation.version is not None:
