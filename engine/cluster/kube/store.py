@@ -157,10 +157,10 @@ class Expectation:
     labels: Mapping[str, Any] | None = None
     """The labels the written object (``about``) carries after the write."""
 
-    def concerns(self, key: Key) -> bool:
-        """Whether a get of ``key`` must wait for this expectation."""
-        subject = self.about if self.about is not None else self.gone
-        return subject is None or subject == key
+    @property
+    def subject(self) -> Key | None:
+        """The object the expectation is about (written or gone); None: none in particular."""
+        return self.about if self.about is not None else self.gone
 
 
 class Store:
@@ -177,7 +177,12 @@ class Store:
         self._position: str = ""
         self._reached: int | None = None
         """``position`` as a number (None: not one), so a version check parses nothing."""
-        self._expected: list[Expectation] = []
+        self._general: list[Expectation] = []
+        """Expectations about no object in particular (what a watch event showed): every read waits for them."""
+        self._about: dict[Key, list[Expectation]] = {}
+        """Expectations about one object (a write's, a deletion's), by that object: a get looks up its own only."""
+        self._waiting = 0
+        """Reads waiting on ``_changed`` now: an event wakes them only when there are some."""
 
     # -- fed by the informer --------------------------------------------------
 
@@ -190,6 +195,7 @@ class Store:
             for obj in items:
                 self._put(obj)
             self._moved(resource_version)
+            self._prune()
             self._changed.notify_all()
 
     def apply(self, event: WatchEvent) -> None:
@@ -203,7 +209,11 @@ class Store:
             rv = rv_of(obj)
             if rv is not None:
                 self._moved(rv)
-            if self._expected and any(self._met(expected) for expected in self._expected):
+            if self._about and event["type"] != "BOOKMARK":
+                self._prune_about(key_of(obj))  # the echo of a write (or the deletion) meets its expectations
+            if self._general:
+                self._general = [e for e in self._general if not self._met(e)]
+            if self._waiting:
                 self._changed.notify_all()  # only reads waiting for a write wait here, and only this wakes them
 
     def _moved(self, position: str) -> None:
@@ -245,7 +255,11 @@ class Store:
         """A read must wait until this write is visible (satisfied ones are never recorded)."""
         with self._changed:
             if not self._met(expectation):
-                self._expected.append(expectation)
+                subject = expectation.subject
+                if subject is None:
+                    self._general.append(expectation)
+                else:
+                    self._about.setdefault(subject, []).append(expectation)
 
     def expect_version(self, version: int) -> None:
         """``expect`` of a resourceVersion reached, without building the expectation when it is (every watch
@@ -253,7 +267,7 @@ class Store:
         with self._changed:
             reached = self._reached
             if reached is not None and reached < version:
-                self._expected.append(Expectation(version=version))
+                self._general.append(Expectation(version=version))
 
     def settle(self, timeout: float, key: Key | None = None,
                listing: tuple[str | None, Selector] | None = None) -> bool:
@@ -262,30 +276,58 @@ class Store:
         all) and label selector, which waits for the writes of objects it would answer before or after them; neither:
         every expected write. Expectations about no object in particular hold every read.
 
-        Every cached read asks, and most find nothing expected: that answer takes no lock (the list is only
-        appended to by the writing thread before its write returns, so a thread sees its own expectations).
-        Read-your-writes is per object (decision 0041): with several workers writing, some write of the kind is
-        nearly always on its way, and waiting for all of them made most reads wait for the watch."""
-        if not self._expected:
+        Every cached read asks, and most find nothing they wait for: that answer takes no lock (expectations are
+        only added by the writing thread before its write returns, so a thread sees its own) and, for a get, looks
+        at its own object's expectations only. Read-your-writes is per object (decision 0041): with several workers
+        writing, some write of the kind is nearly always on its way, and waiting for all of them made most reads
+        wait for the watch."""
+        if not self._general and (not self._about or (key is not None and key not in self._about)):
             return True
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                self._expected = [e for e in self._expected if not self._met(e)]
-                if not self._expected or (key is not None and not any(e.concerns(key) for e in self._expected)) or (
-                        listing is not None and not any(self._listed_by(e, *listing) for e in self._expected)):
+                if self._general:
+                    self._general = [e for e in self._general if not self._met(e)]
+                if key is not None:
+                    self._prune_about(key)
+                    blocked = bool(self._general) or key in self._about
+                else:
+                    self._prune()
+                    blocked = bool(self._general) or (bool(self._about) if listing is None else any(
+                        self._listed_by(e, *listing) for pending in self._about.values() for e in pending))
+                if not blocked:
                     return True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    self._expected = []
+                    self._general, self._about = [], {}
                     return False
-                self._changed.wait(remaining)
+                self._waiting += 1
+                try:
+                    self._changed.wait(remaining)
+                finally:
+                    self._waiting -= 1
+
+    def _prune_about(self, key: Key) -> None:
+        """Drop the met expectations about one object (lock held)."""
+        pending = self._about.get(key)
+        if pending is not None:
+            kept = [e for e in pending if not self._met(e)]
+            if kept:
+                self._about[key] = kept
+            else:
+                del self._about[key]
+
+    def _prune(self) -> None:
+        """Drop every met expectation (lock held): a list's wait, a list from the server."""
+        self._general = [e for e in self._general if not self._met(e)]
+        for key in list(self._about):
+            self._prune_about(key)
 
     def _listed_by(self, expectation: Expectation, namespace: str | None, selector: Selector) -> bool:
         """Whether a list must wait for this expectation: it names no object, or the object it names is in the list's
         namespace and matches its selector after the write or as the store holds it now (a write that took the
         object out of the selection must be seen as much as one that put it in)."""
-        subject = expectation.about if expectation.about is not None else expectation.gone
+        subject = expectation.subject
         if subject is None:
             return True
         if namespace is not None and subject[0] != namespace:
