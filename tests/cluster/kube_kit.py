@@ -63,3 +63,19 @@ def watching(emulator: Emulator, *clusters: KubeCluster) -> None:
     on its own thread just after its first list; a Requests made before that would count the watch's request."""
     expected = sum(1 for cluster in clusters for informer in cluster.informers() if isinstance(informer, Informer))
     assert eventually(lambda: sum(emulator.open_watches().values()) >= expected)
+
+
+class OneReadBody:
+    """A watch answer whose lines arrive in one read: enough for WatchStream."""
+
+    chunked = False
+
+    def __init__(self, data: bytes) -> None:
+        self._data = [data]
+
+    def read1(self, amt: int) -> bytes:
+        return self._data.pop() if self._data else b""
+
+    def shutdown(self) -> None: ...
+    def close(self) -> None: ...
+    def release_conn(self) -> None: ...

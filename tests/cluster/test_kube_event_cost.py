@@ -11,21 +11,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.store import Expectation, Store, interned
 from engine.cluster.kube.wire import WatchStream
 from engine.cluster.memory import MemoryCluster
+from tests.cluster.kube_kit import OneReadBody
 
-API = "example.io/v1"
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.io"},
-    "spec": {"group": "example.io", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
+API = "example.com/v1"
 
 
 def order(i: int) -> dict[str, Any]:
@@ -38,7 +31,7 @@ def order(i: int) -> dict[str, Any]:
         "metadata": {"name": f"w{i}", "namespace": "tenant-a", "uid": f"8518f9ee-5152-47b4-9624-{i:012d}",
                      "creationTimestamp": "2026-12-02T02:34:34Z", "generation": 1,
                      "labels": {"app": "widgets", "tier": f"t{i % 3}"},
-                     "finalizers": ["example.io/teardown"], "resourceVersion": str(1000 + i),
+                     "finalizers": ["example.com/teardown"], "resourceVersion": str(1000 + i),
                      "managedFields": [
                          {"manager": "operator", "operation": "Update", "apiVersion": API, "fieldsType": "FieldsV1",
                           "fieldsV1": {"f:status": {"f:conditions": {}}}, "subresource": "status"},
@@ -49,22 +42,6 @@ def order(i: int) -> dict[str, Any]:
                    "observedGeneration": 1, "userID": f"f8a584a1b993441f9c4ca793d189{i:04d}",
                    "secretName": f"w{i}-credentials", "secretKeys": ["clouds.yaml", "password"]},
     }
-
-
-class _Body:
-    """A watch answer whose lines arrive in one read."""
-
-    chunked = False
-
-    def __init__(self, data: bytes) -> None:
-        self._data = [data]
-
-    def read1(self, amt: int) -> bytes:
-        return self._data.pop() if self._data else b""
-
-    def shutdown(self) -> None: ...
-    def close(self) -> None: ...
-    def release_conn(self) -> None: ...
 
 
 def calls(work: Callable[[], object]) -> int:
@@ -83,7 +60,7 @@ after."""
 
 def test_a_watch_event_costs_a_bounded_number_of_calls() -> None:
     lines = b"".join(json.dumps({"type": "MODIFIED", "object": order(i)}).encode() + b"\n" for i in range(50))
-    stream = WatchStream(_Body(lines), strip_managed_fields=True)  # type: ignore[arg-type]
+    stream = WatchStream(OneReadBody(lines), strip_managed_fields=True)  # type: ignore[arg-type]
     events: list[Any] = []
     assert calls(lambda: events.extend(stream)) / 50 <= CALLS_PER_EVENT
     assert len(events) == 50 and events[7]["object"]["status"] == order(7)["status"]
@@ -115,9 +92,9 @@ CALLS_PER_LIST = 270
 selector, 237 after."""
 
 
-def test_a_cached_read_costs_a_bounded_number_of_calls(memory: MemoryCluster,
+def test_a_cached_read_costs_a_bounded_number_of_calls(memory: MemoryCluster, widget_crd: Obj,
                                                        make_kube: Callable[..., KubeCluster]) -> None:
-    memory.create(CRD)
+    memory.create(widget_crd)
     kube = make_kube()
     feed = kube.share_watch(API, "Widget", None, None)
     assert feed is not None

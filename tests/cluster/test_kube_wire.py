@@ -14,6 +14,7 @@ from engine.cluster.api import NotFound
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator import Emulator
+from tests.cluster.kube_kit import OneReadBody
 
 SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "default"}}
 
@@ -85,27 +86,12 @@ def test_an_error_answer_is_our_error(setup: tuple[KubeCluster, TokenSource, lis
     assert caught.value.details.get("name") == "missing"
 
 
-class _Body:
-    """A response whose body arrives in one read: enough for WatchStream."""
-
-    chunked = False
-
-    def __init__(self, data: bytes) -> None:
-        self._data = [data]
-
-    def read1(self, amt: int) -> bytes:
-        return self._data.pop() if self._data else b""
-
-    def shutdown(self) -> None: ...
-    def close(self) -> None: ...
-    def release_conn(self) -> None: ...
-
-
 def test_a_watch_line_that_is_not_json_is_not_quoted() -> None:
     """A cut-off watch line may hold a Secret's data: the error names the fault, never the content."""
     from engine.cluster.api import ApiError
     from engine.cluster.kube.wire import WatchStream
-    stream = WatchStream(_Body(b'{"type": "ADDED", "object": {"kind": "Secret", "data": {"password": "aHVudGVy\n'))  # type: ignore[arg-type]
+    cut_off = b'{"type": "ADDED", "object": {"kind": "Secret", "data": {"password": "aHVudGVy\n'
+    stream = WatchStream(OneReadBody(cut_off))  # type: ignore[arg-type]
     with pytest.raises(ApiError) as caught:
         next(stream)
     assert "not JSON" in str(caught.value) and "aHVudGVy" not in str(caught.value)
