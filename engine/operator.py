@@ -481,10 +481,12 @@ def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, ma
                    stop: threading.Event | None, target_factory: Callable[[Registration], Cluster] | None,
                    endpoints: list[Endpoint] | None) -> int:
     logs.configure(options.log_level, sink=sink)
-    from engine.cluster.kube import sweep_private_dirs
+    from engine.cluster.kube import sweep_discovery_dirs, sweep_private_dirs
 
     for path in sweep_private_dirs():
         LOG.info("removed client-key directory %s left by an operator that did not stop", path)
+    for path in sweep_discovery_dirs():
+        LOG.info("removed discovery cache directory %s left by an operator that did not stop", path)
     stop = stop if stop is not None else threading.Event()
     if endpoints is None:
         try:

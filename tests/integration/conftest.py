@@ -206,12 +206,12 @@ class OperatorProcess:
     object a read handed out ends it with status 70 and a log line that ``World.close`` fails on."""
 
     def __init__(self, world: World, *args: str, name: str = "operator",
-                 program: Sequence[str] = ("-m", "engine.cli")) -> None:
+                 program: Sequence[str] = ("-m", "engine.cli"), tmp: Path | None = None) -> None:
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.log_path = world.tmp / f"{name}.log"
         self._log = self.log_path.open("wb")
-        # Its temporary folder is the test's: what a killed operator cannot remove (its discovery cache) stays there.
-        private_tmp = world.tmp / f"{name}-tmp"
+        # Its temporary folder is the test's (``tmp``, or its own): what a killed operator leaves stays there.
+        private_tmp = tmp if tmp is not None else world.tmp / f"{name}-tmp"
         private_tmp.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"} | {"TMPDIR": str(private_tmp)}
         self.process = subprocess.Popen(

@@ -15,8 +15,10 @@ from engine.cluster.kube.config import (  # noqa: E402
     kube_cluster_from_kubeconfig,
     kube_cluster_from_registration,
     kube_cluster_in_pod,
+    sweep_discovery_dirs,
     sweep_private_dirs,
 )
 
 __all__ = ["KubeCluster", "api_client_from_kubeconfig", "kube_cluster_from_kubeconfig",
-           "kube_cluster_from_registration", "kube_cluster_in_pod", "sweep_private_dirs"]
+           "kube_cluster_from_registration", "kube_cluster_in_pod", "sweep_discovery_dirs",
+           "sweep_private_dirs"]

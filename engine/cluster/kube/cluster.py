@@ -23,7 +23,6 @@ import dataclasses
 import hashlib
 import logging
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -52,6 +51,7 @@ from engine.cluster.api import (
 )
 from engine.cluster.kube.errors import no_resource
 from engine.cluster.kube.informer import FedInformer, Informer
+from engine.cluster.kube.owned_dirs import OwnedDir
 from engine.cluster.kube.requests import RequestObserver, observe_requests
 from engine.cluster.kube.scopes import answers, holds, trusted
 from engine.cluster.kube.served import UNSERVED_RECHECK, ServedKinds
@@ -73,6 +73,10 @@ SETTLE_TIMEOUT = 5.0
 """Seconds a cached read waits for the watch to deliver this cluster's own writes before reading live."""
 
 CRD = ("apiextensions.k8s.io", "CustomResourceDefinition")
+
+DISCOVERY_PREFIX = "engine-discovery-"
+"""The private temporary folders of the discovery cache (``OwnedDir``: a starting operator removes those a
+killed one left, ``sweep_dead``)."""
 
 Scope = str | None
 """The namespace an informer covers, or None for all namespaces (and cluster-scoped kinds)."""
@@ -118,10 +122,10 @@ class KubeCluster:
         if on_request is not None:
             observe_requests(api_client, on_request)
         self._private_dir = private_dir
-        self._tmpdir: str | None = None
+        self._tmpdir: OwnedDir | None = None
         if discovery_cache_dir is None:
-            self._tmpdir = tempfile.mkdtemp(prefix="engine-discovery-")
-            cache_dir = Path(self._tmpdir)
+            self._tmpdir = OwnedDir(DISCOVERY_PREFIX)
+            cache_dir = self._tmpdir.path
         else:
             cache_dir = Path(discovery_cache_dir)
             cache_dir.mkdir(parents=True, exist_ok=True)
@@ -166,9 +170,10 @@ class KubeCluster:
         for informer in informers:
             informer.stop()
         self.api_client.rest_client.close()  # idle pooled connections; a later call opens new ones
-        for directory in (self._tmpdir, self._private_dir):
-            if directory is not None:
-                shutil.rmtree(directory, ignore_errors=True)
+        if self._tmpdir is not None:
+            self._tmpdir.remove()
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
         self._tmpdir = self._private_dir = None
 
     def informers(self) -> builtins.list[Informer | FedInformer]:

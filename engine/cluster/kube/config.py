@@ -23,8 +23,9 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import load_incluster_config
 
 from engine.cluster.api import BadRequest
-from engine.cluster.kube.cluster import POOL_SIZE, KubeCluster
+from engine.cluster.kube.cluster import DISCOVERY_PREFIX, POOL_SIZE, KubeCluster
 from engine.cluster.kube.library import kube_config
+from engine.cluster.kube.owned_dirs import sweep_dead
 from engine.cluster.kube.requests import RequestObserver
 from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
 
@@ -86,6 +87,12 @@ def sweep_private_dirs(temp_dir: Path | None = None) -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
+
+
+def sweep_discovery_dirs(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the discovery cache folders that operators which did not stop left behind; the removed ones.
+    A folder goes only when its owner's lock is free (``owned_dirs``): a live operator's stays, on any pid."""
+    return sweep_dead(DISCOVERY_PREFIX, temp_dir)
 
 
 def _alive(pid: int) -> bool:
