@@ -77,6 +77,11 @@ class ExprError(Exception):
         return f"{where}cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
 
 
+LONE_SURROGATE = "a string holds a lone surrogate (half of a UTF-16 pair), which is not Unicode text"
+"""What a value with a lone surrogate (``"\\ud800"`` in an order's JSON) is told as: it has no UTF-8 form, so
+it can be neither hashed, encoded nor written, and an API server would store U+FFFD in its place."""
+
+
 class PassThrough(Exception):
     """Raised by the caller's context while an expression runs (a lazy read failed): never wrapped."""
 

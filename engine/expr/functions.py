@@ -31,7 +31,7 @@ import yaml
 
 from engine import durations
 from engine.expr import golang
-from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough
+from engine.expr.errors import LONE_SURROGATE, ExprError, ExprSyntaxError, FunctionError, PassThrough
 from engine.expr.secret_data import is_secret_object, secret_values_of
 
 __all__ = [
@@ -161,7 +161,12 @@ def described_failure(fn: Function, exc: Exception, args: Sequence[Any]) -> Func
     (never their values), or None for an error that passes through as it is."""
     if isinstance(exc, PassThrough):
         return None
-    reason = str(exc) if isinstance(exc, FunctionError) else f"{fn.name}(): {type(exc).__name__}"
+    if isinstance(exc, FunctionError):
+        reason = str(exc)
+    elif isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed":
+        reason = f"{fn.name}(): {LONE_SURROGATE}"  # the only text str.encode("utf-8") refuses
+    else:
+        reason = f"{fn.name}(): {type(exc).__name__}"
     met = ", ".join(_jmes_type(arg) for arg in args) or "no arguments"
     return FunctionError(f"{reason} (arguments: {met})")
 

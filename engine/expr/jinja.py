@@ -37,7 +37,7 @@ from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.expr import rendered_yaml
-from engine.expr.errors import ExprError, ExprSyntaxError, safe_reason
+from engine.expr.errors import LONE_SURROGATE, ExprError, ExprSyntaxError, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments
 from engine.expr.jinja_closures import DICT_ATTRIBUTES, Closure, NotCompiled, Unanswered, compile_output
 from engine.expr.suggest import did_you_mean
@@ -617,6 +617,8 @@ class ObjectTemplate:
                 obj = yaml.load(text, Loader=_ObjectLoader)  # a safe loader
             except yaml.YAMLError as exc:
                 raise ExprError(self.source, _yaml_reason(exc, self.source), path=self.path) from None
+            except UnicodeEncodeError:  # libyaml reads UTF-8: a lone surrogate in a value has none
+                raise ExprError(self.source, _surrogate_reason(text), path=self.path) from None
         _PARSED.put(text, _copy_json(obj))
         return obj
 
@@ -667,6 +669,16 @@ def _yaml_reason(exc: yaml.YAMLError, source: str) -> str:
         where = f" at rendered line {mark.line + 1}" if mark is not None else ""
         return f"rendered YAML is invalid{where}: {problem}"
     return "rendered YAML is invalid"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_reason(text: str) -> str:
+    """The error of a rendered text with a lone surrogate: the rendered line where it stands, never the value."""
+    found = _SURROGATE.search(text)
+    where = f" at rendered line {text.count(chr(10), 0, found.start()) + 1}" if found is not None else ""
+    return f"rendered YAML is invalid{where}: {LONE_SURROGATE}"
 
 
 def compile_object_template(source: str, path: str) -> ObjectTemplate:

@@ -67,12 +67,10 @@ def generic(template: Any, context: dict[str, Any]) -> tuple[str, Any]:
             return ("value", rendered_yaml.parse(text))
         except rendered_yaml.NotPlain:
             return ("value", yaml.load(text, Loader=jinja._ObjectLoader))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeEncodeError) as exc:  # PyYAML's error for a lone surrogate, read as invalid
         return ("yaml error", type(exc).__name__)
     except ExprError as exc:
         return ("error", str(exc))
-    except Exception as exc:  # what the generic path let through (a lone surrogate: PyYAML's UnicodeEncodeError)
-        return ("exception", type(exc).__name__)
 
 
 def rendered(template: Any, context: dict[str, Any]) -> tuple[str, Any]:
