@@ -115,6 +115,16 @@ def label_scopes(catalog: Catalog) -> dict[tuple[str, str], tuple[str, ...]]:
             keys.setdefault((api_version, kind), set()).add(label)
     return {scoped: tuple(sorted(labels)) for scoped, labels in keys.items()}
 
+def declared_scopes(catalog: Catalog) -> dict[tuple[str, str, str], frozenset[str]]:
+    """(apiVersion, kind, label key) -> the order kinds (keys) whose ``children.cacheOnlyLabelled`` names it: the
+    kinds a label-selected informer serves (decision 0045 opens it with the first order of one of them)."""
+    declared: dict[tuple[str, str, str], set[str]] = {}
+    for order_kind in catalog.values():
+        for scope in order_kind.label_scopes:
+            declared.setdefault(scope, set()).add(order_kind.key)
+    return {scope: frozenset(kinds) for scope, kinds in declared.items()}
+
+
 CHILD_MAPPINGS = frozenset({"labels", "owner"})
 """Watches whose objects the engine writes for one order (its children by their labels, what it controls)."""
 

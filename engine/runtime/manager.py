@@ -254,6 +254,7 @@ class Manager(Generic[K]):
         self.sources.recover = True
         echoes = Echoes(lambda request, kind: self.queue.add(request, Wake("held", kind)))
         self.sources.echoes = self.controller.echoes = echoes
+        self.sources.defer_unused = True
         self._build()
         self.sources.start(watch_timeout=self._watch_timeout, recheck=self._recheck)
         halt = threading.Event()
@@ -282,8 +283,9 @@ class Manager(Generic[K]):
         once (or found its kind unserved). Target clusters never hold readiness back."""
         if not self._started:
             return False
-        # A shard leader's keys-only views open with its term: they hold no probe back.
-        management = [i for i in self.sources.informers(MANAGEMENT_CLUSTER) if not i.keys_only]
+        # A shard leader's keys-only views open with its term, the watches an order kind needs with its first order
+        # (their reads wait for their first list): they hold no probe back.
+        management = [i for i in self.sources.informers(MANAGEMENT_CLUSTER) if not i.keys_only and not i.on_demand]
         for informer in management:
             if informer.listed:
                 self._synced.add(id(informer))

@@ -22,6 +22,11 @@ dropped here instead of being queued, taken by a worker and skipped by the admis
 A label-scoped kind (``children.cacheOnlyLabelled`` in the rules) is watched through one
 label-selected informer per label key, so objects carrying none of the keys are never held here.
 
+With ``defer_unused`` (``engine run``, decision 0045), an informer that only order kinds without an order need (their
+children, the kinds their watches name, the label scopes they declared) is not opened until one of those kinds has an
+order: an order kind's own informer always runs, and the event that shows a kind's first order opens the kind's other
+informers on every engaged cluster before it queues the order (their reads wait for their first list, as at start).
+
 A kind the cluster does not serve is skipped and checked again later (every pump
 in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
 appears is watched without a restart. A Gone (410) re-lists; the re-list is
@@ -49,7 +54,17 @@ from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.runtime.echoes import Echoes
-from engine.runtime.kinds import Catalog, Index, LabelScopes, Log, OrderKind, Watch, label_scopes, shard_scopes
+from engine.runtime.kinds import (
+    Catalog,
+    Index,
+    LabelScopes,
+    Log,
+    OrderKind,
+    Watch,
+    declared_scopes,
+    label_scopes,
+    shard_scopes,
+)
 from engine.runtime.queue import Wake, WorkQueue
 
 Key = tuple[str, str]
@@ -157,6 +172,8 @@ class Informer:
         self.stop = threading.Event()
         self._stream: Iterator[WatchEvent] | None = None
         self.keys_only = label == KEYS_ONLY
+        self.on_demand = False
+        """Opened for an order kind's first order (``Sources.defer_unused``), not at start: no readiness condition."""
         """Holds keys (``keys``), maps no event and keeps no read cache: the shard leader's view of the orders."""
         self._expect_seen = None if self.keys_only else getattr(cluster, "expect_seen", None)
         """A cached cluster's read barrier (KubeCluster.expect_seen), or None."""
@@ -184,6 +201,8 @@ class Informer:
         for key, obj in self._cache.items():
             for order_kind in indexes:
                 self._sources.index.put(order_kind.key, (self.cluster_name, *key), self._index_keys(order_kind, obj))
+        if self._cache and indexes:
+            self._sources.activate(indexes)
 
     def forget_index(self) -> None:
         """Drop the index entries of the orders this informer holds (lock held)."""
@@ -372,6 +391,8 @@ class Informer:
         else:
             old = self._cache.get(key)
             self._cache[key] = new = obj
+            if self._indexes and old is None:
+                self._sources.activate(self._indexes)  # an order kind's first order: its watches open first
         for order_kind in self._indexes:
             member = (self.cluster_name, *key)
             if new is not None and old is not None and order_kind.index_alike(old, new) \
@@ -432,6 +453,12 @@ class Sources:
         self.echoes: Echoes | None = None
         """Set (``engine run``) before clusters are added: the events that only echo a pass's own writes do
         not wake its order again (``engine.runtime.echoes``); None (deterministic runs): every event does."""
+        self.defer_unused = False
+        """Set (``engine run``) before clusters are added: the informers only order kinds without an order need open
+        with such a kind's first order (decision 0045); False (deterministic runs): every informer opens at once."""
+        self._active: set[str] = set()
+        """The order kinds (keys) an order informer has held an order of, on any engaged cluster."""
+        self._declared = declared_scopes(catalog)
 
     def informers(self, cluster: str | None = None) -> list[Informer]:
         with self.lock:
@@ -445,10 +472,10 @@ class Sources:
         observe = getattr(cluster, "observe_writes", None)
         if self.echoes is not None and callable(observe):
             observe(self.echoes.observer(name))
-        built = [Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
-                 for (_, api_version, kind, namespace, label), (watches, indexes)
-                 in self._plan(name, namespaces).items()]
-        with self.lock:
+        with self.lock:  # planned and registered at once: an order kind's first order elsewhere opens its watches here
+            built = [Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
+                     for (_, api_version, kind, namespace, label), (watches, indexes)
+                     in self._plan(name, namespaces).items()]
             self._clusters[name] = (cluster, tuple(namespaces) if namespaces is not None else None)
             for informer in built:
                 self._informers[self._informer_key(informer)] = informer
@@ -464,6 +491,7 @@ class Sources:
         with self.lock:
             self._catalog = catalog
             self._label_scopes = label_scopes(catalog)
+            self._declared = declared_scopes(catalog)
             plan: dict[InformerKey, Feeds] = {}
             for name, (_, namespaces) in self._clusters.items():
                 plan.update(self._plan(name, namespaces))
@@ -519,12 +547,49 @@ class Sources:
         scopes = self._scopes()
         for (api_version, kind), (watches, indexes) in kinds.items():
             labels = scopes.get((api_version, kind)) or (self.order_selector if indexes else None,)
+            watchers = {watch.order_kind for watch in watches}
             for namespace in namespaces or (None,):
                 for label in labels:
-                    plan[(name, api_version, kind, namespace, label)] = (watches, indexes)
+                    if indexes or not self.defer_unused or self._needed(api_version, kind, label, watchers):
+                        plan[(name, api_version, kind, namespace, label)] = (watches, indexes)
                 if indexes and self.order_selector is not None and self.keys_views:  # the leader's view, keys only
                     plan[(name, api_version, kind, namespace, KEYS_ONLY)] = ([], [])
         return plan
+
+    def _needed(self, api_version: str, kind: str, label: str | None, watchers: set[str]) -> bool:
+        """Whether an order kind that has had an order needs this informer: one that declared its label scope
+        (``children.cacheOnlyLabelled``; a shard member's selector may follow the key), else one watching the kind."""
+        declared = self._declared.get((api_version, kind, label.partition(",")[0])) if label else None
+        return not (declared or watchers).isdisjoint(self._active)
+
+    def activate(self, order_kinds: Iterable[OrderKind]) -> None:
+        """An order informer holds an order of these kinds: with ``defer_unused``, open on every engaged cluster the
+        informers they need that are not open yet (before the event that showed the order is mapped; lock held)."""
+        if all(order_kind.key in self._active for order_kind in order_kinds):
+            return  # every later order: one set lookup
+        with self.lock:
+            fresh = sorted({order_kind.key for order_kind in order_kinds} - self._active)
+            if not fresh:
+                return
+            self._active.update(fresh)
+            if not self.defer_unused:
+                return
+            opened: list[Informer] = []
+            for name, (cluster, namespaces) in self._clusters.items():
+                for key, (watches, indexes) in self._plan(name, namespaces).items():
+                    if key not in self._informers:
+                        _, api_version, kind, namespace, label = key
+                        informer = Informer(self, name, cluster, api_version, kind, watches, indexes, namespace, label)
+                        informer.on_demand = True
+                        self._informers[key] = informer
+                        opened.append(informer)
+            if not opened:
+                return
+            self._held_by = None
+            if self._threads_running:
+                for informer in opened:
+                    self._start(informer)
+        self.log.info("the first order of %s: opened %d watch(es) it needs", ", ".join(fresh), len(opened))
 
     def _scopes(self) -> LabelScopes:
         """The label scopes kinds are watched by: the rules' (decision 14) and, for a shard member, its selector on

@@ -356,3 +356,59 @@ def test_an_update_wakes_the_orders_of_the_old_object_and_of_the_new() -> None:
     cluster.patch(API, "Gadget", "ns", "g", {"metadata": {"labels": {OWNER_LABEL: "ns.b"}}})
     sources.pump()
     assert sorted(drain(queue)) == [":ns/a", ":ns/b"]
+
+
+def test_with_defer_unused_an_order_kind_s_watches_open_with_its_first_order() -> None:
+    """``engine run`` defers the informers only order kinds without an order need: at start the order kinds alone are
+    watched; a Widget's first order opens the Widget's child kinds and its label scope of Parts (not the Sprocket's) on
+    every cluster, before the order is queued; what those informers list and see afterwards wakes the order. A
+    Sprocket's first order (on a target cluster) opens its own."""
+    sprocket_key = f"{API}/Sprocket"
+    sprocket_label = "example.io/sprocket"
+    widget = FakeKind(watches=(FakeWatch("Widget"), FakeWatch("Gadget", mapping="labels"),
+                               FakeWatch("Part", mapping="labels")),
+                      label_scopes=((API, "Part", OWNER_LABEL),))
+    sprocket = FakeKind(kind="Sprocket", watches=(FakeWatch("Sprocket", order_kind=sprocket_key),
+                                                  FakeWatch("Cog", mapping="labels", order_kind=sprocket_key)),
+                        label_scopes=((API, "Part", sprocket_label),))
+    management, edge = memory(), memory("edge")
+    management.create(obj("Gadget", "made-before", labels={OWNER_LABEL: "ns.a"}))
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({widget.key: widget, sprocket.key: sprocket}, queue, log=LOG)
+    sources.defer_unused = True
+    sources.add_cluster("", management)
+    sources.add_cluster("edge", edge)
+
+    def watched() -> list[tuple[str, str, str]]:
+        return sorted((i.cluster_name, i.kind, i.label or "") for i in sources.informers())
+
+    sources.pump()
+    assert watched() == [("", "Sprocket", ""), ("", "Widget", ""), ("edge", "Sprocket", ""), ("edge", "Widget", "")]
+    assert drain(queue) == []
+
+    management.create(obj("Widget", "a"))
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+    assert watched() == [("", "Gadget", ""), ("", "Part", OWNER_LABEL), ("", "Sprocket", ""), ("", "Widget", ""),
+                         ("edge", "Gadget", ""), ("edge", "Part", OWNER_LABEL), ("edge", "Sprocket", ""),
+                         ("edge", "Widget", "")]
+    assert all(i.on_demand == (i.kind in ("Gadget", "Part")) for i in sources.informers())
+    # Their first list shows what was there before the order, as an informer opened at start would have.
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+    management.create(obj("Part", "p", labels={OWNER_LABEL: "ns.a"}))
+    sources.pump()
+    assert drain(queue) == [":ns/a"]
+
+    edge.create(obj("Sprocket", "s"))
+    sources.pump()
+    assert drain(queue) == ["edge:ns/s"]
+    assert ("", "Cog", "") in watched() and ("", "Part", sprocket_label) in watched()
+    assert ("edge", "Cog", "") in watched()
+
+
+def test_without_defer_unused_every_informer_opens_at_once() -> None:
+    """Deterministic runs (``engine test``) open every informer at start, as before."""
+    kind = FakeKind(watches=(FakeWatch("Widget"), FakeWatch("Gadget", mapping="labels")))
+    sources, _ = sources_for(kind, management=memory())
+    assert sorted(i.kind for i in sources.informers()) == ["Gadget", "Widget"]
