@@ -320,8 +320,9 @@ class WatchFeed(Protocol):
         """Everything, as a list answered it (the first list, or a list again after Gone)."""
         ...
 
-    def apply(self, event: WatchEvent) -> None:
-        """One watch event (ADDED, MODIFIED, DELETED or BOOKMARK), before the caller maps it."""
+    def apply(self, event: WatchEvent, key: tuple[str, str] | None = None) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED or BOOKMARK), before the caller maps it; key: the object's
+        (namespace or "", name), when the caller has read it already."""
         ...
 
     def lost(self) -> None:

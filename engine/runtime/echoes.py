@@ -207,17 +207,21 @@ class Echoes:
     # -- the events ----------------------------------------------------------------
 
     def echo_of(self, cluster: str, api_version: str, kind: str, obj: Obj, *,
-                quiet: Callable[[Request], bool] | None = None) -> Request | None:
+                quiet: Callable[[Request], bool] | None = None,
+                at: tuple[tuple[str, str], str] | None = None) -> Request | None:
         """The order this event must not wake: the writer of a write it echoes, or of a write in flight on
         its object (held until the answer says). None: it wakes whatever it maps to.
 
         quiet (given for a removal): whether the order's rules say this child's removal changes nothing for
-        them (``children.quietRemoval``); when the order's converge pass deleted it, its removal is an echo too."""
-        meta = obj.get("metadata") or {}
-        rv = str(meta.get("resourceVersion") or "")
+        them (``children.quietRemoval``); when the order's converge pass deleted it, its removal is an echo too.
+        at: ((namespace or "", name), resourceVersion) of ``obj``, when the caller has read them already."""
+        if at is None:
+            meta = obj.get("metadata") or {}
+            at = ((meta.get("namespace") or "", str(meta.get("name") or "")), str(meta.get("resourceVersion") or ""))
+        (namespace, name), rv = at
         if not rv:
             return None
-        key = _key(cluster, api_version, kind, meta.get("namespace"), str(meta.get("name") or ""))
+        key = (cluster, api_version.rpartition("/")[0], kind, namespace, name)
         with self._lock:
             flight = self._in_flight.get(key)
             if flight is not None:

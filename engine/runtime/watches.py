@@ -357,24 +357,31 @@ class Informer:
             if obj.get("code") == 410:
                 raise Gone(str(obj.get("message") or "watch expired"))
             raise ApiError(str(obj.get("message") or "watch error"))
+        meta = obj.get("metadata") or {}
+        rv = meta.get("resourceVersion")
+        rv = str(rv) if rv else None
         with self._sources.lock:
             if kind == "BOOKMARK":
-                if self._feed is not None and _rv(obj):
+                if self._feed is not None and rv:
                     self._feed.apply(event)
-                self._rv = _rv(obj) or self._rv
+                self._rv = rv or self._rv
                 return 0
-            mapped = self._apply(kind, obj)
-            self._rv = _rv(obj) or self._rv
+            mapped = self._apply(kind, obj, key=(meta.get("namespace") or "", meta.get("name") or ""), rv=rv,
+                                 event=event)
+            self._rv = rv or self._rv
             return mapped
 
-    def _apply(self, kind: str, obj: Obj, *, fed: bool = False) -> int:
+    def _apply(self, kind: str, obj: Obj, *, fed: bool = False, key: Key | None = None, rv: str | None = None,
+               event: WatchEvent | None = None) -> int:
         """Update the cache and the index, then map the event through every watch (lock held).
 
         The cluster's cache this watch keeps gets the event first (fed: it has it already, from the list),
         and a cluster reading from caches of its own is told what this event showed, so the passes the event
-        wakes never read an older state than the one that woke them."""
-        key = _key(obj)
-        rv = _rv(obj)
+        wakes never read an older state than the one that woke them. key, rv and event: the object's key and
+        resourceVersion and the watch event itself, read once by the caller (a watch event: issue 11, each event
+        costs what every step reads of it); without them they are read here (a list's reconciliation)."""
+        if key is None:
+            key, rv = _key(obj), _rv(obj)
         if self.keys_only:
             if kind == "DELETED":
                 self._cache.pop(key, None)
@@ -382,7 +389,7 @@ class Informer:
                 self._cache[key] = keys(obj)
             return 0
         if self._feed is not None and not fed and rv is not None:
-            self._feed.apply({"type": kind, "object": obj})
+            self._feed.apply(event if event is not None else {"type": kind, "object": obj}, key)
         if rv is not None and callable(self._expect_seen):
             self._expect_seen(self.api_version, self.kind, key[0] or None, rv, obj)
         if kind == "DELETED":
@@ -400,8 +407,9 @@ class Informer:
                 continue  # the same keys as before (a status write): nothing to compute or move
             self._sources.index.put(order_kind.key, member, () if new is None else self._index_keys(order_kind, new))
         echo = self._sources.echoes.echo_of(self.cluster_name, self.api_version, self.kind, obj,
-                                            quiet=self._sources.quiet_removal(obj) if new is None else None) \
-            if self._sources.echoes is not None else None
+                                            quiet=self._sources.quiet_removal(obj) if new is None else None,
+                                            at=(key, rv or "")) \
+            if self._sources.echoes is not None and rv is not None else None
         for watch in self.watches:
             self._sources.map_event(watch, self.cluster_name, old, new, obj, echo=echo)
         return 1

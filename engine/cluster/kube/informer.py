@@ -171,8 +171,8 @@ class FedInformer:
         self._was_listed = True
         self._listed.set()
 
-    def apply(self, event: WatchEvent) -> None:
-        self.store.apply(event)
+    def apply(self, event: WatchEvent, key: tuple[str, str] | None = None) -> None:
+        self.store.apply(event, key)
 
     def lost(self) -> None:
         self._lost = True

@@ -198,19 +198,23 @@ class Store:
             self._prune()
             self._changed.notify_all()
 
-    def apply(self, event: WatchEvent) -> None:
-        """One watch event: ADDED or MODIFIED stores, DELETED removes, BOOKMARK only moves the position."""
+    def apply(self, event: WatchEvent, key: Key | None = None) -> None:
+        """One watch event: ADDED or MODIFIED stores, DELETED removes, BOOKMARK only moves the position.
+        key: the object's, when the caller has read it already."""
         obj = event["object"]
+        kind = event["type"]
         with self._changed:
-            if event["type"] in ("ADDED", "MODIFIED"):
-                self._put(obj)
-            elif event["type"] == "DELETED":
-                self._drop(key_of(obj))
+            if kind != "BOOKMARK":
+                key = key_of(obj) if key is None else key
+                if kind == "ADDED" or kind == "MODIFIED":
+                    self._put(obj, key)
+                elif kind == "DELETED":
+                    self._drop(key)
             rv = rv_of(obj)
             if rv is not None:
                 self._moved(rv)
-            if self._about and event["type"] != "BOOKMARK":
-                self._prune_about(key_of(obj))  # the echo of a write (or the deletion) meets its expectations
+            if self._about and key is not None and kind != "BOOKMARK":
+                self._prune_about(key)  # the echo of a write (or the deletion) meets its expectations
             if self._general:
                 self._general = [e for e in self._general if not self._met(e)]
             if self._waiting:
@@ -220,8 +224,9 @@ class Store:
         self._position = position
         self._reached = version_number(position)
 
-    def _put(self, obj: Obj) -> None:
-        key = key_of(obj)
+    def _put(self, obj: Obj, key: Key | None = None) -> None:
+        if key is None:
+            key = key_of(obj)
         obj = stripped(obj) if self.shape is None else project(obj, self.shape)
         old = self._objects.get(key)
         if old is not None and _same_labels(old, obj):  # a status or spec change: the indexes stay as they are
