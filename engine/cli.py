@@ -238,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
         log_level=args.log_level, sharded=args.sharded, rules_reload_interval=args.rules_reload_interval,
     )
     if args.kubeconfig is not None or os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return run(options)
+        return run(options, own_process=True)
     embedded = _lab("embedded", "engine run without --kubeconfig (the embedded clusters)")
     if embedded is None:
         return 2

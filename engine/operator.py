@@ -28,6 +28,7 @@ membership Lease stops and exits with status 1, so its restart joins as a new me
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import signal
 import sys
@@ -358,6 +359,7 @@ class Operator:
             for _, cluster in self.manager.clusters:
                 scope_by_labels(cluster, scopes, projected)
         self.manager.replace_catalog(catalog)
+        thaw_collector()  # the replaced rules may be among the objects frozen at start-up (decision 0046)
 
     def ready(self) -> bool:
         """Caches synced: the manager's informers, the registrations, the management client's own cache."""
@@ -446,6 +448,27 @@ class Operator:
         return 1 if self.lost.is_set() else 0
 
 
+YOUNG_COLLECTION_THRESHOLD = 20_000
+"""The collector's first-generation threshold in a process that runs only the operator (Python's default: 700):
+the caches and the passes allocate many objects that live on, each young collection walked every one of them."""
+
+
+def tune_collector() -> None:
+    """In a process that runs only the operator, once it has started (decision 0046): the start-up objects (the
+    compiled rules, the clients, the modules) are collected once, then frozen out of the cyclic collector, which
+    no longer walks them in every full collection, and young collections run less often. A rule reload
+    unfreezes them (``thaw_collector``): the rules it replaces become collectable again."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
+
+
+def thaw_collector() -> None:
+    """Objects frozen at start-up (if any) go back to the collector's oldest generation: a rule reload replaced
+    some of them."""
+    gc.unfreeze()
+
+
 def _stop_when(event: threading.Event, stop: threading.Event) -> None:
     """Set ``stop`` once ``event`` is set (or ``stop`` is, by itself)."""
     while not stop.is_set():
@@ -461,9 +484,12 @@ def run(
     out: TextIO | None = None,
     target_factory: Callable[[Registration], Cluster] | None = None,
     endpoints: list[Endpoint] | None = None,
+    own_process: bool = False,
 ) -> int:
     """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean, an address is taken or
-    the cluster is unusable. ``endpoints``: the metrics and probe addresses, bound by the caller already."""
+    the cluster is unusable. ``endpoints``: the metrics and probe addresses, bound by the caller already.
+    own_process: the process runs nothing else (the command line), so the garbage collector is tuned for it
+    once the operator has started (``tune_collector``)."""
     out = out if out is not None else sys.stdout
     rules = lint_clean(options, out)
     if rules is None:
@@ -472,14 +498,14 @@ def run(
     token = current_sink.set(sink)  # workers copy this context: every generated password reaches the log filter
     try:
         return _run_with_sink(options, sink, rules, management=management, stop=stop, target_factory=target_factory,
-                              endpoints=endpoints)
+                              endpoints=endpoints, own_process=own_process)
     finally:
         current_sink.reset(token)  # a caller running the operator in-process gets its own context back
 
 
 def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, management: Cluster | None,
                    stop: threading.Event | None, target_factory: Callable[[Registration], Cluster] | None,
-                   endpoints: list[Endpoint] | None) -> int:
+                   endpoints: list[Endpoint] | None, own_process: bool = False) -> int:
     logs.configure(options.log_level, sink=sink)
     from engine.cluster.kube import sweep_discovery_dirs, sweep_private_dirs
 
@@ -507,6 +533,8 @@ def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, ma
     except ValueError as exc:  # leader election durations out of order
         LOG.error("cannot start: %s", exc)
         return _unbind(endpoints)
+    if own_process:
+        tune_collector()
     with stop_on_signals(stop):
         return operator.run(stop, endpoints)
 
