@@ -16,7 +16,10 @@ at a field whose value is unchanged from the stored object, and that the stored 
 had, is dropped, so an object stored before a schema change can still be written (its status,
 its finalizers) as long as the write leaves the invalid field alone.
 
-Everything is compiled once per CrdAdmission and reused for every object. Not emulated:
+Everything is compiled once per CrdAdmission and reused for every object, and each rule's verdicts are
+remembered by what the rule reads of its inputs (``celreads``, ``memo``): the same verdicts and texts, without
+interpreting the rule again. On an update, the stored object's own errors (what ratcheting compares with)
+are computed only when the new object has errors. Not emulated:
 ObjectMeta validation (the cluster's job), rules inside ``allOf`` branches, ``optionalOldSelf``,
 CEL type checking at CRD creation (a rule naming a missing field fails when evaluated, not when the CRD is created)
 and CEL cost budgets.
@@ -30,6 +33,7 @@ from typing import Any
 from engine.cluster.admission import fielderrors, structural
 from engine.cluster.admission.cel import RuleCompileError, RuleNode
 from engine.cluster.admission.fielderrors import BLOCKING, FieldError
+from engine.cluster.admission.memo import BUDGET_BYTES, VerdictMemo
 from engine.cluster.admission.schema import SchemaValidator
 from engine.cluster.api import Obj
 
@@ -41,9 +45,10 @@ _PERMISSIVE: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-
 class CrdAdmission:
     """Admission for one served version of one CRD."""
 
-    def __init__(self, crd: Obj, version: str) -> None:
+    def __init__(self, crd: Obj, version: str, *, memo_bytes: int = BUDGET_BYTES) -> None:
         """Compile the version's schema and rules; a rule that does not parse raises ``Invalid``
-        for the CustomResourceDefinition, as the API server refuses such a CRD."""
+        for the CustomResourceDefinition, as the API server refuses such a CRD. ``memo_bytes`` bounds
+        the memo of the rules' verdicts (0: every rule is evaluated every time)."""
         spec = crd.get("spec") or {}
         self.group: str = spec.get("group", "")
         self.kind: str = (spec.get("names") or {}).get("kind", "")
@@ -56,9 +61,11 @@ class CrdAdmission:
             )
         self.schema: dict[str, Any] = ((versions[index].get("schema") or {}).get("openAPIV3Schema")) or _PERMISSIVE
         self._validator = SchemaValidator(self.schema)
+        self.memo = VerdictMemo(memo_bytes)
+        """The verdicts of this version's rules, by what each reads of its inputs (``memo``, ``celreads``)."""
         try:
             self._rules = RuleNode.build(
-                self.schema, f"spec.versions[{index}].schema.openAPIV3Schema", resource_root=True
+                self.schema, f"spec.versions[{index}].schema.openAPIV3Schema", resource_root=True, memo=self.memo
             )
         except RuleCompileError as error:
             crd_name = (crd.get("metadata") or {}).get("name", "")
@@ -103,7 +110,7 @@ class CrdAdmission:
         kept = _Ratchet(obj, old) if ratchet and old is not None else None
         errors = self._validator.errors(obj)
         errors += structural.list_type_errors(obj, self.schema)
-        if kept is not None:
+        if kept is not None and errors:
             stored = self._validator.errors(old) + structural.list_type_errors(old, self.schema)
             errors = kept.new_errors(errors, stored)
         if self._rules is not None:
@@ -111,7 +118,7 @@ class CrdAdmission:
                 errors.append(fielderrors.invalid(fielderrors.ROOT, None, fielderrors.NOT_CHECKED))
             else:
                 rule_errors = self._rules.validate(obj, old, None)
-                if kept is not None:
+                if kept is not None and rule_errors:
                     # The stored object's errors as an update that changes nothing would meet them, transition
                     # rules included (one that cannot even evaluate on an unchanged bad value is ratcheted too).
                     rule_errors = kept.new_errors(rule_errors, self._rules.validate(old, old, None))

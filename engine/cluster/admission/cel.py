@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,34 +21,17 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from engine.cluster.admission import celduration, fielderrors
+from engine.cluster.admission import celduration, celreads, fielderrors
 from engine.cluster.admission.celfuncs import FUNCTIONS
+from engine.cluster.admission.celnames import escape
 from engine.cluster.admission.fielderrors import ErrorType, FieldError
+from engine.cluster.admission.memo import PASSED, Key, Verdict, VerdictMemo
 
 Schema = dict[str, Any]
-
-RESERVED = frozenset(
-    {
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-        "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
-    }
-)  # fmt: skip
-_IDENTIFIER = re.compile(r"[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*\Z")
-_EXPAND = re.compile(r"__|[.\-/]")
-_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
 
 _ENVIRONMENT = celpy.Environment()
 _COMPILING = threading.Lock()
 """Guards the shared parser; evaluation builds fresh state per call and needs no lock."""
-
-
-def escape(name: str) -> str | None:
-    """A property name as CEL reads it (``namespace`` -> ``__namespace__``), or None if unreachable."""
-    if name in RESERVED:
-        return f"__{name}__"
-    if not _IDENTIFIER.match(name):
-        return None
-    return _EXPAND.sub(lambda match: _ESCAPES[match.group()], name)
 
 
 class RuleCompileError(ValueError):
@@ -60,7 +44,7 @@ class RuleCompileError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """One compiled ``x-kubernetes-validations`` entry."""
+    """One compiled ``x-kubernetes-validations`` entry, with the memo of its verdicts."""
 
     text: str
     program: celpy.Runner
@@ -69,26 +53,67 @@ class Rule:
     reason: str | None
     field_path: str
     transition: bool
+    reads: dict[str, celreads.Trie | None]
+    """What the rule and its messageExpression read of each variable they name (celreads)."""
+    memo: VerdictMemo | None = None
+    number: int = 0
 
     @classmethod
-    def compile(cls, spec: dict[str, Any], path: str) -> Rule:
+    def compile(cls, spec: dict[str, Any], path: str, memo: VerdictMemo | None = None) -> Rule:
         text = str(spec.get("rule", ""))
         program = _compile(text, f"{path}.rule")
         message_expression = spec.get("messageExpression")
+        message_program = _compile(message_expression, f"{path}.messageExpression") if message_expression else None
         return cls(
             text=text,
             program=program,
             message=str(spec.get("message") or "").strip(),
-            message_program=_compile(message_expression, f"{path}.messageExpression") if message_expression else None,
+            message_program=message_program,
             reason=spec.get("reason"),
             field_path=str(spec.get("fieldPath") or "").lstrip("."),
             transition=_names_old_self(program),
+            reads=celreads.reads(program.ast, *([message_program.ast] if message_program else [])),
+            memo=memo,
+            number=memo.number() if memo is not None else 0,
         )
 
     @property
     def described(self) -> str:
         """ruleErrorString: the message if there is one, else the rule."""
         return self.message or self.text.strip()
+
+    def verdict(self, value: Any, old: Any, activation: Callable[[], dict[str, Any]]) -> Verdict:
+        """The verdict on ``self`` = value (and ``oldSelf`` = old, unless None): remembered when the values
+        at the paths the rule reads were judged before, else evaluated on the activation (made on demand)."""
+        key = self._key(value, old)
+        found = self.memo.get(key) if self.memo is not None and key is not None else None
+        if found is not None:
+            return found
+        judged = self.judge(activation())
+        if self.memo is not None and key is not None:
+            self.memo.put(key, judged)
+        return judged
+
+    def judge(self, activation: dict[str, Any]) -> Verdict:
+        """Evaluate the rule (and on failure its messageExpression) now."""
+        try:
+            outcome = self.program.evaluate(activation)
+        except CELEvalError as error:
+            return Verdict(passed=False, detail=_evaluation_error(error, self), evaluation_error=True)
+        if _is_true(outcome):
+            return PASSED
+        detail = _message(self, activation) or self.message or f"failed rule: {self.text.strip()}"
+        return Verdict(passed=False, detail=detail)
+
+    def _key(self, value: Any, old: Any) -> Key | None:
+        """The memo's key: the rule's number and the text of what it reads of each variable."""
+        if self.memo is None:
+            return None
+        seen = repr(celreads.project(value, self.reads["self"])) if "self" in self.reads else ""
+        before: str | None = ""
+        if "oldSelf" in self.reads:
+            before = None if old is None else repr(celreads.project(old, self.reads["oldSelf"]))
+        return (self.number, seen, before)
 
 
 @dataclass
@@ -103,19 +128,22 @@ class RuleNode:
     items: RuleNode | None = None
 
     @classmethod
-    def build(cls, schema: Schema, path: str, *, resource_root: bool = False) -> RuleNode | None:
-        """Compile every rule at and below ``schema``; None when there is none."""
+    def build(
+        cls, schema: Schema, path: str, *, resource_root: bool = False, memo: VerdictMemo | None = None
+    ) -> RuleNode | None:
+        """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none."""
         node = cls(schema, resource_root=resource_root)
         for index, spec in enumerate(schema.get("x-kubernetes-validations") or []):
-            node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]"))
+            node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
         for name, child in (schema.get("properties") or {}).items():
-            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child))
+            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo)
             if sub is not None:
                 node.properties[name] = sub
         if isinstance(schema.get("additionalProperties"), dict):
-            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties")
+            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties", memo=memo)
         if isinstance(schema.get("items"), dict):
-            node.items = cls.build(schema["items"], f"{path}.items", resource_root=_embedded(schema["items"]))
+            items = schema["items"]
+            node.items = cls.build(items, f"{path}.items", resource_root=_embedded(items), memo=memo)
         has_any = node.rules or node.properties or node.additional or node.items
         return node if has_any else None
 
@@ -145,23 +173,28 @@ class RuleNode:
             return []
         type_name = "" if self.schema.get("x-kubernetes-int-or-string") else str(self.schema.get("type", ""))
         where = path or fielderrors.ROOT
-        activation: dict[str, Any] = {"self": to_cel(value, self.schema, resource_root=self.resource_root)}
-        if old is not None:
-            activation["oldSelf"] = to_cel(old, self.schema, resource_root=self.resource_root)
+        made: list[dict[str, Any]] = []
+
+        def activation() -> dict[str, Any]:
+            """The variables as CEL values, converted once per node and only when a rule is evaluated."""
+            if not made:
+                made.append({"self": to_cel(value, self.schema, resource_root=self.resource_root)})
+                if old is not None:
+                    made[0]["oldSelf"] = to_cel(old, self.schema, resource_root=self.resource_root)
+            return made[0]
+
         errors: list[FieldError] = []
         for rule in self.rules:
             if rule.transition and old is None:
                 continue
-            try:
-                outcome = rule.program.evaluate(activation)
-            except CELEvalError as error:
-                errors.append(fielderrors.invalid(where, type_name, _evaluation_error(error, rule)))
+            verdict = rule.verdict(value, old, activation)
+            if verdict.passed:
                 continue
-            if _is_true(outcome):
+            if verdict.evaluation_error:
+                errors.append(fielderrors.invalid(where, type_name, verdict.detail))
                 continue
-            detail = _message(rule, activation) or rule.message or f"failed rule: {rule.text.strip()}"
             target = _child(path, rule.field_path) if rule.field_path else where
-            errors.append(_for_reason(rule.reason, target, type_name, detail))
+            errors.append(_for_reason(rule.reason, target, type_name, verdict.detail))
         return errors
 
 
