@@ -315,6 +315,15 @@ class TestCrud:
                            data=body.encode(), headers={"Content-Type": "application/apply-patch+yaml"})
         assert code == 201 and doc["spec"] == {"size": 3, "color": "2026-01-01T00:00:00Z"}
 
+    def test_a_json_apply_body_is_read_as_json(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """An apply patch sent as JSON (as client-go sends it) reads JSON's numbers as JSON does: ``1e3`` is 1000,
+        not the string YAML 1.1 makes of it."""
+        cluster.create(WIDGET_CRD)
+        body = '{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 1e3}}'
+        code, _, doc = raw(emulator, "PATCH", "/apis/example.com/v1/namespaces/ns/widgets/w1?fieldManager=me",
+                           data=body.encode(), headers={"Content-Type": "application/apply-patch+yaml"})
+        assert code == 201 and doc["spec"] == {"size": 1000}
+
     def test_delete_waits_for_finalizers(self, widgets: Any) -> None:
         """DELETE returns the object while a finalizer holds it; removing the finalizer removes it."""
         body = widget("w1")

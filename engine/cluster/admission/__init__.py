@@ -27,7 +27,6 @@ and CEL cost budgets.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from engine.cluster.admission import fielderrors, structural
@@ -36,6 +35,7 @@ from engine.cluster.admission.fielderrors import BLOCKING, FieldError
 from engine.cluster.admission.memo import BUDGET_BYTES, VerdictMemo
 from engine.cluster.admission.schema import SchemaValidator
 from engine.cluster.api import Obj
+from engine.cluster.patches import json_copy
 
 __all__ = ["CrdAdmission", "admissions_for"]
 
@@ -100,7 +100,7 @@ class CrdAdmission:
     def _decode(self, obj: Obj) -> Obj:
         """A pruned, defaulted copy: what the API server makes of a request body, or of a stored
         object when it reads it back (so ``oldSelf`` sees defaults added since it was written)."""
-        result: Obj = structural.prune(copy.deepcopy(obj), self.schema, resource_root=True)
+        result: Obj = structural.prune(json_copy(obj), self.schema, resource_root=True)
         structural.default(result, self.schema)
         return result
 

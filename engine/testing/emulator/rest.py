@@ -446,12 +446,25 @@ def _parse_body(request: Request) -> Any:
     try:
         text = request.body.decode("utf-8")
         if "yaml" in media:
-            return yaml.load(text, Loader=_YamlLoader)
+            return _json_or_yaml(text)
         return json.loads(text)
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as err:
         raise BadRequest(f"the request body could not be decoded: {err}") from None
     except RecursionError:
         raise BadRequest("the request body could not be decoded: it nests objects and lists too deeply") from None
+
+
+def _json_or_yaml(text: str) -> Any:
+    """A YAML body, read as JSON when it is JSON (what clients, client-go included, send as apply patches).
+
+    JSON is YAML, but PyYAML reads YAML 1.1, where a number with an exponent and no dot or sign (``1e3``) is a
+    string; in JSON, and to the API server, it is a number. Read as JSON it is also about 30 times cheaper."""
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # YAML's flow style, which JSON's parser does not read
+    return yaml.load(text, Loader=_YamlLoader)
 
 
 def _core_event_stream(source: EventSource, fields: FieldSelector) -> EventSource:
