@@ -11,9 +11,11 @@ waits until every order is Ready and the members hold their shares. Then it read
   that map them) and private (Private_Clean + Private_Dirty: what stopping the process would give back), from
   /proc; and its ``c5c3_operator_cached_objects`` (objects held in full, by kind);
 - throughput: the orders it holds (labelled for it), the passes it ran and the CPU seconds it used from the
-  orders' creation until all were Ready, hence its orders per CPU second; its API requests by verb from the orders'
-  creation until the end (Lease renewals included), and how long one took to be answered on average (not
-  watches: the emulated API server's latency as the replica saw it);
+  orders' creation until all were Ready, hence its orders per CPU second and CPU milliseconds per order; its CPU
+  per second over 5 s with no order before them (Lease renewals, the leader's rounds: a cost per replica, not per
+  order); its API requests by verb from the orders' creation until the end (Lease renewals included), and how
+  long one took to be answered on average (not watches: the emulated API server's latency as the replica saw it);
+  for the round, the orders Ready per second of wall time and the replicas' CPU seconds together;
 - the passes by cause (``c5c3_operator_pass_wakes_total``): watch events by the kind of their object, a wait's
   requeue (the rules' 10 s re-checks), retries, events held during the order's previous pass;
 - the world's own CPU: this process runs the emulator and the simulated controllers (and the wait for Ready); its
@@ -64,6 +66,8 @@ SHARDED = ("--sharded", "--leader-elect-lease-duration", "15s", "--leader-elect-
 late enough that members lapsed and the round failed); rounds every half second, as before."""
 TICKS = os.sysconf("SC_CLK_TCK")
 SAMPLE = 10
+IDLE_SECONDS = 5.0
+"""How long the replicas are watched with no order before the orders are created (their idle CPU)."""
 """One admission in this many is timed (``admission_cpu_seconds`` is an estimate from those)."""
 
 
@@ -217,7 +221,10 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             deadline = time.monotonic() + timeout
             processes = [OperatorProcess(world, *SHARDED, *level, name=f"replica-{n}") for n in range(replicas)]
             wait(lambda: all(p.ready() for p in processes), deadline, processes, f"{replicas}: a replica not ready")
+            idle_from = [cpu_seconds(p.process.pid) for p in processes]
+            time.sleep(IDLE_SECONDS)  # what a replica spends with no order: Lease renewals, the leader's rounds
             cpu_before = [cpu_seconds(p.process.pid) for p in processes]
+            idle = [(after - before) / IDLE_SECONDS for before, after in zip(idle_from, cpu_before, strict=True)]
             before_orders = [scrape(p) for p in processes]
             world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world._thread)
             rounds_before, round_cpu_before, admission_before = len(world.rounds), world.round_cpu, world.admission_cpu
@@ -236,7 +243,7 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
             round_cpu, admission_cpu = world.round_cpu - round_cpu_before, world.admission_cpu - admission_before
             time.sleep(3.0)  # the last echoes settle
             per: list[dict[str, Any]] = []
-            for process, spent, before in zip(processes, cpu, before_orders, strict=True):
+            for process, spent, before, resting in zip(processes, cpu, before_orders, idle, strict=True):
                 seen = scrape(process)
                 seen["requests"] = {verb: n - before["requests"].get(verb, 0) for verb, n in seen["requests"].items()}
                 waited, answered = seen.pop("request_seconds")
@@ -244,7 +251,10 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
                 seen["mean_request_ms"] = (round(1000 * (waited - waited_before) / (answered - answered_before), 1)
                                            if answered > answered_before else None)
                 per.append({**memory_mib(process.process.pid), **seen, "cpu_seconds": round(spent, 1),
-                            "orders_per_cpu_second": round(seen["orders_held"] / spent, 2) if spent else None})
+                            "orders_per_cpu_second": round(seen["orders_held"] / spent, 2) if spent else None,
+                            "cpu_ms_per_order": round(1000 * spent / seen["orders_held"], 1) if seen["orders_held"]
+                            else None,
+                            "idle_cpu_per_second": round(resting, 3)})
 
             def mean(key: str) -> float:
                 return round(sum(float(p[key]) for p in per) / len(per), 1)
@@ -253,7 +263,9 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None) -> 
                     "projected_seconds_with_a_core_each": round(max(cpu), 1),
                     "mean_rss_mib": mean("rss"), "mean_pss_mib": mean("pss"), "mean_private_mib": mean("private"),
                     "mean_cached_objects": round(sum(sum(p["cached_objects"].values()) for p in per) / len(per), 1),
-                    "mean_cpu_seconds": mean("cpu_seconds"),
+                    "mean_cpu_seconds": mean("cpu_seconds"), "total_cpu_seconds": round(sum(cpu), 1),
+                    "orders_ready_per_second": round(orders / converged, 2) if converged else None,
+                    "idle_cpu_seconds_over_the_convergence": round(sum(idle) * converged, 1),
                     "passes_per_order": round(sum(p["passes"] for p in per) / orders, 1),
                     "world": {"cpu_seconds": round(world_cpu, 1),
                               "cpu_per_second": round(world_cpu / converged, 2) if converged else None,

@@ -15,9 +15,11 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from lark import Token, Tree
-
 from engine.cluster.admission import celnames
+
+Tree = Any
+"""A node of celpy's parse tree (lark's ``Tree``: ``data``, the rule's name, and ``children``, trees and tokens;
+a token is a ``str``). Typed loosely so the engine does not import lark, celpy's own dependency."""
 
 Trie = dict[str, "Trie | None"]
 """The paths read below a node: each name maps to the paths read below it, or None when read whole."""
@@ -25,7 +27,7 @@ Trie = dict[str, "Trie | None"]
 VARIABLES = ("self", "oldSelf")
 
 
-def reads(*programs: Tree[Token]) -> dict[str, Trie | None]:
+def reads(*programs: Tree) -> dict[str, Trie | None]:
     """For each variable the programs name, the paths they read of it (None: the whole value).
 
     A variable missing from the answer is not named by any of the programs."""
@@ -65,7 +67,7 @@ def _escaped(key: str) -> str | None:
     return celnames.escape(key)
 
 
-def _collect(node: Tree[Token], ancestors: list[Tree[Token]], paths: dict[str, set[tuple[str, ...]]]) -> None:
+def _collect(node: Tree, ancestors: list[Tree], paths: dict[str, set[tuple[str, ...]]]) -> None:
     """Every use of a variable below ``node``, with its field selections."""
     if node.data in ("ident", "dot_ident"):
         name = _name(node)
@@ -75,12 +77,12 @@ def _collect(node: Tree[Token], ancestors: list[Tree[Token]], paths: dict[str, s
         return
     ancestors.append(node)
     for child in node.children:
-        if isinstance(child, Tree):
+        if not isinstance(child, str):
             _collect(child, ancestors, paths)
     ancestors.pop()
 
 
-def _selections(ancestors: list[Tree[Token]]) -> tuple[str, ...]:
+def _selections(ancestors: list[Tree]) -> tuple[str, ...]:
     """The field names selected, one after the other, from an identifier whose enclosing trees are ``ancestors``
     (innermost last): ``member(primary(ident))``, then ``member(member_dot(member, NAME))`` for each selection."""
     if len(ancestors) < 2 or ancestors[-1].data != "primary" or ancestors[-2].data != "member":
@@ -96,9 +98,9 @@ def _selections(ancestors: list[Tree[Token]]) -> tuple[str, ...]:
     return tuple(path)
 
 
-def _name(node: Tree[Token]) -> str:
+def _name(node: Tree) -> str:
     """The identifier a node carries (its last token)."""
-    tokens = [child for child in node.children if isinstance(child, Token)]
+    tokens = [child for child in node.children if isinstance(child, str)]
     return str(tokens[-1]) if tokens else ""
 
 
