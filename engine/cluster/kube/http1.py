@@ -105,6 +105,10 @@ class Connection:
 Headers = dict[str, str]
 """An answer's headers by lower-case name (repeated headers joined with ", ")."""
 
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+"""What ``bytes.strip()`` strips: a header's name and value are cut as their bytes would be, not at the wider
+Unicode whitespace ``str.strip()`` knows (a Latin-1 no-break space, \\x85, \\x1c-\\x1f stay)."""
+
 
 def read_head(conn: Connection) -> tuple[int, str, Headers]:
     """The status code, reason and headers of the next answer (1xx answers skipped)."""
@@ -119,19 +123,19 @@ def read_head(conn: Connection) -> tuple[int, str, Headers]:
                 raise ProtocolFault("the server's headers are longer than the limit")
             if not conn.fill():
                 raise ProtocolFault("the server closed the connection mid-answer")
-        lines = conn.take(end + 4)[:-4].split(b"\r\n")
-        parts = lines[0].split(None, 2)
+        status, _, rest = conn.take(end + 4)[:-4].partition(b"\r\n")
+        parts = status.split(None, 2)
         if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
             raise ProtocolFault("the server's answer does not begin with an HTTP/1.x status line")
         code = int(parts[1])
         reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
         headers: Headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(b":")
+        for line in rest.decode("latin-1").split("\r\n") if rest else ():  # decoded once, not twice per line
+            name, sep, value = line.partition(":")
             if not sep:
                 raise ProtocolFault("the server sent a header line without a colon")
-            key = name.strip().decode("latin-1").lower()
-            text = value.strip().decode("latin-1")
+            key = name.strip(_ASCII_SPACE).lower()
+            text = value.strip(_ASCII_SPACE)
             headers[key] = f"{headers[key]}, {text}" if key in headers else text
         if parts[0] == b"HTTP/1.0" and "keep-alive" not in headers.get("connection", "").lower():
             headers.setdefault("connection", "close")
