@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 from jmespath import visitor as jvisitor
 
@@ -221,10 +221,7 @@ def _function(node: dict[str, Any], children: list[Any], functions: Any) -> Clos
         try:
             return impl(*resolved)
         except Exception as exc:
-            problem = failure(exc, resolved)
-            if problem is None:
-                raise
-            raise problem from None
+            _raise_described(failure, exc, resolved)
 
     return function
 
@@ -253,10 +250,7 @@ def _function_of_few(name: str, args: list[Closure], call: Callable[..., Any], m
             try:
                 return impl(a)
             except Exception as exc:
-                problem = failure(exc, [a])
-                if problem is None:
-                    raise
-                raise problem from None
+                _raise_described(failure, exc, [a])
 
         return one
     arg0, arg1 = args
@@ -272,12 +266,19 @@ def _function_of_few(name: str, args: list[Closure], call: Callable[..., Any], m
         try:
             return impl(a, b)
         except Exception as exc:
-            problem = failure(exc, [a, b])
-            if problem is None:
-                raise
-            raise problem from None
+            _raise_described(failure, exc, [a, b])
 
     return two
+
+
+def _raise_described(failure: Callable[[Exception, list[Any]], Exception | None], exc: Exception,
+                     resolved: list[Any]) -> NoReturn:
+    """What ``call_described`` raises for a function's failure: its described error (the argument types, never
+    the values), or the failure itself where it passes through as it is."""
+    problem = failure(exc, resolved)
+    if problem is None:
+        raise exc
+    raise problem from None
 
 
 _KNOWN_TYPES = (bool, int, float, str, list, dict, type(None), OrderedDict, jvisitor._Expression)
@@ -350,13 +351,8 @@ def _filter_projection(_node: dict[str, Any], children: list[Any], functions: An
         items = base(value)
         if not isinstance(items, list):
             return None
-        collected = []
-        for element in items:
-            if not _false(keep(element)):
-                current = project(element)
-                if current is not None:
-                    collected.append(current)
-        return collected
+        return [current for element in items
+                if not _false(keep(element)) and (current := project(element)) is not None]
 
     return filtered
 
@@ -460,12 +456,7 @@ def _projection(_node: dict[str, Any], children: list[Any], functions: Any) -> C
         items = base(value)
         if not isinstance(items, list):
             return None
-        collected = []
-        for element in items:
-            current = project(element)
-            if current is not None:
-                collected.append(current)
-        return collected
+        return _projected_each(items, project)
 
     return projected
 
@@ -479,14 +470,14 @@ def _value_projection(_node: dict[str, Any], children: list[Any], functions: Any
             items = found.values()
         except AttributeError:
             return None
-        collected = []
-        for element in items:
-            current = project(element)
-            if current is not None:
-                collected.append(current)
-        return collected
+        return _projected_each(items, project)
 
     return projected
+
+
+def _projected_each(items: Iterable[Any], project: Closure) -> list[Any]:
+    """A projection's result: each element projected, in order, the nulls left out."""
+    return [current for element in items if (current := project(element)) is not None]
 
 
 def _key_val_pair(_node: dict[str, Any], children: list[Any], functions: Any) -> Closure:
