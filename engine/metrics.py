@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily, Metric
@@ -60,6 +60,9 @@ DEFAULT_PREFIX = "c5c3_operator"
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 QUEUE_BUCKETS = (0.001, 0.01, 0.1, 1.0, 10.0, 60.0, 300.0, 1000.0)
 REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+
+
+_Family = TypeVar("_Family", Counter, Gauge, Histogram)
 
 
 class PassResult(StrEnum):
@@ -78,116 +81,71 @@ class Metrics:
         """process=True adds the process's own metrics (the operator's registry; not the tests' many)."""
         self.registry = registry
         self.prefix = prefix
-        self.reconcile_duration = Histogram(
-            f"{prefix}_reconcile_duration_seconds",
-            "Duration of one step (sub-reconciler) of a pass.",
-            ["sub_reconciler"],
-            buckets=DURATION_BUCKETS,
-            registry=registry,
-        )
-        self.reconcile_errors = Counter(
-            f"{prefix}_reconcile_errors_total",
+
+        def family(kind: type[_Family], name: str, documentation: str, labels: Sequence[str] = (),
+                   **options: Any) -> _Family:
+            """One metric family named ``<prefix>_<name>``, registered in this registry."""
+            return kind(f"{prefix}_{name}", documentation, labels, registry=registry, **options)
+
+        self.reconcile_duration = family(
+            Histogram, "reconcile_duration_seconds", "Duration of one step (sub-reconciler) of a pass.",
+            ["sub_reconciler"], buckets=DURATION_BUCKETS)
+        self.reconcile_errors = family(
+            Counter, "reconcile_errors_total",
             "Steps (sub-reconcilers) that ended in an error, by the condition they own.",
-            ["sub_reconciler", "condition_type"],
-            registry=registry,
-        )
-        self.passes = Counter(
-            f"{prefix}_reconcile_total",
-            "Passes run, by how they ended.",
-            ["result"],
-            registry=registry,
-        )
-        self.pass_wakes = Counter(
-            f"{prefix}_pass_wakes_total",
+            ["sub_reconciler", "condition_type"])
+        self.passes = family(Counter, "reconcile_total", "Passes run, by how they ended.", ["result"])
+        self.pass_wakes = family(
+            Counter, "pass_wakes_total",
             "Passes run, by what queued the order: a watch event (kind: its object's kind), a pass's requeue (a wait's"
             " re-check), a retry after an error, an event held during the order's previous pass, or added otherwise.",
-            ["cause", "kind"],
-            registry=registry,
-        )
-        self.queue_depth = Gauge(
-            f"{prefix}_workqueue_depth",
-            "Requests waiting in the work queue (delayed requests not included).",
-            registry=registry,
-        )
-        self.queue_latency = Histogram(
-            f"{prefix}_workqueue_queue_duration_seconds",
-            "Time a request waited in the work queue before a worker picked it up.",
-            buckets=QUEUE_BUCKETS,
-            registry=registry,
-        )
-        self.active_workers = Gauge(
-            f"{prefix}_active_workers",
-            "Passes running now.",
-            registry=registry,
-        )
-        self.leader_status = Gauge(
-            f"{prefix}_leader_status",
-            "1 while this replica holds the leader lease, else 0.",
-            registry=registry,
-        )
-        self.api_requests = Counter(
-            f"{prefix}_api_requests_total",
+            ["cause", "kind"])
+        self.queue_depth = family(
+            Gauge, "workqueue_depth", "Requests waiting in the work queue (delayed requests not included).")
+        self.queue_latency = family(
+            Histogram, "workqueue_queue_duration_seconds",
+            "Time a request waited in the work queue before a worker picked it up.", buckets=QUEUE_BUCKETS)
+        self.active_workers = family(Gauge, "active_workers", "Passes running now.")
+        self.leader_status = family(Gauge, "leader_status", "1 while this replica holds the leader lease, else 0.")
+        self.api_requests = family(
+            Counter, "api_requests_total",
             "HTTP requests to the API servers, by cluster (\"\" is the management cluster), verb and status code.",
-            ["cluster", "verb", "code"],
-            registry=registry,
-        )
-        self.api_request_duration = Histogram(
-            f"{prefix}_api_request_duration_seconds",
+            ["cluster", "verb", "code"])
+        self.api_request_duration = family(
+            Histogram, "api_request_duration_seconds",
             "Time from sending a request to an API server until its answer (headers; a watch's opening).",
-            ["cluster", "verb", "code"],
-            buckets=REQUEST_BUCKETS,
-            registry=registry,
-        )
-        self.registrations_refused = Counter(
-            f"{prefix}_cluster_registrations_refused_total",
-            "Registration Secrets whose kubeconfig was refused, by why.",
-            ["reason"],
-            registry=registry,
-        )
-        self.watch_event_errors = Counter(
-            f"{prefix}_watch_event_errors_total",
-            "Watch events skipped because an index or mapping expression failed on the object, by its kind.",
-            ["kind"],
-            registry=registry,
-        )
-        self.events = Counter(
-            f"{prefix}_events_total",
+            ["cluster", "verb", "code"], buckets=REQUEST_BUCKETS)
+        self.registrations_refused = family(
+            Counter, "cluster_registrations_refused_total",
+            "Registration Secrets whose kubeconfig was refused, by why.", ["reason"])
+        self.watch_event_errors = family(
+            Counter, "watch_event_errors_total",
+            "Watch events skipped because an index or mapping expression failed on the object, by its kind.", ["kind"])
+        self.events = family(
+            Counter, "events_total",
             "Warning Events on orders: created, added to a series, dropped (rate limit, full queue) or failed.",
-            ["result"],
-            registry=registry,
-        )
-        self.shard_members = Gauge(
-            f"{prefix}_shard_members", "Live shard members (the leader's view; 0 elsewhere).", registry=registry)
-        self.shard_orders = Gauge(
-            f"{prefix}_shard_orders", "Orders labelled for each shard member (the leader's view).", ["member"],
-            registry=registry)
-        self.shard_moves = Counter(
-            f"{prefix}_shard_moves_total",
+            ["result"])
+        self.shard_members = family(Gauge, "shard_members", "Live shard members (the leader's view; 0 elsewhere).")
+        self.shard_orders = family(
+            Gauge, "shard_orders", "Orders labelled for each shard member (the leader's view).", ["member"])
+        self.shard_moves = family(
+            Counter, "shard_moves_total",
             "Shard label writes by the leader: assigned, moved (after a drain), reassigned (a lapsed member's), drain.",
-            ["how"], registry=registry)
-        self.shard_drains = Counter(
-            f"{prefix}_shard_drains_total", "Orders this replica handed back when asked to drain them.",
-            registry=registry)
-        self.shard_held_orders = Gauge(
-            f"{prefix}_shard_held_orders",
+            ["how"])
+        self.shard_drains = family(
+            Counter, "shard_drains_total", "Orders this replica handed back when asked to drain them.")
+        self.shard_held_orders = family(
+            Gauge, "shard_held_orders",
             "Orders this replica holds as a shard member now (its label-selected watches of orders, at scrape time).",
-            ["member"], registry=registry)
-        self.shard_fenced_writes = Counter(
-            f"{prefix}_shard_fenced_writes_total",
-            "Writes a pass of this replica did not send: its shard tenure had lapsed (decision 0033).",
-            registry=registry)
-        self.rules_reloads = Counter(
-            f"{prefix}_rules_reload_total",
-            "Changed rule sets seen while running, by result: loaded, or refused (they do not lint clean).",
-            ["result"],
-            registry=registry,
-        )
-        self.rules_info = Gauge(
-            f"{prefix}_rules_info",
-            "1 for the rule set served now, labelled with its content hash.",
-            ["hash"],
-            registry=registry,
-        )
+            ["member"])
+        self.shard_fenced_writes = family(
+            Counter, "shard_fenced_writes_total",
+            "Writes a pass of this replica did not send: its shard tenure had lapsed (decision 0033).")
+        self.rules_reloads = family(
+            Counter, "rules_reload_total",
+            "Changed rule sets seen while running, by result: loaded, or refused (they do not lint clean).", ["result"])
+        self.rules_info = family(
+            Gauge, "rules_info", "1 for the rule set served now, labelled with its content hash.", ["hash"])
         if process:
             ProcessCollector(registry=registry)
 
