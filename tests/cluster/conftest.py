@@ -14,26 +14,16 @@ from engine.clock import SystemClock
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
-from engine.cluster.patches import json_copy
 from engine.testing.emulator import Emulator
+from tests.cluster import kube_kit
 from tests.cluster.kube_kit import MakeKube
-
-_WIDGET_CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {"group": "example.com", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
 
 
 @pytest.fixture
 def widget_crd() -> Obj:
     """The CRD of Widget (example.com/v1, namespaced, any fields, a status subresource), the caller's own copy:
     to install in ``memory`` or write through a cluster."""
-    return json_copy(_WIDGET_CRD)
+    return kube_kit.widget_crd()
 
 
 @pytest.fixture

@@ -18,6 +18,20 @@ MakeKube = Callable[..., KubeCluster]
 """The ``make_kube`` fixture (tests/cluster/conftest.py): a KubeCluster against the emulated cluster."""
 
 
+def widget_crd(group: str = "example.com") -> Obj:
+    """The CRD of Widget (``<group>/v1``, namespaced, any fields, a status subresource), a new copy each call: to
+    install in an in-memory cluster or write through a cluster (the ``widget_crd`` fixture is example.com's)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }
+
+
 def names(objs: list[Obj]) -> list[str]:
     return [o["metadata"]["name"] for o in objs]
 

@@ -20,6 +20,8 @@ from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.testing.clock import SimulatedClock
 from engine.testing.emulator import Emulator
+from tests.cluster.kube_kit import widget_crd
+from tests.conftest import PART as PART_OF_WIDGET
 from tests.conftest import WIDGET
 
 RULE = WIDGET.replace("""      - wait: "part.status.ready"
@@ -29,29 +31,11 @@ RULE = WIDGET.replace("""      - wait: "part.status.ready"
 """, "")
 assert RULE != WIDGET
 
-PART = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ (prefix ~ 'part') | tojson }}
-  namespace: {{ childNamespace | tojson }}
-  labels: {{ childLabels | tojson }}
-data:
-  size: {{ size | string | tojson }}
+PART = PART_OF_WIDGET + """\
 {% if order.spec.color %}
   color: {{ order.spec.color | tojson }}
 {% endif %}
 """
-
-WIDGET_CRD: Obj = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.io"},
-    "spec": {"group": "example.io", "scope": "Namespaced",
-             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
-}
 
 
 @pytest.fixture(params=["memory", "kube-cached"])
@@ -59,7 +43,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Me
     """(the stored world, the cluster the operator talks to)."""
     clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     memory = MemoryCluster("", clock=clock)
-    memory.create(WIDGET_CRD)
+    memory.create(widget_crd("example.io"))
     memory.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}})
     if request.param == "memory":
         yield memory, memory
