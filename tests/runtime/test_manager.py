@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -38,6 +40,34 @@ class World:
             run_pass=self.fake, **manager,  # type: ignore[arg-type]
         )
 
+    def child_on_first_pass(self, later: Script = lambda req, n: Result()) -> None:
+        """Script the pass: its first run creates the order's child Gadget (whose event wakes the order again), every
+        later run answers ``later``."""
+        def script(req: Request, n: int) -> Result:
+            if n == 1:
+                self.cluster.create(obj("Gadget", f"{req.name}-child", labels={OWNER_LABEL: f"ns.{req.name}"}))
+                return Result()
+            return later(req, n)
+
+        self.fake.script = script
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[threading.Thread]:
+        """The manager's threaded run for the block, stopped and joined after it (also when the block fails)."""
+        stop = threading.Event()
+        runner = threading.Thread(target=self.manager.run, args=(stop,))
+        runner.start()
+        try:
+            yield runner
+        finally:
+            stop.set()
+            runner.join(10)
+
+    def wait_for_passes(self, done: Callable[[], bool], deadline: float) -> None:
+        """Wait, pass by pass, until ``done`` holds or the monotonic ``deadline`` passes (the test's asserts judge)."""
+        while not done() and time.monotonic() < deadline:
+            self.fake.changed.wait(0.05)
+
     def at(self) -> list[tuple[str, float]]:
         """Each pass as (order name, seconds since the start)."""
         return [(r.name, (t - START).total_seconds()) for r, t in self.fake.runs]
@@ -61,15 +91,8 @@ def test_start_queues_every_order_and_settle_runs_each_once() -> None:
 def test_settle_runs_what_a_pass_wakes() -> None:
     """Events caused by a pass's writes are pumped after it and queue their orders."""
     w = World()
-    cluster = w.cluster
-
-    def script(req: Request, n: int) -> Result:
-        if n == 1:
-            cluster.create(obj("Gadget", f"{req.name}-child", labels={OWNER_LABEL: f"ns.{req.name}"}))
-        return Result()
-
-    w.fake.script = script
-    cluster.create(obj("Widget", "a"))
+    w.child_on_first_pass()
+    w.cluster.create(obj("Widget", "a"))
     w.manager.start()
     assert w.manager.settle() == 2
     assert w.fake.names() == ["a", "a"]
@@ -242,21 +265,13 @@ def test_threaded_run_never_runs_one_order_twice_at_once() -> None:
     w.fake.delay = 0.05
     for name in ("a", "b", "c"):
         w.cluster.create(obj("Widget", name, spec={"n": 0}))
-    stop = threading.Event()
-    runner = threading.Thread(target=w.manager.run, args=(stop,))
-    runner.start()
-    try:
+    with w.running() as runner:
         deadline = time.monotonic() + 5
-        while len(w.fake.runs) < 3 and time.monotonic() < deadline:
-            w.fake.changed.wait(0.05)
+        w.wait_for_passes(lambda: len(w.fake.runs) >= 3, deadline)
         for n in range(1, 6):
             w.cluster.patch(API, "Widget", "ns", "a", {"spec": {"n": n}})
             time.sleep(0.01)
-        while w.fake.names().count("a") < 2 and time.monotonic() < deadline:
-            w.fake.changed.wait(0.05)
-    finally:
-        stop.set()
-        runner.join(10)
+        w.wait_for_passes(lambda: w.fake.names().count("a") >= 2, deadline)
     assert not runner.is_alive()
     assert sorted(set(w.fake.names())) == ["a", "b", "c"]
     assert w.fake.names().count("a") >= 2
@@ -273,32 +288,16 @@ def test_threaded_run_recovers_from_a_raising_pass() -> None:
 
     w = World(script, clock=WallClock(), watch_timeout=0.2)
     w.cluster.create(obj("Widget", "a"))
-    stop = threading.Event()
-    runner = threading.Thread(target=w.manager.run, args=(stop,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 5
-        while len(w.fake.runs) < 2 and time.monotonic() < deadline:
-            w.fake.changed.wait(0.05)
-    finally:
-        stop.set()
-        runner.join(10)
+    with w.running():
+        w.wait_for_passes(lambda: len(w.fake.runs) >= 2, time.monotonic() + 5)
     assert w.fake.names()[:2] == ["a", "a"]
-
 
 
 def test_passes_are_counted_by_the_kind_whose_event_woke_them_and_by_requeue() -> None:
     """c5c3_operator_pass_wakes_total tells an order's own event, a child's event and a wait's re-check apart."""
     w = World()
-    cluster = w.cluster
-
-    def script(req: Request, n: int) -> Result:
-        if n == 1:
-            cluster.create(obj("Gadget", f"{req.name}-child", labels={OWNER_LABEL: f"ns.{req.name}"}))
-        return Result(requeue_after=10 * S) if n == 2 else Result()
-
-    w.fake.script = script
-    cluster.create(obj("Widget", "a"))
+    w.child_on_first_pass(lambda req, n: Result(requeue_after=10 * S) if n == 2 else Result())
+    w.cluster.create(obj("Widget", "a"))
     w.manager.start()
     w.manager.settle()
     w.manager.advance(10 * S)
