@@ -16,7 +16,7 @@ from engine.cluster.kube.informer import Informer
 from engine.cluster.kube.store import Expectation, Store
 from engine.cluster.kube.wire import ResumingStream, WatchStream
 from engine.cluster.retry import Backoff, WarningLimiter
-from engine.cluster.selectors import Selector, parse_fields, parse_labels
+from engine.cluster.selectors import EVERYTHING, Selector, parse_fields, parse_labels
 from tests.cluster.kube_kit import eventually
 
 LOG = logging.getLogger(__name__)
@@ -245,10 +245,31 @@ class TestExpectations:
         assert not store.settle(0.01, listing=("ns", x))  # a leaves it
         store.expect(Expectation(gone=("ns", "a"), uid="uid-a"))
         assert not store.settle(0.01, listing=("ns", x))  # a goes
+        store = Store()  # the writes above stay expected until the watch delivers them: start again
+        store.replace([obj("a", 4, app="x"), obj("b", 5, app="y")], "5")
         store.expect(Expectation(version=7, about=("ns", "b"), labels={"app": "x"}))
         threading.Timer(0.02, lambda: store.apply(event("MODIFIED", obj("b", 7, app="x")))).start()
         assert store.settle(5.0, listing=("ns", x))
         assert select(store, "app=x") == ["ns/a", "ns/b"]
+
+    def test_a_read_that_gives_up_forgets_no_write(self) -> None:
+        """A watch that lags: a get that waited its timeout for its object's write reads live, and so does every
+        later read that needs that write, at once, until the watch delivers it; the other objects' writes still
+        hold their reads (one read giving up used to drop every expectation of the kind, so a get of another
+        object answered its copy from before this cluster's write)."""
+        store = Store()
+        store.replace([obj("a", 4), obj("b", 5)], "5")
+        store.expect(Expectation(version=6, about=("ns", "a")))
+        store.expect(Expectation(version=7, about=("ns", "b")))
+        assert not store.settle(0.01, ("ns", "b"))
+        assert not store.settle(0.01, ("ns", "a"))  # before: answered at once, from the copy before our write
+        assert not store.settle(60.0, ("ns", "b"))  # its write is overdue: no second wait
+        assert not store.settle(60.0, listing=("ns", EVERYTHING))
+        store.apply(event("MODIFIED", obj("a", 6)))
+        assert store.settle(60.0, ("ns", "a"))
+        assert not store.settle(60.0, ("ns", "b"))
+        store.apply(event("MODIFIED", obj("b", 7)))
+        assert store.settle(60.0, ("ns", "b")) and store.settle(60.0)
 
     def test_met_expectations_cost_nothing(self) -> None:
         """A write the store has already seen (a no-op write) does not make reads wait."""

@@ -9,17 +9,19 @@ The store only ever reflects the watch stream, so it is a consistent snapshot at
 resourceVersion and a watcher starting there misses nothing. Read-your-writes comes from
 *expectations* instead of from writing responses into the store: after a write, reads wait
 until the stream has delivered it (``position`` at least the write's resourceVersion, or the
-deleted object gone). Objects are stored with only the Apply entries of managedFields and handed out as they
+deleted object gone), at most a timeout after the write; then they read live until it is
+delivered (decision 0048). Objects are stored with only the Apply entries of managedFields and handed out as they
 are, not copied: what a read answers is read-only to its caller (``engine.cluster.readonly``, decision 37).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 import time
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from engine.cluster.api import Obj, WatchEvent
@@ -156,6 +158,9 @@ class Expectation:
     about: Key | None = None
     labels: Mapping[str, Any] | None = None
     """The labels the written object (``about``) carries after the write."""
+    since: float = field(default=0.0, compare=False)
+    """When the write answered (``time.monotonic``; 0: now, as ``Store.expect`` records it): a read waits for it
+    until ``timeout`` after that, then reads live."""
 
     @property
     def subject(self) -> Key | None:
@@ -258,6 +263,8 @@ class Store:
 
     def expect(self, expectation: Expectation) -> None:
         """A read must wait until this write is visible (satisfied ones are never recorded)."""
+        if not expectation.since:
+            expectation = dataclasses.replace(expectation, since=time.monotonic())
         with self._changed:
             if not self._met(expectation):
                 subject = expectation.subject
@@ -276,10 +283,17 @@ class Store:
 
     def settle(self, timeout: float, key: Key | None = None,
                listing: tuple[str | None, Selector] | None = None) -> bool:
-        """Wait until the expected writes a read depends on are visible; False (and the expectations dropped) on
-        timeout. ``key``: a get's, which waits for the writes of that object; ``listing``: a list's namespace (None:
-        all) and label selector, which waits for the writes of objects it would answer before or after them; neither:
-        every expected write. Expectations about no object in particular hold every read.
+        """Wait until the expected writes a read depends on are visible; False when the read must go live instead.
+        ``key``: a get's, which waits for the writes of that object; ``listing``: a list's namespace (None: all) and
+        label selector, which waits for the writes of objects it would answer before or after them; neither: every
+        expected write. Expectations about no object in particular (what a watch event showed) hold every read, for
+        ``timeout``, and are dropped when it passes.
+
+        A write of an object is waited for until ``timeout`` after the write; a read that needs one older than that
+        reads live at once, and the expectation stays until the watch delivers the write. So a watch that lags
+        costs each read at most what is left of the write's timeout, and no read, of that object or another,
+        ever answers a copy older than this cluster's own write (dropping every expectation of the kind when one
+        read gave up let a get of another object answer its copy from before our write: decision 0041).
 
         Every cached read asks, and most find nothing they wait for: that answer takes no lock (expectations are
         only added by the writing thread before its write returns, so a thread sees its own) and, for a get, looks
@@ -293,24 +307,31 @@ class Store:
             while True:
                 if self._general:
                     self._general = [e for e in self._general if not self._met(e)]
-                if key is not None:
-                    self._prune_about(key)
-                    blocked = bool(self._general) or key in self._about
-                else:
-                    self._prune()
-                    blocked = bool(self._general) or (bool(self._about) if listing is None else any(
-                        self._listed_by(e, *listing) for pending in self._about.values() for e in pending))
-                if not blocked:
+                pending = self._pending(key, listing)
+                if not self._general and not pending:
                     return True
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self._general, self._about = [], {}
+                now = time.monotonic()
+                until = min(min((e.since for e in pending), default=deadline) + timeout, deadline)
+                if until <= now:
+                    if now >= deadline:
+                        self._general = []  # what a watch event showed, waited for in vain: no later read waits
                     return False
                 self._waiting += 1
                 try:
-                    self._changed.wait(remaining)
+                    self._changed.wait(until - now)
                 finally:
                     self._waiting -= 1
+
+    def _pending(self, key: Key | None, listing: tuple[str | None, Selector] | None) -> list[Expectation]:
+        """The unmet expectations about objects that a read (``settle``'s ``key`` or ``listing``) waits for (lock
+        held)."""
+        if key is not None:
+            self._prune_about(key)
+            return self._about.get(key, [])
+        self._prune()
+        if listing is None:
+            return [e for pending in self._about.values() for e in pending]
+        return [e for pending in self._about.values() for e in pending if self._listed_by(e, *listing)]
 
     def _prune_about(self, key: Key) -> None:
         """Drop the met expectations about one object (lock held)."""
