@@ -32,9 +32,9 @@ def test_a_get_that_gives_up_keeps_the_other_objects_writes(memory: MemoryCluste
     deliver = store.apply
     release = threading.Event()
 
-    def lagging(event: WatchEvent) -> None:  # the watch is slow: nothing it reads reaches the cache until released
+    def lagging(event: WatchEvent, *rest: Any) -> None:  # a slow watch: nothing reaches the cache until released
         release.wait(HOLD)
-        deliver(event)
+        deliver(event, *rest)
 
     store.apply = lagging
     try:
