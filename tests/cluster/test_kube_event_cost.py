@@ -4,9 +4,7 @@ the caches, and a pass's get and labelled list answered from a cache fed by the 
 
 from __future__ import annotations
 
-import cProfile
 import json
-import pstats
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +14,7 @@ from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.store import Expectation, Store, interned
 from engine.cluster.kube.wire import WatchStream
 from engine.cluster.memory import MemoryCluster
+from tests.call_count import calls
 from tests.cluster.kube_kit import OneReadBody
 
 API = "example.com/v1"
@@ -42,14 +41,6 @@ def order(i: int) -> dict[str, Any]:
                    "observedGeneration": 1, "userID": f"f8a584a1b993441f9c4ca793d189{i:04d}",
                    "secretName": f"w{i}-credentials", "secretKeys": ["clouds.yaml", "password"]},
     }
-
-
-def calls(work: Callable[[], object]) -> int:
-    profile = cProfile.Profile()
-    profile.enable()
-    work()
-    profile.disable()
-    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
 
 
 CALLS_PER_EVENT = 200

@@ -5,9 +5,7 @@ echo of a pass's own write, and an event held for the order's running pass."""
 
 from __future__ import annotations
 
-import cProfile
-import pstats
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +19,9 @@ from engine.cluster.kube import KubeCluster
 from engine.cluster.memory import MemoryCluster
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Informer, Sources
+from tests.call_count import calls
 
 EVENTS = 40
-
-
-def calls(work: Callable[[], object]) -> int:
-    profile = cProfile.Profile()
-    profile.enable()
-    work()
-    profile.disable()
-    return int(pstats.Stats(profile).total_calls)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
