@@ -190,6 +190,17 @@ def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: Projection
     return cluster
 
 
+def name_member(cluster: Cluster, member: str) -> Cluster:
+    """Have a cluster's client name the shard member in its User-Agent (``c5c3-order-engine/<version> (member
+    <name>)``): an API server's audit log then shows which replica sent each request. A client without one
+    (the in-memory cluster) is left alone."""
+    client: Any = getattr(cluster, "api_client", None)
+    agent = getattr(client, "user_agent", None)
+    if isinstance(agent, str):
+        client.user_agent = f"{agent} (member {member})"
+    return cluster
+
+
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught)."""
@@ -242,12 +253,16 @@ class Operator:
         self.assigner: Assigner | None = None
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
+            name_member(management, self.member.name)
         self.scopes: LabelScopes = self._label_scopes(catalog)
         self.projected: Projections = projections(catalog) if self.member is not None else {}
         scope_by_labels(management, self.scopes, self.projected)
 
         def scoped_target(registration: Registration) -> Cluster:
-            return scope_by_labels(target_factory(registration), self.scopes, self.projected)
+            target = target_factory(registration)
+            if self.member is not None:
+                name_member(target, self.member.name)
+            return scope_by_labels(target, self.scopes, self.projected)
 
         self.manager: Manager[Any] = Manager(
             catalog, clusters, clock=self.clock, metrics=self.metrics,

@@ -22,12 +22,24 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import load_incluster_config
 
+from engine import __version__
 from engine.cluster.api import BadRequest
 from engine.cluster.kube.cluster import DISCOVERY_PREFIX, POOL_SIZE, KubeCluster
 from engine.cluster.kube.library import kube_config
 from engine.cluster.kube.owned_dirs import sweep_dead
 from engine.cluster.kube.requests import RequestObserver
 from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
+
+USER_AGENT = f"c5c3-order-engine/{__version__}"
+"""The User-Agent of every request (an API server's audit log records it); a shard member's clients add
+`` (member <name>)`` (``engine.operator``). The library's own would say ``OpenAPI-Generator/<version>/python``."""
+
+
+def api_client(configuration: Configuration) -> ApiClient:
+    """An ApiClient on a Configuration, sending our User-Agent."""
+    client = ApiClient(configuration)
+    client.user_agent = USER_AGENT
+    return client
 
 
 def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, context: str | None = None) -> ApiClient:
@@ -43,7 +55,7 @@ def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, co
                 config_file=str(kubeconfig), context=context, client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         raise BadRequest(f"unusable kubeconfig: {exc}") from None
-    return ApiClient(configuration)
+    return api_client(configuration)
 
 
 def kube_cluster_from_kubeconfig(
@@ -125,7 +137,7 @@ def kube_cluster_from_registration(
     private_dir = tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-{PROCESS_TAG}-")
     try:
         configuration = configuration_for(settings, Path(private_dir))
-        return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
+        return KubeCluster(name, api_client(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
                            namespaces=namespaces, on_request=on_request, private_dir=private_dir)
     except BaseException:
         shutil.rmtree(private_dir, ignore_errors=True)
@@ -177,7 +189,7 @@ def kube_cluster_in_pod(
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     except ConfigException as exc:
         raise BadRequest(f"not running in a pod with a service account: {exc}") from None
-    return KubeCluster(name, ApiClient(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
+    return KubeCluster(name, api_client(configuration), cache=cache, discovery_cache_dir=discovery_cache_dir,
                        namespaces=namespaces, on_request=on_request)
 
 

@@ -16,6 +16,7 @@ import select
 import socket
 import socketserver
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -26,6 +27,7 @@ from engine.clock import Clock, SystemClock
 from engine.cluster.api import Obj
 from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator.kubeconfig import kubeconfig
+from engine.testing.emulator.requestlog import DEFAULT_SIZE, RequestLog, RequestRecord, now
 from engine.testing.emulator.rest import Reply, Request, Rest, Stream, status_document
 
 logger = logging.getLogger(__name__)
@@ -48,12 +50,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], rest: Rest, token: str | None) -> None:
+    def __init__(self, address: tuple[str, int], rest: Rest, token: str | None, requests: RequestLog) -> None:
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
         self.rest = rest
         self.token = token
+        self.requests = requests
         self.stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -96,6 +99,11 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server_version = "kube-emulator"
     server: _Server
+    _started: tuple[float, float] | None = None
+    """(monotonic, wall) start of the request being served and not logged yet."""
+    _streaming = False
+    _code = 0
+    """The status answered (0: none yet)."""
 
     def setup(self) -> None:
         super().setup()
@@ -137,7 +145,26 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------------
 
     def _serve(self) -> None:
+        self._started = now()
         self._streaming = False
+        self._code = 0
+        try:
+            self._answer()
+        finally:
+            self._logged()
+
+    def _logged(self) -> None:
+        """Add this request to the log, once: before its answer's last bytes go out (so a client that has the
+        answer finds the request logged), or when a stream or a failed answer ends."""
+        if self._started is None:
+            return
+        started, wall_started = self._started
+        self._started = None
+        self.server.requests.add(RequestRecord(
+            started=started, ended=time.monotonic(), wall_started=wall_started, method=self.command,
+            path=self.path, user_agent=self.headers.get("User-Agent", ""), code=self._code))
+
+    def _answer(self) -> None:
         try:
             try:
                 body = self._read_body()
@@ -219,6 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
             data, content_type = body.encode(), "text/plain; charset=utf-8"
         else:
             data, content_type = json.dumps(body, separators=(",", ":")).encode(), "application/json"
+        self._code = code
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -227,11 +255,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Warning", '299 - "{}"'.format(warning.replace("\\", "\\\\").replace('"', '\\"')))
         if self.close_connection:
             self.send_header("Connection", "close")
+        if not self._streaming:
+            self._logged()
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 
     def _stream(self, stream: Stream) -> None:
+        self._code = 200
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -273,13 +304,16 @@ class Emulator:
 
     Bound at construction (``url`` is known at once), served from ``start`` in a daemon thread
     until ``stop``. With a token, requests must carry it as a bearer token; without, any goes.
-    ``clock`` dates the Age column of tables (the wall clock by default)."""
+    ``clock`` dates the Age column of tables (the wall clock by default). ``requests`` records every
+    request served (``requestlog``: times, method, path, User-Agent, code; never a body), the newest
+    ``request_log_size`` of them (0: none)."""
 
     def __init__(self, cluster: MemoryCluster, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, request_log_size: int = DEFAULT_SIZE) -> None:
         self.cluster = cluster
         self._token = token
-        self._server = _Server((host, port), Rest(cluster, clock=clock or SystemClock()), token)
+        self.requests = RequestLog(request_log_size)
+        self._server = _Server((host, port), Rest(cluster, clock=clock or SystemClock()), token, self.requests)
         self._thread: threading.Thread | None = None
         self._stopped = False
 
