@@ -1,20 +1,29 @@
 """Three ``engine run --sharded`` processes share the orders of the management cluster and of a target
-cluster: spread, a member killed (-9), a member added; never two passes of one order at once."""
+cluster: spread, a member killed (-9), a member added; never two passes of one order at once.
+
+"Never two at once" has two witnesses: the API servers' request logs (``check_tenures_from_requests``:
+what the emulators saw, attributed to members by their User-Agent, so a member wrong about its own
+passes cannot hide it), and the members' own pass records (``passes``: they also see a pass that sent no
+request, which the request logs cannot)."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import itertools
 import json
 import re
 import time
 from collections.abc import Iterator
+from urllib.parse import parse_qsl
 
 import pytest
 from conftest import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
 
 from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator.requestlog import RequestRecord
+from engine.testing.tenures import Touch, tenures, violations
 
 SHARD = "sharding.c5c3.io/shard"
 DRAIN = "sharding.c5c3.io/drain"
@@ -242,7 +251,8 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         if member != victim:
             assert process.stop() == 0, process.logs()[-3000:]
 
-    # Never two passes of one order at once, across the replicas.
+    # Never two passes of one order at once, across the replicas: as the members recorded their passes (which
+    # shows passes that sent no request), then as the API servers saw their requests (check_tenures_from_requests).
     spans: dict[str, list[tuple[float, float, str]]] = collections.defaultdict(list)
     for member, process in replicas.items():
         for request, start, end, who in passes(process, member, killed_at if member == victim else None):
@@ -252,6 +262,7 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         runs.sort()
         for (_, end, who), (start, _, other) in itertools.pairwise(runs):
             assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
+    check_tenures_from_requests(world, edge, [first, second, third], killed=victim)
 
     # Nothing provisioned twice.
     for cluster, name in first:
@@ -259,3 +270,103 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         stored = get(where, API, "KeystoneUser", TENANT, name) or {}
         assert stored["status"]["passwordGeneration"] == 1
         assert managed_users(world, name, cluster) == 1, (cluster, name)
+
+
+KEYSTONE_USERS = f"/apis/{API}/namespaces/{TENANT}/keystoneusers/"
+CHILD_COLLECTIONS = ("/api/v1/namespaces/openstack/secrets/",
+                     "/apis/external-secrets.io/v1alpha1/namespaces/openstack/pushsecrets/",
+                     "/apis/openstack.k-orc.cloud/v1alpha1/namespaces/openstack/users/")
+"""Where the children of an order live (rules/keystoneuser.yaml: the ControlPlane's namespace, on the management
+cluster): the password and source Secrets, the PushSecret, the K-ORC User and its probe."""
+CHILD_PREFIX = re.compile(r"[a-z0-9-]+?-[0-9a-f]{8}-user-")
+"""A child's name starts with ``<order>-<hash8(cluster/namespace/order)>-user-`` (the rules' ``prefix``)."""
+
+
+def order_touched(cluster: str, record: RequestRecord, known: dict[str, tuple[str, str]]) -> Touch | None:
+    """The request as a ``Touch`` of one of the test's orders, or None when it names none of them.
+
+    It touches an order when it reads or writes the order (its status too) or the delivered Secret
+    ``<name>-credentials`` beside it, on the order's cluster; a child of it in the ControlPlane's namespace on the
+    management cluster (by the name prefix of the rules); or lists objects by the order's name label (a new
+    member's take-over of the children, decision 0032). Watches never name one order. ``known``: the test's order
+    names and their children's name prefixes -> (cluster, name). The leader's label write is a PATCH of the order
+    itself with field manager c5c3-sharding (a member hands an order back with a PUT: part of its tenure)."""
+    path, _, text = record.path.partition("?")
+    query = dict(parse_qsl(text))
+    if query.get("watch") in ("true", "1"):
+        return None
+    if path.startswith(KEYSTONE_USERS):
+        name, _, subresource = path[len(KEYSTONE_USERS):].partition("/")
+        if known.get(name) != (cluster, name):
+            return None
+        label_write = (record.method == "PATCH" and not subresource
+                       and query.get("fieldManager") == "c5c3-sharding")
+        return Touch((cluster, name), record, label_write=label_write)
+    delivered = f"/api/v1/namespaces/{TENANT}/secrets/"
+    if path.startswith(delivered) and path.endswith("-credentials"):
+        name = path[len(delivered):].removesuffix("-credentials")
+        return Touch((cluster, name), record) if known.get(name) == (cluster, name) else None
+    for collection in CHILD_COLLECTIONS:
+        if cluster == "" and path.startswith(collection):
+            prefix = CHILD_PREFIX.match(path[len(collection):])
+            return Touch(known[prefix.group(0)], record) if prefix and prefix.group(0) in known else None
+    for term in query.get("labelSelector", "").split(","):
+        if term.startswith(f"{NAME_LABEL}=") and term[len(NAME_LABEL) + 1:] in known:
+            return Touch(known[term[len(NAME_LABEL) + 1:]], record)
+    return None
+
+
+def handed_back(record: RequestRecord) -> bool:
+    """Whether a request is a member's successful hand-back of an order: an update of the order itself (not its
+    status) with field manager c5c3-sharding (``ShardMember._acknowledge``, ``leave``)."""
+    path, _, text = record.path.partition("?")
+    return (record.method == "PUT" and path.startswith(KEYSTONE_USERS) and "/" not in path[len(KEYSTONE_USERS):]
+            and dict(parse_qsl(text)).get("fieldManager") == "c5c3-sharding" and record.code == 200)
+
+
+def check_tenures_from_requests(world: World, edge: Target, owners_seen: list[dict[tuple[str, str], str]], *,
+                                killed: str) -> None:
+    """No order was worked on by two members at once, as the API servers saw it (``engine.testing.tenures``).
+
+    Every request the two emulators logged that names one of the test's orders (``order_touched``) is the
+    member's its User-Agent names. For every order, each member's run of requests (a tenure) must start after the
+    previous member's last request was answered, with a label write of the leader in between (a member gets an
+    order only from the leader's label), and the first one after the leader's first label: under the churn above
+    (the spread, kill -9, a join and its drains, and each replica's graceful stop handing its orders on).
+
+    What this proves: no request of a member on an order was served while another member's tenure on it ran, and
+    no member touched an order the leader had not relabelled since another member last did. What it cannot: a
+    pass that sent no request is invisible (the pass records above cover those); a tenure is bounded by its
+    requests' server times, not by the pass around them (a pass running on between two requests is not seen); a
+    killed member's last requests end at the latest when the server answered them, after the kill; when in a
+    request's [start, end] its effect happened is not known, so a tenure's requests must be separated from the
+    next tenure's by the emulator's time from a write to its answer, which the handover's round trips (a watch
+    event, the leader's round, a label write, a watch event) always exceed.
+
+    A move is a drain: every tenure another member's follows ends with its member's hand-back of the order (the
+    update removing its label), but for the member ``killed`` (-9), which hands nothing back.
+
+    ``owners_seen``: the owners observed at each stage; each order's tenures must show them in that order, so the
+    log saw every move (the check is not vacuous)."""
+    known: dict[str, tuple[str, str]] = {}
+    for cluster, names in (("", MANAGEMENT_ORDERS), ("edge-s", EDGE_ORDERS)):
+        for name in names:
+            prefix = f"{name}-{hashlib.sha256(f'{cluster}/{TENANT}/{name}'.encode()).hexdigest()[:8]}-user-"
+            known[name] = known[prefix] = (cluster, name)
+    assert len(known) == 2 * (len(MANAGEMENT_ORDERS) + len(EDGE_ORDERS)), "order names must be unique across clusters"
+    touches: list[Touch] = []
+    for cluster, server in (("", world.server), ("edge-s", edge.server)):
+        assert server.requests.dropped == 0, f"the request log of {cluster or 'management'} overflowed"
+        touches.extend(t for r in server.requests.records() if (t := order_touched(cluster, r, known)) is not None)
+    problems = violations(touches)
+    assert not problems, "\n".join(problems[:20])
+    found = tenures(touches)
+    assert set(found) == set(owners_seen[0]), set(owners_seen[0]) ^ set(found)
+    for order_key in owners_seen[0]:
+        expected = [owner for owner, _ in itertools.groupby(stage[order_key] for stage in owners_seen)]
+        members = iter(run.member for run in found[order_key])
+        assert all(owner in members for owner in expected), (order_key, expected, [r.member for r in found[order_key]])
+        for run, _ in itertools.pairwise(found[order_key]):
+            assert run.member == killed or handed_back(run.last), (
+                f"{order_key}: member {run.member}'s tenure ended with {run.last.method} {run.last.path}, not its"
+                " hand-back: the order moved without a drain")
