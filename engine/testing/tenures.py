@@ -65,6 +65,8 @@ class Tenure:
     started: float
     ended: float
     first: RequestRecord
+    last: RequestRecord
+    """The last request to start."""
     requests: int
 
 
@@ -81,9 +83,10 @@ def tenures(touches: Iterable[Touch]) -> dict[Hashable, list[Tenure]]:
         for member, record in sorted(requests, key=lambda item: item[1].started):
             last = runs[-1] if runs else None
             if last is not None and last.member == member:
-                runs[-1] = Tenure(member, last.started, max(last.ended, record.ended), last.first, last.requests + 1)
+                runs[-1] = Tenure(member, last.started, max(last.ended, record.ended), last.first, record,
+                                  last.requests + 1)
             else:
-                runs.append(Tenure(member, record.started, record.ended, record, 1))
+                runs.append(Tenure(member, record.started, record.ended, record, record, 1))
         found[order] = runs
     return found
 
