@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.expr.paths import ELEMENT, PathWalk, parsed
 
-__all__ = ["Path", "element_reads", "merge_reads"]
+__all__ = ["Path", "context_reads", "element_reads", "merge_reads"]
 
 Path = tuple[str, ...]
 
@@ -87,6 +87,14 @@ def _leaves(source: str) -> set[Path] | None:
     walk = _Walk()
     walk.use(tree, ())
     return walk.leaves
+
+
+def context_reads(source: str) -> frozenset[Path] | None:
+    """Every subtree of the context a JMESPath expression may read, as paths from the context (``()``: the
+    whole context), or None when it does not parse. Complete: a value that flows anywhere but into a field
+    or index step is read whole at that point."""
+    leaves = _leaves(source)
+    return None if leaves is None else frozenset(leaves)
 
 
 def element_reads(source: str, name: str, *, element: bool = False) -> frozenset[Path] | None:

@@ -22,10 +22,14 @@ from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.reconcile.conditions import ConditionMarker
+from engine.reconcile.memo import VALUE_MEMOS, Remembered
 from engine.reconcile.stamp import CHILD_STAMP, STAMPED_KINDS
 from engine.rules.model import ClusterScope, CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
+
+_KEPT = (str, int, float, bool, type(None))
+"""The values a stable value's memo keeps: immutable scalars (a container could be changed by its reader)."""
 
 
 class ReadError(PassThrough):
@@ -118,7 +122,46 @@ class PassContext:
             "clusters": clusters.reachable_names(),
         }
         self.scope = Scope(base, self._resolve, self._knows)
+        self._stable = kind.stable_values
+        self._remembered = self._memo_of(kind, request, order)
+        self._waiting: list[tuple[tuple[str, ...], tuple[Any, ...], dict[str, Any]]] = []
+        if self._remembered:
+            self._recall(self._remembered)
         self.refresh_progress()
+
+    def _memo_of(self, kind: CompiledKind, request: Request, order: Obj) -> Remembered | None:
+        """The order's stable values from its earlier passes (decision 52), at this order version; None when
+        the order carries no uid or generation (nothing then says its spec is the one they were computed on)."""
+        meta = order.get("metadata")
+        if not self._stable or type(meta) is not dict:
+            return None
+        uid, generation = meta.get("uid"), meta.get("generation")
+        if not uid or type(generation) is not int:
+            return None
+        memos = VALUE_MEMOS.get()
+        if memos is None:
+            return None
+        return memos.of(kind, (kind.key, request.cluster, request.namespace, request.name), (uid, generation))
+
+    def _recall(self, remembered: Remembered) -> None:
+        """Put the remembered values that read no input in the scope now; the others wait for their inputs."""
+        for inputs, (versions, values) in remembered.items():
+            if inputs:
+                self._waiting.append((inputs, versions, values))
+            else:
+                dict.update(self.scope, values)
+
+    def _recall_after(self) -> None:
+        """An input was read: the remembered values whose inputs are all read now go in the scope when those
+        inputs read the versions they were computed on."""
+        waiting = []
+        for inputs, versions, values in self._waiting:
+            now = self._versions(inputs)
+            if now is None:
+                waiting.append((inputs, versions, values))
+            elif now == versions:
+                dict.update(self.scope, values)
+        self._waiting = waiting
 
     # -- names ---------------------------------------------------------------------------------------
 
@@ -137,6 +180,48 @@ class PassContext:
         if name in self._resolving:
             cycle = " -> ".join([*self._resolving[self._resolving.index(name):], name])
             raise RuleRuntimeError(f"values depend on each other: {cycle}")
+        value = self._compute(name, source, is_input)
+        remembered = self._remembered
+        if remembered is None:
+            return value
+        if is_input:
+            if self._waiting:
+                dict.__setitem__(self.scope, name, value)
+                self._recall_after()
+            return value
+        reads = self._stable.get(name)
+        if reads is not None and type(value) in _KEPT:
+            versions = self._versions(reads)  # what it read is in the scope now
+            if versions is not None:
+                group = remembered.get(reads)
+                if group is None or group[0] != versions:
+                    remembered[reads] = group = (versions, {})
+                group[1][name] = value
+        return value
+
+    def _versions(self, inputs: tuple[str, ...]) -> tuple[Any, ...] | None:
+        """The (uid, resourceVersion) of what each of these inputs read this pass (None: nothing), or None when
+        one is not read yet or its object says no version: the key a stable value is remembered by."""
+        if not inputs:
+            return ()
+        scope = self.scope
+        versions: list[Any] = []
+        for name in inputs:
+            if not dict.__contains__(scope, name):
+                return None
+            obj = dict.__getitem__(scope, name)
+            if obj is None:
+                versions.append(None)
+                continue
+            meta = obj.get("metadata") if type(obj) is dict else None
+            uid = meta.get("uid") if type(meta) is dict else None
+            version = meta.get("resourceVersion") if type(meta) is dict else None
+            if not uid or not version:
+                return None
+            versions.append((uid, version))
+        return tuple(versions)
+
+    def _compute(self, name: str, source: Any, is_input: bool) -> Any:
         self._resolving.append(name)
         try:
             if is_input:

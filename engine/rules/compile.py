@@ -180,6 +180,7 @@ class Compiler:
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
             origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else src.locate(()),
         )
+        compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
         found = len(self.errors)
         check_kind(compiled, self.errors, self.locate_name)
         check_names(compiled, self.errors)

@@ -41,6 +41,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
+from engine.reconcile.memo import ValueMemos, remembering
 from engine.runtime.controller import Admit, Controller, EventSink, default_log
 from engine.runtime.echoes import Echoes
 from engine.runtime.kinds import Log, OrderKind, RunPass
@@ -123,6 +124,8 @@ class Manager(Generic[K]):
         self.max_concurrent_reconciles = max_concurrent_reconciles
         self._watch_timeout = watch_timeout
         self._recheck = recheck_interval
+        self.value_memos = ValueMemos()
+        """Each order's stable values from its earlier passes (decision 52): this manager's clusters' only."""
         self.queue = WorkQueue(clock, metrics=metrics)
         self.controller = Controller(self.queue, self._pass, metrics=metrics, log=self.log)
         self.controller.events = events
@@ -314,7 +317,8 @@ class Manager(Generic[K]):
             self.log.error("%s: no rules for kind %r; dropped", request, request.kind)
             return Result()
         log = _MergingAdapter(self.log, {"request": str(request)})
-        return self._run_pass(kind, request, clusters=self.clusters, clock=self.clock, log=log)
+        with remembering(self.value_memos):
+            return self._run_pass(kind, request, clusters=self.clusters, clock=self.clock, log=log)
 
     def _movable_clock(self) -> MovableClock:
         if not isinstance(self.clock, MovableClock):
