@@ -71,19 +71,20 @@ def _query_names(query: Query) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _chain(node: nodes.Node, parents: dict[int, nodes.Node]) -> tuple[Path, nodes.Node]:
-    """The path read from a name: the attribute and constant-item steps after it, and the last node of them."""
-    path: list[str] = [node.name] if isinstance(node, nodes.Name) else []
+def _chain(node: nodes.Name, parents: dict[int, nodes.Node]) -> Path:
+    """The path read from a name: the name, then the attribute and constant-item steps taken from it."""
+    path: list[str] = [node.name]
+    step: nodes.Node = node
     while True:
-        parent = parents.get(id(node))
-        if isinstance(parent, nodes.Getattr) and parent.node is node:
+        parent = parents.get(id(step))
+        if isinstance(parent, nodes.Getattr) and parent.node is step:
             path.append(parent.attr)
-        elif isinstance(parent, nodes.Getitem) and parent.node is node and isinstance(parent.arg, nodes.Const) \
+        elif isinstance(parent, nodes.Getitem) and parent.node is step and isinstance(parent.arg, nodes.Const) \
                 and isinstance(parent.arg.value, (str, int)) and not isinstance(parent.arg.value, bool):
             path.append(parent.arg.value if isinstance(parent.arg.value, str) else ELEMENT)
         else:
-            return tuple(path), node
-        node = parent
+            return tuple(path)
+        step = parent
 
 
 def _text_names(text: Text) -> frozenset[str] | None:
@@ -95,26 +96,24 @@ def _text_names(text: Text) -> frozenset[str] | None:
     except Exception:
         return None
     parents: dict[int, nodes.Node] = {}
-    for parent in ast.find_all(nodes.Node):
+    for parent in (ast, *ast.find_all(nodes.Node)):
         for child in parent.iter_child_nodes():
             parents[id(child)] = parent
     for call in ast.find_all(nodes.Call):
-        name = call.node.name if isinstance(call.node, nodes.Name) else None
-        if name is None or not (name in FUNCTIONS and FUNCTIONS[name].pure):
+        called = call.node.name if isinstance(call.node, nodes.Name) else None
+        if called is None or not (called in FUNCTIONS and FUNCTIONS[called].pure):
             return None  # a method, a Jinja global (lipsum), an impure function
     for flt in ast.find_all(nodes.Filter):
         if flt.name not in _PURE_FILTERS and not (flt.name in FUNCTIONS and FUNCTIONS[flt.name].pure):
             return None
     bound = {n.name for n in ast.find_all(nodes.Name) if n.ctx in ("store", "param")}
     names: set[str] = set()
-    for name in ast.find_all(nodes.Name):
-        if name.ctx != "load" or name.name in bound or name.name in FUNCTIONS:
+    for ref in ast.find_all(nodes.Name):
+        if ref.ctx != "load" or ref.name in bound or ref.name in FUNCTIONS:
             continue
-        if name.name == "order":
-            path, _ = _chain(name, parents)
-            if not _order_read_fixed(path):
-                return None
-        names.add(name.name)
+        if ref.name == "order" and not _order_read_fixed(_chain(ref, parents)):
+            return None
+        names.add(ref.name)
     return frozenset(names)
 
 
