@@ -15,15 +15,16 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from urllib.parse import parse_qsl
 
 import pytest
 from conftest import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
 
 from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator import Emulator
 from engine.testing.emulator.requestlog import RequestRecord
-from engine.testing.tenures import Touch, tenures, violations
+from engine.testing.tenures import Tenure, Touch, tenures, violations
 
 SHARD = "sharding.c5c3.io/shard"
 DRAIN = "sharding.c5c3.io/drain"
@@ -262,7 +263,8 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
         runs.sort()
         for (_, end, who), (start, _, other) in itertools.pairwise(runs):
             assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
-    check_tenures_from_requests(world, edge, [first, second, third], killed=victim)
+    check_tenures_from_requests({"": world.server, "edge-s": edge.server}, list(first), [first, second, third],
+                                killed=victim)
 
     # Nothing provisioned twice.
     for cluster, name in first:
@@ -324,19 +326,21 @@ def handed_back(record: RequestRecord) -> bool:
             and dict(parse_qsl(text)).get("fieldManager") == "c5c3-sharding" and record.code == 200)
 
 
-def check_tenures_from_requests(world: World, edge: Target, owners_seen: list[dict[tuple[str, str], str]], *,
-                                killed: str) -> None:
+def check_tenures_from_requests(servers: dict[str, Emulator], orders: list[tuple[str, str]],
+                                owners_seen: list[dict[tuple[str, str], str]], *,
+                                killed: str) -> dict[Hashable, list[Tenure]]:
     """No order was worked on by two members at once, as the API servers saw it (``engine.testing.tenures``).
 
-    Every request the two emulators logged that names one of the test's orders (``order_touched``) is the
-    member's its User-Agent names. For every order, each member's run of requests (a tenure) must start after the
-    previous member's last request was answered, with a label write of the leader in between (a member gets an
-    order only from the leader's label), and the first one after the leader's first label: under the churn above
-    (the spread, kill -9, a join and its drains, and each replica's graceful stop handing its orders on).
+    Every request the emulators (``servers``, by cluster name) logged that names one of ``orders`` ((cluster,
+    name); ``order_touched``) is the member's its User-Agent names. For every order, each member's run of requests
+    (a tenure) must start after the previous member's last request was answered, with a label write of the leader
+    in between (a member gets an order only from the leader's label), and the first one after the leader's first
+    label: under the churn the test made (a spread, kill -9, a join and its drains, each replica's graceful stop
+    handing its orders on).
 
     What this proves: no request of a member on an order was served while another member's tenure on it ran, and
     no member touched an order the leader had not relabelled since another member last did. What it cannot: a
-    pass that sent no request is invisible (the pass records above cover those); a tenure is bounded by its
+    pass that sent no request is invisible (the members' pass records cover those); a tenure is bounded by its
     requests' server times, not by the pass around them (a pass running on between two requests is not seen); a
     killed member's last requests end at the latest when the server answered them, after the kill; when in a
     request's [start, end] its effect happened is not known, so a tenure's requests must be separated from the
@@ -346,27 +350,29 @@ def check_tenures_from_requests(world: World, edge: Target, owners_seen: list[di
     A move is a drain: every tenure another member's follows ends with its member's hand-back of the order (the
     update removing its label), but for the member ``killed`` (-9), which hands nothing back.
 
-    ``owners_seen``: the owners observed at each stage; each order's tenures must show them in that order, so the
-    log saw every move (the check is not vacuous)."""
+    Every order has a tenure. ``owners_seen``: the owners observed at each stage; each order's tenures must show
+    those it appears in, in that order, so the log saw every move (the check is not vacuous). Returns each order's
+    tenures."""
     known: dict[str, tuple[str, str]] = {}
-    for cluster, names in (("", MANAGEMENT_ORDERS), ("edge-s", EDGE_ORDERS)):
-        for name in names:
-            prefix = f"{name}-{hashlib.sha256(f'{cluster}/{TENANT}/{name}'.encode()).hexdigest()[:8]}-user-"
-            known[name] = known[prefix] = (cluster, name)
-    assert len(known) == 2 * (len(MANAGEMENT_ORDERS) + len(EDGE_ORDERS)), "order names must be unique across clusters"
+    for cluster, name in orders:
+        prefix = f"{name}-{hashlib.sha256(f'{cluster}/{TENANT}/{name}'.encode()).hexdigest()[:8]}-user-"
+        known[name] = known[prefix] = (cluster, name)
+    assert len(known) == 2 * len(set(orders)), "order names must be unique across clusters"
     touches: list[Touch] = []
-    for cluster, server in (("", world.server), ("edge-s", edge.server)):
+    for cluster, server in servers.items():
         assert server.requests.dropped == 0, f"the request log of {cluster or 'management'} overflowed"
         touches.extend(t for r in server.requests.records() if (t := order_touched(cluster, r, known)) is not None)
     problems = violations(touches)
     assert not problems, "\n".join(problems[:20])
     found = tenures(touches)
-    assert set(found) == set(owners_seen[0]), set(owners_seen[0]) ^ set(found)
-    for order_key in owners_seen[0]:
-        expected = [owner for owner, _ in itertools.groupby(stage[order_key] for stage in owners_seen)]
+    assert set(found) == set(orders), set(orders) ^ set(found)
+    for order_key in orders:
+        expected = [owner for owner, _ in itertools.groupby(stage[order_key] for stage in owners_seen
+                                                           if order_key in stage)]
         members = iter(run.member for run in found[order_key])
         assert all(owner in members for owner in expected), (order_key, expected, [r.member for r in found[order_key]])
         for run, _ in itertools.pairwise(found[order_key]):
             assert run.member == killed or handed_back(run.last), (
                 f"{order_key}: member {run.member}'s tenure ended with {run.last.method} {run.last.path}, not its"
                 " hand-back: the order moved without a drain")
+    return found

@@ -1,6 +1,7 @@
 """The leader of three ``engine run --sharded`` processes killed (-9): another replica takes over the
 assigning, the dead leader's orders move only once its membership Lease has lapsed, orders created after
-the kill are assigned and converge; never two passes of one order at once, nothing provisioned twice."""
+the kill are assigned and converge; never two passes of one order at once (by the members' pass records and by
+the API server's request log), nothing provisioned twice."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import API, TENANT, OperatorProcess, World, get, order, wait_for
-from test_sharding_http import SHARD, managed_users, passes, ready, three_replicas
+from test_sharding_http import SHARD, check_tenures_from_requests, managed_users, passes, ready, three_replicas
 
 LEASES = "c5c3-system"
 LEASE_DURATION = 6.0
@@ -79,7 +80,7 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
                          message="a surviving replica to become the leader")
     wait_for(lambda: held_by(world, BEFORE + AFTER, survivors), timeout=PATIENCE,
              message="the dead leader's orders and the new ones labelled for the survivors")
-    second = owners(world, BEFORE)
+    second, after = owners(world, BEFORE), owners(world, AFTER)
     moved = {n for n in BEFORE if first[n] != second[n]}
     assert moved == {n for n in BEFORE if first[n] == leader}, "only the dead leader's orders move"
     assert moved, first  # 15 orders over 3 members: the leader held some
@@ -112,6 +113,18 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
             assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
     assert {r.rsplit("/", 1)[-1] for r in spans} == set(BEFORE + AFTER)
     assert not any(who == leader for n in AFTER for _, _, who in spans[_request(spans, n)])
+
+    # The same from the API server's side, its request log: no order worked on by two members at once, and a
+    # survivor's first request on a dead leader's order only after its Lease lapsed.
+    found = check_tenures_from_requests(
+        {"": world.server}, [("", n) for n in BEFORE + AFTER],
+        [{("", n): m for n, m in first.items()}, {("", n): m for n, m in (second | after).items()}], killed=leader)
+    for name in moved:
+        runs = found[("", name)]
+        taken = runs[max(i for i, run in enumerate(runs) if run.member == leader) + 1]
+        assert taken.first.wall_started >= lapsed_at, (
+            f"{name}: member {taken.member} sent {taken.first.method} {taken.first.path} before the dead leader's"
+            " Lease lapsed")
 
     # Nothing provisioned twice.
     for name in BEFORE + AFTER:
