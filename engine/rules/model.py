@@ -492,6 +492,15 @@ class CompiledKind:
         return found
 
     @property
+    def writes_named_clusters(self) -> bool:
+        """Whether an action or a teardown action names its cluster by a text: then the order's children may be on
+        any registered cluster; else only on the management cluster and the order's own (all a shard member's
+        take-over needs to list, decision 0051)."""
+        scopes = [action.cluster for step in self.steps for action in step.actions]
+        scopes += [action.cluster for action in self.teardown.actions]
+        return any(scope not in ("management", "order") for scope in scopes)
+
+    @property
     def ownership_labels(self) -> tuple[str, str, str]:
         """The name, namespace and cluster label keys of the order's children."""
         return (self.children.name_label, self.children.namespace_label, self.children.cluster_label)

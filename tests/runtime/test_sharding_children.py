@@ -184,3 +184,46 @@ def test_the_take_over_lists_only_the_namespaces_a_cluster_is_watched_in(rules_d
     b.namespaces_of = lambda cluster: ("ns",) if cluster == "" else None
     assert b.admit(world.request) == "run"
     assert world.parts() == {"w-part": "b"}
+
+
+class CountedLists:
+    """A cluster that counts the lists sent to it."""
+
+    def __init__(self, inner: MemoryCluster) -> None:
+        self._inner = inner
+        self.lists = 0
+
+    def list(self, *args: object, **kwargs: object) -> ObjectList:
+        self.lists += 1
+        return self._inner.list(*args, **kwargs)  # type: ignore[arg-type]
+
+    def __getattr__(self, attr: str) -> object:
+        return getattr(self._inner, attr)
+
+
+def test_the_take_over_lists_only_the_clusters_the_rules_can_write_children_on(
+        rules_dir: Callable[..., Path]) -> None:
+    """Rules that write to the management cluster and the order's only: the take-over of an order on a target
+    cluster lists those two, not a third registered cluster (no child of the order can be there), and takes its child
+    over. Rules that name a cluster by a text may have put children anywhere: every cluster is listed, and the child
+    found on the named one is taken over too."""
+    labels = {**CHILD, "example.io/cluster": "edge", SHARD_LABEL: "a"}
+    for rule, named in ((WIDGET, False), (WIDGET.swap("    as: part\n", "    as: part\n        cluster: far\n"), True)):
+        world = World(rules_dir(rule))
+        assert world.kind.writes_named_clusters is named
+        far = MemoryCluster("far", clock=world.clock, permissive=True)
+        world.edge.create({"apiVersion": "example.io/v1", "kind": "Widget",
+                           "metadata": {"name": "w", "namespace": "ns", "labels": {SHARD_LABEL: "b"}},
+                           "spec": {"size": 2}})
+        for cluster in (world.cluster, far):
+            cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "w-part", "namespace": "ns", "labels": labels}})
+        counted = {"": CountedLists(world.cluster), "edge": CountedLists(world.edge), "far": CountedLists(far)}
+        b = world.member("b")
+        b._clusters = ClusterSet(counted[""])  # type: ignore[arg-type]
+        for name in ("edge", "far"):
+            b._clusters.engage(name, counted[name])  # type: ignore[arg-type]
+        assert b.admit(Request(WIDGET_KIND, "edge", "ns", "w")) == "run"
+        assert {name: cluster.lists for name, cluster in counted.items()} == {"": 1, "edge": 1, "far": int(named)}
+        assert world.parts() == {"w-part": "b"}
+        assert world.parts(far) == {"w-part": "b" if named else "a"}

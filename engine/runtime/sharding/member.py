@@ -138,9 +138,11 @@ class ShardMember:
         caches by its label that another member stamped (a move) or none did (written before ``--sharded``). So its
         caches hold every child of the order before a pass reads them: none is created twice, none left behind.
 
-        Listed from the API server on every cluster by the order's name and namespace labels (the cluster label,
-        when a child has one, must be the order's; one without it must be on the order's cluster). A cluster that
-        cannot be read holds the order back when it is the management or the order's cluster (``retry``)."""
+        Listed from the API server by the order's name and namespace labels (the cluster label, when a child has
+        one, must be the order's; one without it must be on the order's cluster), on the management cluster and the
+        order's own, and on every other cluster only when the order kind's rules write to a cluster they name
+        (``writes_named_clusters``): elsewhere no child of it can be. A cluster that cannot be read holds the order
+        back when it is the management or the order's cluster (``retry``)."""
         labels = getattr(kind, "ownership_labels", None)
         kinds = sorted(child for child, owners in self._children.items() if kind.key in owners)
         if labels is None or not kinds:
@@ -150,7 +152,10 @@ class ShardMember:
         name_label, namespace_label, cluster_label = labels
         selector = f"{name_label}={request.name},{namespace_label}={request.namespace}"
         taken = 0
+        anywhere = getattr(kind, "writes_named_clusters", True)
         for cluster_name, cluster in self._clusters:
+            if not anywhere and cluster_name not in ("", request.cluster):
+                continue
             try:
                 for api_version, child_kind in kinds:
                     if not cluster.serves(api_version, child_kind):
