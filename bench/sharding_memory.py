@@ -1,6 +1,7 @@
 """Measurement: memory and throughput per replica of real ``engine run --sharded`` processes, for 1, 2 and 4 replicas.
 
     .venv/bin/python bench/sharding_memory.py [--orders N] [--replicas 1,2,4] [--trace DIR]
+        [--targets K --orders-on W,... [--engage]] [--idle-seconds S]
 
 For each replica count: a fresh emulated management cluster with the simulated controllers (the integration
 tests' world, in this process) and that many ``engine run --sharded`` processes. Once every replica is ready and
@@ -24,6 +25,16 @@ waits until every order is Ready and the members hold their shares. Then it read
   admission), with the
   simulated controllers' thread apart, how long their rounds took and the share of a round's time they ran (the
   rest they waited for a core or the interpreter lock: K-ORC and ESO answer late, and the orders' waits re-check).
+
+``--targets K`` registers K target clusters (edge-0, edge-1, ...; the replicas then read the registrations) and
+``--orders-on`` spreads the orders over them by weight (``100,99,1``: half on edge-0, one on edge-2, none on the rest);
+each replica's figures then also come per cluster (``clusters``, and their mean in ``per_cluster_mean``): the orders
+it holds there, its open watch streams with no order and at the end, its connections, the objects it holds, its
+requests at start (until the idle window) and while the orders converged, and its watch threads' CPU in the idle
+window (per minute) and while converging (``per_cluster.py`` says how each is attributed). ``--engage`` then
+registers one more cluster and times each replica until it has as many watches open there as on a target with no
+order (what opening a cluster's watches costs and waits). ``watches_on_the_last_target`` lists the streams open
+there by resource and label selector, every replica's together.
 
 ``--trace DIR`` keeps each replica's log at debug level (every pass with what woke it and how long ago:
 ``pass woken by event of User 0.012 s ago``) and ``world.jsonl`` (each simulated controller's write, with its time),
