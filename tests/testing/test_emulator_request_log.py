@@ -60,7 +60,7 @@ def test_each_request_is_logged_with_its_times_method_path_agent_and_code_and_ne
     assert (missing.method, missing.path, missing.user_agent, missing.code) == (
         "GET", "/api/v1/namespaces/ns/secrets/gone", "other/2", 404)
     assert before <= created.started <= created.ended <= missing.started <= missing.ended <= after
-    assert before_wall - 1 <= created.wall_started <= time.time() + 1
+    assert before_wall - 1 <= created.wall_started <= created.wall_ended <= time.time() + 1
     assert emulator.requests.dropped == 0
     logged = repr(emulator.requests.records())
     assert SECRET_VALUE not in logged and base64.b64encode(SECRET_VALUE.encode()).decode() not in logged

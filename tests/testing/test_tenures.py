@@ -14,7 +14,8 @@ AGENT = "c5c3-order-engine/0.1.0 (member {})"
 def request(start: float, member: str | None, method: str = "GET", *, end: float | None = None,
             code: int = 200) -> RequestRecord:
     agent = AGENT.format(member) if member else "kubectl/v1.30"
-    return RequestRecord(start, start + 0.01 if end is None else end, 0.0, method, PATH, agent, code)
+    ended = start + 0.01 if end is None else end
+    return RequestRecord(start, ended, 1e9 + start, 1e9 + ended, method, PATH, agent, code)
 
 
 def touch(start: float, member: str | None, method: str = "GET", *, end: float | None = None) -> Touch:

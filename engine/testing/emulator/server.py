@@ -16,7 +16,6 @@ import select
 import socket
 import socketserver
 import threading
-import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -158,10 +157,10 @@ class _Handler(BaseHTTPRequestHandler):
         answer finds the request logged), or when a stream or a failed answer ends."""
         if self._started is None:
             return
-        started, wall_started = self._started
+        (started, wall_started), (ended, wall_ended) = self._started, now()
         self._started = None
         self.server.requests.add(RequestRecord(
-            started=started, ended=time.monotonic(), wall_started=wall_started, method=self.command,
+            started=started, ended=ended, wall_started=wall_started, wall_ended=wall_ended, method=self.command,
             path=self.path, user_agent=self.headers.get("User-Agent", ""), code=self._code))
 
     def _answer(self) -> None:
