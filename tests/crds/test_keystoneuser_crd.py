@@ -38,7 +38,9 @@ def order(name: str = "workflow", **spec: Any) -> Obj:
 
 
 def test_printer_columns_in_documented_order(keystoneuser_crd: Obj) -> None:
-    """kubectl get keystoneuser prints Ready, ControlPlane, Generation, NextRotation and Age."""
+    """kubectl get keystoneuser prints Ready, ControlPlane, Generation, NextRotation and Age
+    (as the reference documents them), then Shard: the member an ``engine run --sharded`` leader placed the
+    order on (its label; decision 50)."""
     (version,) = keystoneuser_crd["spec"]["versions"]
     columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
     assert columns == [
@@ -47,6 +49,7 @@ def test_printer_columns_in_documented_order(keystoneuser_crd: Obj) -> None:
         ("Generation", "integer", ".status.passwordGeneration"),
         ("NextRotation", "string", ".status.nextPasswordRotation"),
         ("Age", "date", ".metadata.creationTimestamp"),
+        ("Shard", "string", r".metadata.labels.sharding\.c5c3\.io/shard"),
     ]
 
 

@@ -38,7 +38,9 @@ def order(name: str = "workflow", **spec: Any) -> Obj:
 
 
 def test_printer_columns_in_documented_order(rabbitmqvhost_crd: Obj) -> None:
-    """kubectl get rabbitmqvhost prints Ready, ControlPlane, Vhost, Generation, NextRotation and Age."""
+    """kubectl get rabbitmqvhost prints Ready, ControlPlane, Vhost, Generation, NextRotation and Age
+    (as the reference documents them), then Shard: the member an ``engine run --sharded`` leader placed the
+    order on (its label; decision 50)."""
     (version,) = rabbitmqvhost_crd["spec"]["versions"]
     columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
     assert columns == [
@@ -48,6 +50,7 @@ def test_printer_columns_in_documented_order(rabbitmqvhost_crd: Obj) -> None:
         ("Generation", "integer", ".status.passwordGeneration"),
         ("NextRotation", "string", ".status.nextRotation"),
         ("Age", "date", ".metadata.creationTimestamp"),
+        ("Shard", "string", r".metadata.labels.sharding\.c5c3\.io/shard"),
     ]
 
 

@@ -4,6 +4,7 @@ field validation, ``kubectl explain``, ``--dry-run=server``, Events, the kinds o
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -67,6 +68,43 @@ def test_get_by_category_and_short_names(kubectl: Any, cluster: MemoryCluster) -
     assert kubectl("get", "rmqv", "-n", "ns", "-o", "name").stdout.split() == ["rabbitmqvhost.c5c3.io/v"]
 
 
+
+SHARD = "sharding.c5c3.io/shard"
+
+
+def table(text: str) -> dict[str, list[tuple[str, str]]]:
+    """kubectl's table by row name: (header, cell) per column, cut at the headers' offsets (an empty cell has no
+    text to split on; kubectl's headers are single words)."""
+    lines = text.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", lines[0])]
+    headers = lines[0].split()
+    rows = {}
+    for line in lines[1:]:
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        rows[cells[0]] = list(zip(headers, cells, strict=True))
+    return rows
+
+
+@pytest.mark.parametrize(("plural", "kind"), [("keystoneusers", "KeystoneUser"), ("rabbitmqvhosts", "RabbitMQVhost")])
+def test_get_orders_shows_each_orders_shard_member(kubectl: Any, cluster: MemoryCluster, plural: str,
+                                                   kind: str) -> None:
+    """``kubectl get <orders>`` prints the member an ``engine run --sharded`` leader labelled each order for (the
+    CRD's Shard column); an order without the label shows an empty cell, as a real API server's null cell prints."""
+    labelled = order(kind, "mine")
+    labelled["metadata"]["labels"] = {SHARD: "c5c3-operator-7d9f8-x2k4p-a1b2c3"}
+    cluster.create(labelled)
+    cluster.create(order(kind, "new"))
+    result = kubectl("get", plural, "-n", "ns")
+    assert result.returncode == 0, result.stderr
+    shown = table(result.stdout)
+    assert shown["mine"][-1] == ("SHARD", "c5c3-operator-7d9f8-x2k4p-a1b2c3")
+    assert shown["new"][-1] == ("SHARD", "")
+    assert shown["new"][-2][0] == "AGE"  # the reference's columns first, as it documents them
+    labels = kubectl("get", plural, "-n", "ns", "-L", SHARD)  # -L adds the label's own column after the CRD's
+    assert labels.returncode == 0, labels.stderr
+    shown = table(labels.stdout)
+    assert shown["mine"][-2:] == [("SHARD", "c5c3-operator-7d9f8-x2k4p-a1b2c3")] * 2
+    assert shown["new"][-2:] == [("SHARD", "")] * 2
 
 TYPO = """\
 apiVersion: c5c3.io/v1alpha1

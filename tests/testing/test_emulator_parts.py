@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from engine.clock import SystemClock
 from engine.cluster.api import UnsupportedMediaType
+from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator.discovery import version_key
 from engine.testing.emulator.jsonpath import JsonPathError, compile_path
 from engine.testing.emulator.protobuf import decode
 from engine.testing.emulator.routes import Document, Target, parse_route
-from engine.testing.emulator.table import go_format, human_duration, wanted_table
+from engine.testing.emulator.table import go_format, human_duration, to_table, wanted_table
+
+CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
 ORDER: dict[str, Any] = {
     "metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z",
@@ -52,6 +58,19 @@ class TestJsonPath:
         with pytest.raises(JsonPathError, match="unsupported JSONPath"):
             compile_path(path)
 
+    @pytest.mark.parametrize(("labels", "expected"), [
+        ({"sharding.c5c3.io/shard": "m-1"}, ["m-1"]),
+        ({"sharding.c5c3.io/shard": ""}, [""]),
+        ({"sharding.c5c3.io/drain": "true"}, []),
+        (None, []),
+    ])
+    def test_an_escaped_label_key_is_one_field(self, labels: dict[str, str] | None, expected: list[str]) -> None:
+        """``\\.`` escapes a dot in a field name, as Kubernetes JSONPath reads it (the escapes dropped): the label's
+        value, or no match when that label or every label is absent."""
+        order = {"metadata": {"name": "x"} | ({"labels": labels} if labels is not None else {})}
+        assert compile_path(r".metadata.labels.sharding\.c5c3\.io/shard").find(order) == expected
+        assert compile_path(".metadata.labels.sharding.c5c3.io/shard").find(order) == []  # unescaped: nested fields
+
     def test_first_tells_absent_from_null(self) -> None:
         """first() distinguishes no match from a match whose value is null."""
         assert compile_path(".a").first({"a": None}) == (True, None)
@@ -76,6 +95,26 @@ class TestCells:
     def test_string_cells_print_as_go(self, value: Any, text: str) -> None:
         """A string column shows any value as Go's %v would."""
         assert go_format(value) == text
+
+    @pytest.mark.parametrize("crd", ["c5c3.io_keystoneusers.yaml", "c5c3.io_rabbitmqvhosts.yaml"])
+    def test_the_order_crds_shard_cell_is_the_label_or_null(self, crd: str) -> None:
+        """The Shard column of an order CRD, installed in the memory cluster and served as a Table: the member's
+        name; null when the order carries no shard label (the API server's custom resource table convertor sends
+        null for a path that finds nothing, kubectl prints an empty cell); an empty label prints empty."""
+        cluster = MemoryCluster("", clock=SystemClock())
+        for doc in yaml.safe_load_all((CRDS / crd).read_text()):
+            installed = cluster.create(doc)
+        kind = installed["spec"]["names"]["kind"]
+        info = cluster.resource_info(f"c5c3.io/{installed['spec']['versions'][0]['name']}", kind)
+        assert info.printer_columns[-1].name == "Shard"
+        orders = [{"metadata": {"name": "mine", "labels": {"sharding.c5c3.io/shard": "m-1"}}},
+                  {"metadata": {"name": "drained", "labels": {"sharding.c5c3.io/drain": "true"}}},
+                  {"metadata": {"name": "new"}},
+                  {"metadata": {"name": "blank", "labels": {"sharding.c5c3.io/shard": ""}}}]
+        table = to_table(info, orders, api_version="meta.k8s.io/v1", now=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
+        assert table["columnDefinitions"][-1]["name"] == "Shard"
+        assert [(row["cells"][0], row["cells"][-1]) for row in table["rows"]] == [
+            ("mine", "m-1"), ("drained", None), ("new", None), ("blank", "")]
 
     @pytest.mark.parametrize(("accept", "wanted"), [
         ("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,"
