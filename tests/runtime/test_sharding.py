@@ -256,6 +256,27 @@ def test_a_joining_member_gets_orders_only_after_their_owner_hands_them_back() -
     assert ORDERS // 8 <= len(draining) <= ORDERS // 2
 
 
+def test_a_move_whose_label_write_conflicts_still_counts_as_a_move() -> None:
+    """The leader's label for the new member meets a Conflict (the order changed since its view): the next round
+    writes it, and it is counted and logged as a move, not as a first assignment."""
+    world = World()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    world.join("d")
+    world.assigner.step()
+    world.acknowledge_drains()
+    handed_back = sorted(name for (_, name), member in world.owners().items() if not member)
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    faulty.inject(verb="patch", kind="Widget", name=handed_back[0], error="Conflict")
+    world.assigner._clusters = world.clusters(faulty)
+    assert world.assigner.step().moves == {"moved": len(handed_back) - 1}
+    assert world.assigner.step().moves == {"moved": 1}
+    assert world.owners()[("", handed_back[0])] == "d"
+    assert world.metrics.registry.get_sample_value("c5c3_operator_shard_moves_total", {"how": "moved"}) == len(
+        handed_back)
+
+
 def test_a_lapsed_member_stops_before_the_leader_reassigns_its_orders() -> None:
     """b stops renewing: it stops working at its renew deadline (10 s) and the leader reassigns only its
     orders once its Lease has not changed for the lease duration (15 s) on the leader's clock."""

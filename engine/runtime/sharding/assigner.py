@@ -27,7 +27,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.clock import Clock
 from engine.cluster.api import ApiError, Cluster, Conflict, NotFound, Obj
@@ -46,6 +46,9 @@ from engine.runtime.sharding.labels import (
 from engine.runtime.sharding.ring import order_key, owner
 
 LOG = logging.getLogger("engine.runtime.sharding")
+
+Written = Literal["written", "retry", "gone"]
+"""What a label write came to: done; to decide again next round (a Conflict, an API error); the order is gone."""
 
 
 @dataclass
@@ -178,10 +181,13 @@ class Assigner:
             return
         if not have or have not in done.members:
             how = "assigned" if not have else "reassigned"
-            drained_from = self._draining.pop((cluster_name, key), None)
+            drained_from = self._draining.get((cluster_name, key))
             if not have and drained_from is not None:
                 how = "moved"
-            if self._write(cluster, kind, order, request, owner=want, drain=False):
+            wrote = self._write(cluster, kind, order, request, owner=want, drain=False)
+            if wrote != "retry":  # a write to retry keeps it: the next round's write is still a move
+                self._draining.pop((cluster_name, key), None)
+            if wrote == "written":
                 done.owned[want] += 1
                 done.moves[how] += 1
                 self._count(how)
@@ -195,7 +201,7 @@ class Assigner:
                                    extra={"request": str(request)})
             return
         done.owned[have] += 1
-        if not draining(order) and self._write(cluster, kind, order, request, owner=have, drain=True):
+        if not draining(order) and self._write(cluster, kind, order, request, owner=have, drain=True) == "written":
             self._draining[(cluster_name, key)] = have
             done.moves["drain"] += 1
             self._count("drain")
@@ -203,17 +209,19 @@ class Assigner:
                            extra={"request": str(request)})
 
     def _write(self, cluster: Cluster, kind: OrderKind, order: Obj, request: Request, *, owner: str,
-               drain: bool) -> bool:
+               drain: bool) -> Written:
         """Set the order's labels, conditionally on the resourceVersion read (the order itself is not held)."""
         try:
             cluster.patch(kind.api_version, kind.kind, request.namespace or None, request.name,
                           label_patch(order, owner=owner, drain=drain), field_manager=FIELD_MANAGER)
-            return True
-        except (Conflict, NotFound):
-            return False  # it changed or went meanwhile: decided again next round
+            return "written"
+        except Conflict:
+            return "retry"  # it changed meanwhile: decided again next round
+        except NotFound:
+            return "gone"
         except ApiError as exc:
             self._log.warning("%s: could not write its shard label: %s", request, exc, extra={"request": str(request)})
-            return False
+            return "retry"
 
     def _note_membership(self, members: list[str]) -> None:
         before, after = set(self._members), set(members)
