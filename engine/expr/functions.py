@@ -192,9 +192,13 @@ class SecretSink:
     """Collects every secret value the process knows (each generated password, and the secret values of
     every Secret a pass read), so log redaction blanks them and tests can check none leaks."""
 
+    LEARNED = 65536
+    """Versions of Secrets remembered as learned (then forgotten all at once): one version, one content."""
+
     def __init__(self) -> None:
         self._values: dict[str, None] = {}
         self._lock = threading.Lock()
+        self._learned: set[tuple[str, str]] = set()
 
     def add(self, value: str) -> None:
         with self._lock:
@@ -206,11 +210,23 @@ class SecretSink:
 
     def learn(self, value: Any) -> None:
         """Add the secret values (engine.expr.secret_data's rule) of every Secret in ``value``: an object,
-        or a list of objects; anything else is ignored."""
+        or a list of objects; anything else is ignored. A version of a Secret (uid, resourceVersion) learned
+        already is not read again (issue 11: every pass reads the same Secrets; their values are known)."""
         for obj in value if isinstance(value, list) else (value,):
-            if is_secret_object(obj):
-                for secret in secret_values_of(obj):
-                    self.add(secret)
+            if not is_secret_object(obj):
+                continue
+            meta = obj.get("metadata")
+            version = (meta.get("uid"), meta.get("resourceVersion")) if type(meta) is dict else (None, None)
+            known = version[0] and version[1] and type(version[0]) is str and type(version[1]) is str
+            if known and version in self._learned:
+                continue
+            secrets_found = list(secret_values_of(obj))
+            with self._lock:
+                self._values.update(dict.fromkeys(secrets_found))
+                if known:
+                    if len(self._learned) >= self.LEARNED:
+                        self._learned.clear()
+                    self._learned.add(version)  # type: ignore[arg-type]
 
     def values(self) -> tuple[str, ...]:
         with self._lock:

@@ -7,6 +7,7 @@ import base64
 from engine.expr import secret_data
 from engine.expr.functions import SecretSink, remember_secrets, use_sink
 from engine.testing.scenario import leaks
+from tests.call_count import calls
 
 
 def secret(**data: str) -> dict[str, object]:
@@ -46,3 +47,25 @@ def test_secrets_read_from_a_cluster_reach_the_current_sink() -> None:
         remember_secrets(secret(transport_url="rabbit://app:Read-Back-Pass@h/"))
         remember_secrets(None)
     assert set(sink.values()) == {"read-back-password", "Read-Back-Pass"}
+
+
+def versioned(version: str, uid: str = "u-1", **data: str) -> dict[str, object]:
+    obj = secret(**data)
+    obj["metadata"] = {"name": "s", "uid": uid, "resourceVersion": version}
+    return obj
+
+
+def test_a_secret_version_is_read_for_its_values_once() -> None:
+    """Every pass reads the same Secrets (issue 11): a version (uid, resourceVersion) already learned is not
+    decoded again, a new version or another Secret is, and one without a version always is."""
+    sink = SecretSink()
+    read = versioned("7", password="first-password-1", **{f"k{i}": "x" for i in range(20)})
+    sink.learn(read)
+    again = calls(lambda: [sink.learn(read) for _ in range(10)]) / 10
+    fresh = calls(lambda: SecretSink().learn(read))
+    assert again * 4 < fresh, (again, fresh)
+    sink.learn(versioned("8", password="rotated-password-2"))
+    sink.learn(versioned("7", uid="u-2", password="other-secret-pw3"))
+    unversioned = secret(password="no-version-password")
+    sink.learn(unversioned)
+    assert set(sink.values()) == {"first-password-1", "rotated-password-2", "other-secret-pw3", "no-version-password"}
