@@ -156,7 +156,7 @@ class _Parser:
         self.pos = 0
 
     def fail(self, message: str) -> BadRequest:
-        return BadRequest(f"unable to parse requirement: invalid label selector {self.text!r}: {message}")
+        return _failure(self.text, message)
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -225,16 +225,28 @@ class _Parser:
                 raise self.fail(f"found {_shown(token)}, expected: ',' or ')'")
 
     def key(self, key: str) -> str:
-        errors = label_key_errors(key)
-        if errors:
-            raise self.fail(f"key {key!r}: {'; '.join(errors)}")
-        return key
+        return _checked_key(self.text, key)
 
     def check_value(self, value: str) -> str:
-        errors = label_value_errors(value)
-        if errors:
-            raise self.fail(f"value {value!r}: {'; '.join(errors)}")
-        return value
+        return _checked_value(self.text, value)
+
+
+def _failure(text: str, message: str) -> BadRequest:
+    return BadRequest(f"unable to parse requirement: invalid label selector {text!r}: {message}")
+
+
+def _checked_key(text: str, key: str) -> str:
+    errors = label_key_errors(key)
+    if errors:
+        raise _failure(text, f"key {key!r}: {'; '.join(errors)}")
+    return key
+
+
+def _checked_value(text: str, value: str) -> str:
+    errors = label_value_errors(value)
+    if errors:
+        raise _failure(text, f"value {value!r}: {'; '.join(errors)}")
+    return value
 
 
 def _shown(token: str | None) -> str:
@@ -262,10 +274,12 @@ def _parsed_text(text: str) -> Selector:
 
 
 def _parse_pairs(pairs: tuple[tuple[str, str], ...]) -> Selector:
+    """An equality map's selector: each key and value checked as the text ``key=value`` would be, without
+    tokenizing that text (issue 11: each order lists with selectors of its own, more than the cache holds)."""
     requirements = []
     for key, value in pairs:
-        parser = _Parser(f"{key}={value}")
-        requirements.append(Requirement(parser.key(key), "=", (parser.check_value(value),)))
+        text = f"{key}={value}"
+        requirements.append(Requirement(_checked_key(text, key), "=", (_checked_value(text, value),)))
     return Selector(tuple(requirements))
 
 
