@@ -24,6 +24,7 @@ import hashlib
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -584,7 +585,8 @@ class KubeCluster:
         if version is not None:
             labels = meta.get("labels")
             expected = Expectation(version=version, about=key_of(obj),
-                                   labels=labels if isinstance(labels, dict) else {})
+                                   labels=labels if isinstance(labels, dict) else {},
+                                   since=time.monotonic())  # stamped here, not copied by each store
             for informer in self._covering(api_version, kind, meta.get("namespace"), obj):
                 informer.store.expect(expected)
         if (api_version.rpartition("/")[0], kind) == CRD:
@@ -600,7 +602,7 @@ class KubeCluster:
         for informer in self._covering(api_version, kind, namespace, {"metadata": {"namespace": namespace,
                                                                                    "name": name}}):
             known = str(uid) if uid else informer.store.uid_at(key)
-            informer.store.expect(Expectation(version=version, gone=key, uid=known))
+            informer.store.expect(Expectation(version=version, gone=key, uid=known, since=time.monotonic()))
         if (api_version.rpartition("/")[0], kind) == CRD:
             self._wire.forget()
             self._served.forget()
