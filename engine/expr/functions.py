@@ -673,12 +673,13 @@ def classify(texts: list[Any], rules: list[Any]) -> dict[str, Any] | None:
 @_register("condition", ("object", "null"), _STR, returns="object|null")
 def condition(obj: Mapping[str, Any] | None, kind: str) -> Any:
     """The first entry of obj.status.conditions whose type is ``kind``, or null."""
-    status = obj.get("status") if isinstance(obj, Mapping) else None
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    # ``type(x) is dict`` first: decoded JSON is dicts, and an ABC check costs a Python call (issue 11).
+    status = obj.get("status") if type(obj) is dict or isinstance(obj, Mapping) else None
+    conditions = status.get("conditions") if type(status) is dict or isinstance(status, Mapping) else None
     if not isinstance(conditions, list | tuple):
         return None
     for entry in conditions:
-        if isinstance(entry, Mapping) and entry.get("type") == kind:
+        if (type(entry) is dict or isinstance(entry, Mapping)) and entry.get("type") == kind:
             return entry
     return None
 
@@ -687,7 +688,7 @@ def condition(obj: Mapping[str, Any] | None, kind: str) -> Any:
 def condition_true(obj: Mapping[str, Any] | None, kind: str) -> bool:
     """Whether obj has a condition of type ``kind`` with status "True"."""
     found = condition(obj, kind)
-    return isinstance(found, Mapping) and found.get("status") == "True"
+    return found is not None and found.get("status") == "True"  # condition answers a mapping or None
 
 
 @_register("truncate_bytes", _STR, _NUM, _STR, returns="string")

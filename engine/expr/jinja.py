@@ -444,6 +444,13 @@ def _variables(names: frozenset[str], used: dict[str, Any], context: Mapping[str
     for name in used:  # a value already in the scope shadows a global of its name, as in Jinja's own copy
         if dict.__contains__(context, name) if isinstance(context, dict) else name in context:
             variables[name] = dict.__getitem__(context, name) if isinstance(context, dict) else context[name]
+    if isinstance(context, dict):
+        for name in names:  # a name the scope holds already answers without the scope's own ``in`` (issue 11)
+            if dict.__contains__(context, name):
+                variables[name] = dict.__getitem__(context, name)
+            elif name in context:
+                variables[name] = context[name]
+        return variables
     for name in names:
         if name in context:
             variables[name] = context[name]
