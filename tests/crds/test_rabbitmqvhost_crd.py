@@ -40,7 +40,8 @@ def order(name: str = "workflow", **spec: Any) -> Obj:
 def test_printer_columns_in_documented_order(rabbitmqvhost_crd: Obj) -> None:
     """kubectl get rabbitmqvhost prints Ready, ControlPlane, Vhost, Generation, NextRotation and Age
     (as the reference documents them), then Shard: the member an ``engine run --sharded`` leader placed the
-    order on (its label; decision 50)."""
+    order on (its label; decision 50), at priority 1 so only ``-o wide`` prints it and the documented five stay
+    what plain ``kubectl get`` prints."""
     (version,) = rabbitmqvhost_crd["spec"]["versions"]
     columns = [(c["name"], c["type"], c["jsonPath"]) for c in version["additionalPrinterColumns"]]
     assert columns == [
@@ -52,6 +53,8 @@ def test_printer_columns_in_documented_order(rabbitmqvhost_crd: Obj) -> None:
         ("Age", "date", ".metadata.creationTimestamp"),
         ("Shard", "string", r".metadata.labels.sharding\.c5c3\.io/shard"),
     ]
+    priorities = {c["name"]: c.get("priority", 0) for c in version["additionalPrinterColumns"]}
+    assert priorities.pop("Shard") == 1 and set(priorities.values()) == {0}
 
 
 def test_names_scope_and_subresource(rabbitmqvhost_crd: Obj) -> None:

@@ -141,11 +141,11 @@ def wait_placed(world: World, edge: Target, members: set[str], stage: str) -> di
 
 
 def shard_column(world: World) -> dict[str, str]:
-    """Each management order's cell in the SHARD column of the real ``kubectl get keystoneusers`` (the CRD's last
-    printer column; an empty cell is an order with no shard label)."""
+    """Each management order's cell in the SHARD column of the real ``kubectl get keystoneusers -o wide`` (the CRD's
+    last printer column, priority 1; an empty cell is an order with no shard label)."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(world.tmp), "KUBECONFIG": str(world.kubeconfig)}
-    result = subprocess.run(["kubectl", "get", "keystoneusers", "-n", TENANT], env=env, capture_output=True,
-                            text=True, timeout=30, check=False)
+    result = subprocess.run(["kubectl", "get", "keystoneusers", "-n", TENANT, "-o", "wide"], env=env,
+                            capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
     assert header.split()[-1] == "SHARD", header
