@@ -20,7 +20,8 @@ An event that arrives while its order's pass runs is held for that pass (``held_
 marking the order for another pass at once: the cluster tells the ledger of every object a pass reads
 (``read``), and when the pass ends (``end``) an event it already saw does not wake it again. The pass saw
 an event when every read it made of that object came from the event's state or a later one (the caches
-take an event before the runtime maps it), or, for a removal, when every read found the object absent.
+take an event before the runtime maps it), or, for a removal, when every read found the object absent and
+the pass did not write it (a pass that found it absent and then created it did not see it removed).
 An event on an object the pass never read still wakes it (a list the pass made may have missed it).
 """
 
@@ -54,6 +55,8 @@ class _Pass:
     """The oldest resourceVersion the pass read of each object it found (-1: not a number)."""
     absent: set[Key] = field(default_factory=set)
     """Objects a read of the pass found absent."""
+    written: set[Key] = field(default_factory=set)
+    """Objects the pass wrote: found absent before, they exist after, so their removal is news."""
     held: list[tuple[Key, int | None, bool]] = field(default_factory=list)
     """Events on the order while the pass ran: (object, resourceVersion, whether it was a removal)."""
     converging: bool = False
@@ -62,7 +65,7 @@ class _Pass:
     def saw(self, key: Key, rv: int | None, removed: bool) -> bool:
         """Whether every read of the object shows this event's state or a later one."""
         if removed:
-            return key in self.absent and key not in self.present
+            return key in self.absent and key not in self.present and key not in self.written
         oldest = self.present.get(key)
         return oldest is not None and rv is not None and key not in self.absent and oldest >= rv
 
@@ -116,6 +119,9 @@ class Echoes:
         if request is None or not name:
             return None
         key = _key(cluster, api_version, kind, namespace, name)
+        running = _RUNNING.get()
+        if running is not None:
+            running.written.add(key)  # before any early return: a write the ledger does not track still counts
         order_api_version, _, order_kind = request.kind.rpartition("/")
         if (request.cluster, request.namespace, request.name, order_kind) == (cluster, namespace or "", name, kind) \
                 and order_api_version.rpartition("/")[0] == api_version.rpartition("/")[0]:

@@ -267,6 +267,21 @@ def test_a_removal_the_running_pass_found_absent_does_not_run_it_again() -> None
     assert drain(queue) == []
 
 
+def test_a_removal_after_the_running_pass_found_it_absent_and_created_it_runs_it_again() -> None:
+    """The pass reads the delivered Secret absent and creates it; someone deletes it before the pass ends.
+    The pass's read saw it absent, but its own create came after: the removal is news, and no later event
+    would bring the order back (the CI failure of test_watches_on_demand_http on 6fe8a19)."""
+    cluster, sources, queue = child_world()
+    with run_pass(queue, sources, request("a")):
+        assert read_gadget(cluster, "h") is None
+        gadget = obj("Gadget", "h", **CHILD)
+        cluster.write(gadget, lambda: cluster.inner.create(gadget))
+        sources.pump()  # the create's echo: not news
+        cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "h")
+        sources.pump()
+    assert drain(queue) == ["a"]
+
+
 def test_a_removal_of_an_object_the_running_pass_found_present_runs_it_again() -> None:
     cluster, sources, queue = child_world()
     with run_pass(queue, sources, request("a")):

@@ -155,6 +155,21 @@ def test_a_removal_a_running_pass_then_found_absent_does_not_run_it_again(world:
     assert drain(queue) == []
 
 
+def test_a_child_the_running_pass_found_absent_created_and_someone_then_deleted_runs_it_again(world: Any) -> None:
+    """The delivered Secret's path: read absent, created by the pass, deleted by a user before the pass ends."""
+    memory, kube, sources, queue = world
+    pumped(sources, queue)
+    queue.add(request("a"))
+    with run_pass(queue, sources, request("a")):
+        with pytest.raises(NotFound):
+            kube.get(API, "Gadget", "ns", "g")
+        kube.create(obj("Gadget", "g", labels={OWNER_LABEL: "ns.a"}))
+        sources.pump()
+        memory.delete(API, "Gadget", "ns", "g")
+        sources.pump()
+    assert drain(queue) == ["a"]
+
+
 @pytest.mark.parametrize(("child", "teardown", "wakes"), [
     ("g", False, []),     # quiet, deleted by a converge pass: the removal changes nothing the rules read
     ("h", False, ["a"]),  # a child the rules do not call quiet
