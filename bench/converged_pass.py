@@ -24,9 +24,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import yaml
 from prometheus_client import CollectorRegistry
@@ -36,13 +34,12 @@ if "--project" in sys.argv:
     ROOT = Path(sys.argv[sys.argv.index("--project") + 1]).resolve()
 sys.path.insert(0, str(ROOT))
 
-from engine.cluster.api import NotFound, Obj, ObjectList, Verb  # noqa: E402
+from engine.cluster.api import NotFound, Obj, ObjectList  # noqa: E402
 from engine.cluster.faults import FaultyCluster  # noqa: E402
 from engine.cluster.kube.store import Store, interned  # noqa: E402
 from engine.cluster.memory import MemoryCluster  # noqa: E402
 from engine.cluster.registry import ClusterSet  # noqa: E402
 from engine.cluster.selectors import parse_fields, parse_labels  # noqa: E402
-from engine.cluster.wrapper import ClusterWrapper, T  # noqa: E402
 from engine.expr import jinja  # noqa: E402
 from engine.metrics import Metrics  # noqa: E402
 from engine.outcome import Request  # noqa: E402
@@ -53,6 +50,17 @@ from engine.testing.clock import SimulatedClock  # noqa: E402
 from simulators import eso, korc  # noqa: E402
 from simulators.base import pending, react  # noqa: E402
 from simulators.demo import WORLD  # noqa: E402
+
+try:
+    from engine.testing.paused import ProfilePaused
+except ImportError:  # a --project checkout older than the module: this checkout's copy, which needs ClusterWrapper only
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location("paused", Path(__file__).resolve().parent.parent / "engine" /
+                                                   "testing" / "paused.py")
+    assert _spec is not None and _spec.loader is not None
+    _paused = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_paused)
+    ProfilePaused = _paused.ProfilePaused
 
 
 class CachedReads:
@@ -125,35 +133,6 @@ class CachedReads:
         self.stores = self.crowded if crowded else self.plain
 
 
-class Unprofiled(ClusterWrapper):
-    """The in-memory cluster with the call counter paused inside each call: what converging costs the engine is
-    counted without the in-memory API server's own work (admission, CEL rules), which a real operator does not do."""
-
-    profile: Any = None
-
-    @classmethod
-    def start(cls) -> Any:
-        import cProfile
-        cls.profile = cProfile.Profile()
-        cls.profile.enable()
-        return cls.profile
-
-    @classmethod
-    def pause(cls, send: Callable[[], T]) -> T:
-        profile = cls.profile
-        if profile is None:
-            return send()
-        profile.disable()
-        try:
-            return send()
-        finally:
-            profile.enable()
-
-    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
-              send: Callable[[], T], **extra: Any) -> T:
-        return self.pause(send)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=50)
@@ -181,7 +160,8 @@ def main() -> int:
         memory.create(yaml.safe_load(crd.read_text()))
     for obj in WORLD:
         memory.seed(obj)
-    faulty = FaultyCluster(Unprofiled(memory, cluster_name=""), cluster_name="")  # type: ignore[arg-type]
+    unprofiled = ProfilePaused(memory, cluster_name="")
+    faulty = FaultyCluster(unprofiled, cluster_name="")  # type: ignore[arg-type]
     clusters = ClusterSet(faulty)
     manager = Manager(catalog, clusters, clock=clock, metrics=Metrics(CollectorRegistry()))
     manager.start()
@@ -193,17 +173,21 @@ def main() -> int:
                        "spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}}})
     requests = [Request(kind.key, "", namespace, f"order-{i}") for i in range(args.orders)]
     sims = [korc.KorcSimulator(memory, clock), eso.EsoSimulator(memory, clock)]
-    counting = Unprofiled.start() if args.count_calls else None
+    counting = None
+    if args.count_calls:
+        import cProfile
+        counting = unprofiled.profile = cProfile.Profile()
+        counting.enable()
     for _ in range(200):
         manager.settle(max_passes=100_000)
         if not pending(sims):
             break
-        Unprofiled.pause(lambda: react(sims))
+        unprofiled.pause(lambda: react(sims))
         manager.advance(dt.timedelta(seconds=1), max_passes=100_000)
     if counting is not None:
         import pstats
         counting.disable()
-        Unprofiled.profile = None
+        unprofiled.profile = None
         calls = pstats.Stats(counting).total_calls  # type: ignore[attr-defined]
         print(f"function calls per order while converging, the in-memory cluster's and the simulators' own not"
               f" counted: {calls / args.orders:.0f}")

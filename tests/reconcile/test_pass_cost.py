@@ -8,23 +8,21 @@ from __future__ import annotations
 import cProfile
 import datetime as dt
 import pstats
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from prometheus_client import CollectorRegistry
 
-from engine.cluster.api import Verb
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
-from engine.cluster.wrapper import ClusterWrapper, T
 from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.runtime.manager import Manager
 from engine.testing.clock import SimulatedClock
+from engine.testing.paused import ProfilePaused
 from simulators import eso, korc
 from simulators.base import pending, react
 from simulators.demo import WORLD
@@ -41,23 +39,6 @@ CALLS_PER_CONVERGED_PASS = 3_800
 """A pass over a converged order: 4,353 before decision 52, 3,744 after, 3,662 then."""
 
 
-class _Paused(ClusterWrapper):
-    """The in-memory cluster with the count paused inside each call (the API server's work is not the engine's)."""
-
-    profile: cProfile.Profile | None = None
-
-    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
-              send: Callable[[], T], **extra: Any) -> T:
-        profile = self.profile
-        if profile is None:
-            return send()
-        profile.disable()
-        try:
-            return send()
-        finally:
-            profile.enable()
-
-
 def test_an_orders_passes_stay_within_their_calls() -> None:
     """Three orders converged with the simulated K-ORC and ESO: the calls of every pass per order, and of one
     more pass over each converged order, stay within their bounds."""
@@ -69,7 +50,7 @@ def test_an_orders_passes_stay_within_their_calls() -> None:
         memory.create(yaml.safe_load(crd.read_text()))
     for obj in WORLD:
         memory.seed(obj)
-    paused = _Paused(memory, cluster_name="")
+    paused = ProfilePaused(memory, cluster_name="")
     passes: dict[str, list[int]] = {}
 
     def counted(kind: Any, request: Any, **kw: Any) -> Any:
