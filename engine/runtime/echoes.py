@@ -218,8 +218,11 @@ class Echoes:
         """The order this event must not wake: the writer of a write it echoes, or of a write in flight on
         its object (held until the answer says). None: it wakes whatever it maps to.
 
-        quiet (given for a removal): whether the order's rules say this child's removal changes nothing for
-        them (``children.quietRemoval``); when the order's converge pass deleted it, its removal is an echo too.
+        quiet (given for a removal, and only then): whether the order's rules say this child's removal changes
+        nothing for them (``children.quietRemoval``); when the order's converge pass deleted it, its removal is an
+        echo too. A removal is never matched by its resourceVersion: a re-list maps one with the last state the
+        cache held, which may carry the resourceVersion a write answered (the delete's deletionTimestamp, a write
+        that changed nothing).
         at: ((namespace or "", name), resourceVersion) of ``obj``, when the caller has read them already."""
         if at is None:
             meta = obj.get("metadata") or {}
@@ -228,16 +231,17 @@ class Echoes:
         if not rv:
             return None
         key = (cluster, api_version.rpartition("/")[0], kind, namespace, name)
+        removed = quiet is not None
         with self._lock:
             flight = self._in_flight.get(key)
             if flight is not None:
-                flight.held.append(rv)
+                flight.held.append("" if removed else rv)  # a removal held for a write wakes it at the answer
                 return flight.request
             answered = self._answered.get(key)
             if answered is None:
                 return None
             written, request, deleting = answered
-            if rv == written:
+            if rv == written and not removed:
                 if not deleting:
                     del self._answered[key]  # a converge pass's delete is kept for the object's removal
                 return request

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from runtime_kit import OWNER_LABEL, START, FakeWatch, memory, obj, request, widget_kind
 
-from engine.cluster.api import NotFound, Obj, WriteObserver
+from engine.cluster.api import Gone, NotFound, Obj, WriteObserver
 from engine.cluster.memory import MemoryCluster
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
@@ -186,6 +186,33 @@ def test_the_ledger_forgets_an_echo_once_a_later_event_passed() -> None:
     assert echoes.echo_of("", "example.io/v1", "Gadget", {**gadget, "metadata": {**gadget["metadata"],
                                                                                  "resourceVersion": "6"}}) is None
     assert len(echoes) == 0  # a later one: ours will never come
+
+
+def test_a_removal_a_re_list_finds_after_a_write_that_changed_nothing_wakes_the_order() -> None:
+    """A pass's write that changes nothing is answered with the resourceVersion the object already had, and no
+    event follows it. The object is then deleted while the watch has expired (410 Gone): the re-list maps the
+    removal with the last state the cache held, that same resourceVersion. It is a removal, not the write's echo:
+    it wakes the order (before, it woke nothing, and the converged order waited for an event that never came)."""
+    kind = widget_kind(FakeWatch("Gadget", mapping="labels"))
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({kind.key: kind}, queue, log=LOG)
+    sources.echoes = Echoes(lambda request, kind: queue.add(request))
+    cluster = ReportingCluster(MemoryCluster("", clock=SimulatedClock(START), permissive=True, event_log_size=3))
+    cluster.create(obj("Widget", "a"))
+    gadget = cluster.inner.create(obj("Gadget", "g", **CHILD))
+    sources.add_cluster("", cluster)
+    sources.pump()
+    assert drain(queue) == ["a"]
+    with passing(request("a")):
+        same = cluster.write(gadget, lambda: cluster.inner.update(gadget))
+    assert same["metadata"]["resourceVersion"] == gadget["metadata"]["resourceVersion"]
+    cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "g")
+    for n in range(4):  # unowned Gadgets: they wake nobody, and push the removal out of the server's event log
+        cluster.inner.create(obj("Gadget", f"other-{n}"))
+    with pytest.raises(Gone):
+        cluster.inner.watch(gadget["apiVersion"], "Gadget", "ns", resource_version=same["metadata"]["resourceVersion"])
+    sources.pump()
+    assert drain(queue) == ["a"]
 
 
 # -- events that arrive while the order's pass runs -------------------------------------------------

@@ -17,7 +17,7 @@ from runtime_kit import API, OWNER_LABEL, START, FakeWatch, obj, request, widget
 from test_echoes import drain, passing, run_pass
 
 from engine.clock import SystemClock
-from engine.cluster.api import NotFound, Obj
+from engine.cluster.api import Gone, NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
@@ -54,9 +54,15 @@ def quiet_world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, So
     yield from built(tmp_path, quiet=("g",))
 
 
-def built(tmp_path: Path, quiet: tuple[str, ...] = ()) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources,
-                                                                          WorkQueue]]:
-    memory = MemoryCluster("", clock=SystemClock())
+@pytest.fixture
+def forgetful_quiet_world(tmp_path: Path) -> Iterator[tuple[MemoryCluster, KubeCluster, Sources, WorkQueue]]:
+    """The quiet world on a server that keeps only the last 3 events: a watch further behind is answered 410 Gone."""
+    yield from built(tmp_path, quiet=("g",), event_log_size=3)
+
+
+def built(tmp_path: Path, quiet: tuple[str, ...] = (), event_log_size: int = 10000) -> Iterator[
+        tuple[MemoryCluster, KubeCluster, Sources, WorkQueue]]:
+    memory = MemoryCluster("", clock=SystemClock(), event_log_size=event_log_size)
     memory.create(crd("Widget", "widgets"))
     memory.create(crd("Gadget", "gadgets"))
     memory.create(obj("Widget", "a"))
@@ -194,6 +200,42 @@ def test_a_quiet_child_s_removal_after_the_order_s_own_delete_wakes_nothing(
     held = memory.get(API, "Gadget", "ns", child)
     memory.update({**held, "metadata": {**held["metadata"], "finalizers": []}})
     assert pumped(sources, queue) == wakes
+
+
+@pytest.mark.parametrize(("child", "teardown", "wakes"), [
+    ("g", False, []),
+    ("h", False, ["a"]),
+    ("g", True, ["a"]),
+])
+def test_a_removal_a_re_list_finds_after_the_order_s_own_delete_wakes_as_the_watch_s_would(
+        forgetful_quiet_world: Any, child: str, teardown: bool, wakes: list[str]) -> None:
+    """The watch expires (410 Gone) while the finalizer's owner lets the child go: the re-list maps its removal with
+    the last state the cache held, the deletionTimestamp of the pass's own delete, so with that delete's
+    resourceVersion. It is still the child's removal, not the delete's echo: it wakes the order as the watch's
+    removal does, unless the rules call it quiet (before, it woke nothing, and an order waiting for the child to be
+    gone waited for its next timer or event: a converged order has none)."""
+    memory, kube, sources, queue = forgetful_quiet_world
+    gadget = obj("Gadget", child, labels={OWNER_LABEL: "ns.a"})
+    gadget["metadata"]["finalizers"] = ["example.io/hold"]
+    memory.create(gadget)
+    if teardown:
+        widget = memory.get(API, "Widget", "ns", "a")
+        memory.update({**widget, "metadata": {**widget["metadata"], "finalizers": ["example.io/teardown"]}})
+        memory.delete(API, "Widget", "ns", "a")
+    pumped(sources, queue)
+    queue.add(request("a"))
+    with run_pass(queue, sources, request("a")):
+        kube.get(API, "Widget", "ns", "a")
+        assert kube.delete(API, "Gadget", "ns", child) is not None
+    assert pumped(sources, queue) == [], "the deletionTimestamp only echoes the pass's own delete"
+    held = memory.get(API, "Gadget", "ns", child)
+    memory.update({**held, "metadata": {**held["metadata"], "finalizers": []}})
+    for n in range(4):  # unowned Gadgets: they wake nobody, and push the removal out of the server's event log
+        memory.create(obj("Gadget", f"other-{n}"))
+    with pytest.raises(Gone):  # the watch cannot resume after the echo: the informer lists again
+        memory.watch(API, "Gadget", "ns", resource_version=held["metadata"]["resourceVersion"], timeout=0)
+    assert pumped(sources, queue) == wakes
+    assert all(("ns", child) not in i.cached() for i in sources.informers("") if i.kind == "Gadget")
 
 
 def test_a_quiet_child_s_removal_after_someone_else_s_delete_wakes_the_order(quiet_world: Any) -> None:
