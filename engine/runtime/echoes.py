@@ -23,6 +23,10 @@ an event when every read it made of that object came from the event's state or a
 take an event before the runtime maps it), or, for a removal, when every read found the object absent and
 the pass did not write it (a pass that found it absent and then created it did not see it removed).
 An event on an object the pass never read still wakes it (a list the pass made may have missed it).
+
+A removal is never an echo by its resourceVersion (a re-list maps one with the last state the cache held, which may
+carry a write's). A watch's list tells the ledger what it holds (``listed``): a write still waiting for its echo on an
+object in the list's scope, written before the list and held neither by it nor by the cache, wakes its writer.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from engine.cluster.api import Obj
@@ -102,8 +106,9 @@ class Echoes:
         self._limit = limit
         self._lock = threading.Lock()
         self._in_flight: dict[Key, _InFlight] = {}
-        self._answered: OrderedDict[Key, tuple[str, Request, bool]] = OrderedDict()
-        """Answered writes: (resourceVersion, writer, whether a converge pass left the object being deleted)."""
+        self._answered: OrderedDict[Key, tuple[str, Request, bool, Mapping[str, str]]] = OrderedDict()
+        """Answered writes: (resourceVersion, writer, whether a converge pass left the object being deleted, the labels
+        the write left it with)."""
         self._passes: dict[Request, _Pass] = {}
 
     def observer(self, cluster: str) -> ClusterWrites:
@@ -138,7 +143,8 @@ class Echoes:
 
         deleted: the write was a delete that finalizers hold; when a converge pass (not a teardown) sent it, the
         object's removal later may be quiet for the writer (``echo_of``)."""
-        rv = str((obj or {}).get("metadata", {}).get("resourceVersion") or "") if obj is not None else ""
+        meta = (obj.get("metadata") or {}) if obj is not None else {}
+        rv = str(meta.get("resourceVersion") or "")
         with self._lock:
             flight = self._in_flight.pop(ticket, None)
             if flight is None:
@@ -147,7 +153,8 @@ class Echoes:
             running = _RUNNING.get()
             deleting = deleted and running is not None and running.converging and running.request == flight.request
             if rv and (rv not in flight.held or deleting):  # a delete's entry waits for the removal, echoed or not
-                self._answered[ticket] = (rv, flight.request, deleting)
+                labels = meta.get("labels")
+                self._answered[ticket] = (rv, flight.request, deleting, labels if isinstance(labels, dict) else {})
                 while len(self._answered) > self._limit:
                     self._answered.popitem(last=False)
         if others:
@@ -240,7 +247,7 @@ class Echoes:
             answered = self._answered.get(key)
             if answered is None:
                 return None
-            written, request, deleting = answered
+            written, request, deleting, _ = answered
             if rv == written and not removed:
                 if not deleting:
                     del self._answered[key]  # a converge pass's delete is kept for the object's removal
@@ -252,6 +259,31 @@ class Echoes:
             if seen is None or mine is None or seen > mine:
                 del self._answered[key]  # a later change: ours was echoed already, or will never be
             return None  # an older event (before our write) or a later one: it wakes the writer
+
+    def listed(self, cluster: str, api_version: str, kind: str, namespace: str | None,
+               selects: Callable[[Mapping[str, str]], bool], held: Collection[tuple[str, str]],
+               resource_version: str) -> None:
+        """A watch's list of this kind and scope (namespace, the labels ``selects``), answered at ``resource_version``,
+        and ``held``: the (namespace, name) of every object it holds or its cache held before (their changes map as
+        events). A write a pass made before that list on an object in the scope that neither holds waits for an echo
+        no watch will carry (the object was removed, or left the scope, while no watch was open, or while it had
+        expired): its writer is woken, and the entry forgotten."""
+        at = _number(resource_version)
+        group = api_version.rpartition("/")[0]
+        woken: list[Request] = []
+        with self._lock:
+            for key, (written, request, _, labels) in list(self._answered.items()):
+                if key[0] != cluster or key[1] != group or key[2] != kind or (key[3], key[4]) in held:
+                    continue
+                if (namespace and key[3] != namespace) or not selects(labels):
+                    continue
+                mine = _number(written)
+                if at is not None and mine is not None and mine > at:
+                    continue  # written after the list: the watch from its resourceVersion carries the echo
+                del self._answered[key]
+                woken.append(request)
+        for request in dict.fromkeys(woken):
+            self._wake(request, kind)
 
     def __len__(self) -> int:
         with self._lock:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, NotFound, Obj, WatchEvent, WatchFeed
 from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
+from engine.cluster.selectors import parse_labels
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.outcome import Request
@@ -345,8 +346,12 @@ class Informer:
                 if old is not None and _rv(old) is not None and _rv(old) == _rv(obj):
                     continue
                 mapped += self._apply("MODIFIED" if old is not None else "ADDED", obj, fed=True)
+            known = set(self._cache)  # what the list holds, and what the cache held (its removals map below)
             for key in [k for k in self._cache if k not in seen]:
                 mapped += self._apply("DELETED", self._cache[key], fed=True)
+            if self._sources.echoes is not None and not self.keys_only:
+                self._sources.echoes.listed(self.cluster_name, self.api_version, self.kind, self.namespace,
+                                            parse_labels(self.label or None).matches, known, answer.resource_version)
             self._rv = answer.resource_version or None
             self.listed = True
         return mapped

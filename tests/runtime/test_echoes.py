@@ -13,6 +13,7 @@ from runtime_kit import OWNER_LABEL, START, FakeWatch, memory, obj, request, wid
 
 from engine.cluster.api import Gone, NotFound, Obj, WriteObserver
 from engine.cluster.memory import MemoryCluster
+from engine.cluster.selectors import parse_labels
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.runtime.controller import Controller
@@ -188,31 +189,107 @@ def test_the_ledger_forgets_an_echo_once_a_later_event_passed() -> None:
     assert len(echoes) == 0  # a later one: ours will never come
 
 
-def test_a_removal_a_re_list_finds_after_a_write_that_changed_nothing_wakes_the_order() -> None:
-    """A pass's write that changes nothing is answered with the resourceVersion the object already had, and no
-    event follows it. The object is then deleted while the watch has expired (410 Gone): the re-list maps the
-    removal with the last state the cache held, that same resourceVersion. It is a removal, not the write's echo:
-    it wakes the order (before, it woke nothing, and the converged order waited for an event that never came)."""
+def forgetful_world() -> tuple[ReportingCluster, Sources, WorkQueue]:
+    """The world on a server that keeps only the last 3 events: a watch further behind is answered 410 Gone."""
     kind = widget_kind(FakeWatch("Gadget", mapping="labels"))
     queue = WorkQueue(SimulatedClock(START))
     sources = Sources({kind.key: kind}, queue, log=LOG)
     sources.echoes = Echoes(lambda request, kind: queue.add(request))
     cluster = ReportingCluster(MemoryCluster("", clock=SimulatedClock(START), permissive=True, event_log_size=3))
     cluster.create(obj("Widget", "a"))
-    gadget = cluster.inner.create(obj("Gadget", "g", **CHILD))
     sources.add_cluster("", cluster)
+    sources.pump()
+    assert drain(queue) == ["a"]
+    return cluster, sources, queue
+
+
+def expire_watches(cluster: ReportingCluster, since: Obj) -> None:
+    """Unowned Gadgets (they wake nobody) push every change after ``since`` out of the server's event log."""
+    for n in range(4):
+        cluster.inner.create(obj("Gadget", f"other-{n}"))
+    with pytest.raises(Gone):
+        cluster.inner.watch(since["apiVersion"], "Gadget", "ns", resource_version=since["metadata"]["resourceVersion"])
+
+
+def test_a_removal_a_re_list_finds_after_a_write_that_changed_nothing_wakes_the_order() -> None:
+    """A pass's write that changes nothing is answered with the resourceVersion the object already had, and no
+    event follows it. The object is then deleted while the watch has expired (410 Gone): the re-list maps the
+    removal with the last state the cache held, that same resourceVersion. It is a removal, not the write's echo:
+    it wakes the order (before, it woke nothing, and the converged order waited for an event that never came)."""
+    cluster, sources, queue = forgetful_world()
+    gadget = cluster.inner.create(obj("Gadget", "g", **CHILD))
     sources.pump()
     assert drain(queue) == ["a"]
     with passing(request("a")):
         same = cluster.write(gadget, lambda: cluster.inner.update(gadget))
     assert same["metadata"]["resourceVersion"] == gadget["metadata"]["resourceVersion"]
     cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "g")
-    for n in range(4):  # unowned Gadgets: they wake nobody, and push the removal out of the server's event log
-        cluster.inner.create(obj("Gadget", f"other-{n}"))
-    with pytest.raises(Gone):
-        cluster.inner.watch(gadget["apiVersion"], "Gadget", "ns", resource_version=same["metadata"]["resourceVersion"])
+    expire_watches(cluster, same)
     sources.pump()
     assert drain(queue) == ["a"]
+
+
+@pytest.mark.parametrize("deleted", [True, False])
+def test_a_child_a_pass_created_that_a_re_list_does_not_hold_wakes_the_order(deleted: bool) -> None:
+    """A pass creates a child; before the watch delivers it, the watch expires (410 Gone) and someone deletes the
+    child. Neither the re-list nor the cache holds it, so no event maps its removal: the ledger, still waiting for
+    the create's echo, wakes the order (before, nothing did, and a converged order stayed without its child). A
+    re-list that holds the child maps it as an event carrying the create's resourceVersion: its echo, no pass."""
+    cluster, sources, queue = forgetful_world()
+    gadget = obj("Gadget", "g", **CHILD)
+    with passing(request("a")):
+        mine = cluster.write(gadget, lambda: cluster.inner.create(gadget))
+    if deleted:
+        cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "g")
+    expire_watches(cluster, mine)
+    sources.pump()
+    assert drain(queue) == (["a"] if deleted else [])
+    assert len(sources.echoes or []) == 0
+
+
+def test_a_child_a_pass_created_and_someone_deleted_before_its_kind_s_watch_opened_wakes_the_order() -> None:
+    """Decision 45: a kind's watch opens with its order kind's first order, and a pass may write that kind before
+    the watch's first list (its reads gave up waiting for the list). A child created so and deleted before that
+    list is in neither the list nor the cache: the list wakes its writer, as a watch open at start would have."""
+    kind = widget_kind(FakeWatch("Gadget", mapping="labels"))
+    queue = WorkQueue(SimulatedClock(START))
+    sources = Sources({kind.key: kind}, queue, log=LOG)
+    sources.echoes = Echoes(lambda request, kind: queue.add(request))
+    sources.defer_unused = True
+    cluster = ReportingCluster(memory())
+    sources.add_cluster("", cluster)
+    sources.pump()
+    assert sorted(i.kind for i in sources.informers()) == ["Widget"]
+    cluster.create(obj("Widget", "a"))
+    sources.pump()
+    assert drain(queue) == ["a"]
+    assert sorted((i.kind, i.listed) for i in sources.informers()) == [("Gadget", False), ("Widget", True)]
+    gadget = obj("Gadget", "g", **CHILD)
+    with passing(request("a")):
+        cluster.write(gadget, lambda: cluster.inner.create(gadget))
+    cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "g")
+    sources.pump()
+    assert drain(queue) == ["a"]
+
+
+def test_a_re_list_wakes_no_writer_of_an_object_outside_its_labels_or_written_after_it() -> None:
+    """A label-scoped watch's list does not hold what its selector leaves out, and a list answered before a write
+    cannot hold it (the watch from the list's resourceVersion carries its echo): neither wakes the writer."""
+    echoes_woke: list[Request] = []
+    echoes = Echoes(lambda request, kind: echoes_woke.append(request))
+    api = obj("Gadget", "g")["apiVersion"]
+    with passing(request("a")):
+        for name, labels, rv in (("g", {"tier": "other"}, "5"), ("h", {"tier": "gold"}, "9")):
+            ticket = echoes.sending("", api, "Gadget", "ns", name)
+            assert ticket is not None
+            echoes.answered(ticket, {"metadata": {"name": name, "resourceVersion": rv, "labels": labels}})
+    gold = parse_labels("tier=gold").matches
+    echoes.listed("", api, "Gadget", "ns", gold, set(), "7")
+    assert echoes_woke == [] and len(echoes) == 2
+    echoes.listed("", api, "Gadget", "elsewhere", gold, set(), "10")
+    assert echoes_woke == [] and len(echoes) == 2
+    echoes.listed("", api, "Gadget", "ns", gold, set(), "10")
+    assert echoes_woke == [request("a")] and len(echoes) == 1
 
 
 # -- events that arrive while the order's pass runs -------------------------------------------------
