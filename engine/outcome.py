@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class Request:
-    """One order to reconcile: a name, not an event (reconciling is level-based)."""
+class Request(NamedTuple):
+    """One order to reconcile: a name, not an event (reconciling is level-based).
+
+    A named tuple, not a frozen dataclass: queues, ledgers and sets hash and compare requests on every event and
+    every pass, and a tuple's hash and equality run in C where a dataclass's generated ``__hash__`` and ``__eq__``
+    are Python calls (issue 11). The hash is the same (that of the tuple of the four fields), so is the order."""
 
     kind: str
     """The order kind's key, ``<apiVersion>/<Kind>`` (e.g. ``example.io/v1/Widget``)."""
