@@ -175,7 +175,11 @@ class Store:
     def __init__(self, shape: Mapping[str, Any] | None = None) -> None:
         """shape: keep each object projected to it (``engine.cluster.projection.tree``); None keeps it whole."""
         self.shape = shape
-        self._changed = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        """Held for every read and change; ``with self._lock`` rather than ``with self._changed``: the condition's
+        ``__enter__`` and ``__exit__`` are two Python calls more on every cached read and every watch event (they
+        only take and release this same lock)."""
+        self._changed = threading.Condition(self._lock)
         self._objects: dict[Key, Obj] = {}
         self._labels: dict[tuple[str, str], set[Key]] = {}
         self._namespaces: dict[str, set[Key]] = {}
@@ -193,7 +197,7 @@ class Store:
 
     def replace(self, items: Iterable[Obj], resource_version: str) -> None:
         """Everything, as a list answered it."""
-        with self._changed:
+        with self._lock:
             self._objects.clear()
             self._labels.clear()
             self._namespaces.clear()
@@ -208,7 +212,7 @@ class Store:
         key: the object's, when the caller has read it already."""
         obj = event["object"]
         kind = event["type"]
-        with self._changed:
+        with self._lock:
             if kind != "BOOKMARK":
                 key = key_of(obj) if key is None else key
                 if kind == "ADDED" or kind == "MODIFIED":
@@ -265,7 +269,7 @@ class Store:
         """A read must wait until this write is visible (satisfied ones are never recorded)."""
         if not expectation.since:
             expectation = dataclasses.replace(expectation, since=time.monotonic())
-        with self._changed:
+        with self._lock:
             if not self._met(expectation):
                 subject = expectation.subject
                 if subject is None:
@@ -276,7 +280,7 @@ class Store:
     def expect_version(self, version: int) -> None:
         """``expect`` of a resourceVersion reached, without building the expectation when it is (every watch
         event asks this of the cache it has just fed)."""
-        with self._changed:
+        with self._lock:
             reached = self._reached
             if reached is not None and reached < version:
                 self._general.append(Expectation(version=version))
@@ -303,7 +307,7 @@ class Store:
         if not self._general and (not self._about or (key is not None and key not in self._about)):
             return True
         deadline = time.monotonic() + timeout
-        with self._changed:
+        with self._lock:
             while True:
                 if self._general:
                     self._general = [e for e in self._general if not self._met(e)]
@@ -379,22 +383,22 @@ class Store:
 
     @property
     def position(self) -> str:
-        with self._changed:
+        with self._lock:
             return self._position
 
     def uid_at(self, key: Key) -> str | None:
-        with self._changed:
+        with self._lock:
             found = self._objects.get(key)
             return None if found is None else (found.get("metadata") or {}).get("uid")
 
     def get(self, key: Key) -> Obj | None:
-        with self._changed:
+        with self._lock:
             found = self._objects.get(key)
             return None if found is None else handed_out(found)
 
     def select(self, namespace: str | None, labels: Selector, fields: FieldSelector) -> tuple[list[Obj], str]:
         """Matching objects ordered by namespace then name (as the API server lists), and the position."""
-        with self._changed:
+        with self._lock:
             keys = self._candidates(namespace, labels)
             found = [
                 handed_out(self._objects[key])
@@ -426,9 +430,9 @@ class Store:
         return smallest
 
     def keys(self) -> list[Key]:
-        with self._changed:
+        with self._lock:
             return list(self._objects)
 
     def __len__(self) -> int:
-        with self._changed:
+        with self._lock:
             return len(self._objects)
