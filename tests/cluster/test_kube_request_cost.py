@@ -49,3 +49,28 @@ def test_a_query_string_is_the_one_urlencode_gives(params: dict[str, Any]) -> No
     pairs = [(_QUERY[k], ("true" if v else "false") if isinstance(v, bool) else str(v))
              for k, v in params.items() if v is not None]
     assert _query(tuple(params.items())) == (f"?{urlencode(pairs)}" if pairs else "")
+
+
+@pytest.mark.parametrize(("api_version", "kind", "namespace", "name", "subresource"), [
+    (API, "Widget", "ns", "w-1", None), (API, "Widget", "ns", "w-1", "status"), (API, "Widget", "ns", None, None),
+    (API, "Widget", None, None, None), (API, "Widget", "a b", "x/y%", "status"), ("v1", "Namespace", None, "ns", None),
+    ("v1", "Namespace", None, None, None), ("v1", "Namespace", "ignored", "ns", None),
+    ("v1", "Secret", "ns", "s", None),
+])
+def test_a_request_goes_to_the_path_the_library_builds(memory: MemoryCluster, kube: KubeCluster, widget_crd: Obj,
+                                                       monkeypatch: pytest.MonkeyPatch, api_version: str, kind: str,
+                                                       namespace: str | None, name: str | None,
+                                                       subresource: str | None) -> None:
+    """The wire's remembered path pieces give, for every shape (namespaced or not, one object or the collection, a
+    subresource, segments to quote), the path the DynamicClient's resource builds, every time."""
+    memory.create(widget_crd)
+    wire = kube._wire
+    resource = wire.resource(api_version, kind)
+    target = resource.subresources[subresource] if subresource else resource
+    expected = target.path(name=quote(name, safe="") if name else None,
+                           namespace=quote(namespace, safe="") if namespace and resource.namespaced else None)
+    sent: list[str] = []
+    monkeypatch.setattr(wire, "_send", lambda method, path, **kw: sent.append(path))
+    for _ in range(2):  # the first request remembers the pieces, the second uses them
+        wire.call("get", api_version, kind, namespace=namespace, name=name, subresource=subresource)
+    assert sent == [expected, expected]

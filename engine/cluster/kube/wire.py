@@ -83,6 +83,8 @@ class Wire:
         self._dynamic: Any = None
         """The DynamicClient (untyped), once created."""
         self._resources: dict[tuple[str, str], Resource] = {}
+        self._paths: dict[tuple[Resource, str | None, bool, bool], tuple[str, ...]] = {}
+        """(resource, subresource, namespaced path, named path) -> the path's pieces around the namespace and name."""
         self._credentials: tuple[float, dict[str, str]] | None = None
         """(when read, the auth headers) of the last read of the configuration's credentials."""
 
@@ -117,6 +119,7 @@ class Wire:
                 self._resources.clear()
             else:
                 self._resources.pop((api_version, kind), None)
+            self._paths.clear()
             if rediscover and self._dynamic is not None:
                 with translated():
                     self._dynamic.resources.invalidate_cache()
@@ -148,15 +151,27 @@ class Wire:
         with the DynamicClient's verbs' query parameters (label_selector, field_manager, force_conflicts,
         ...); the parsed JSON answer. A 404 that names no object means the kind left the server."""
         resource = self.resource(api_version, kind)
-        target: Any = resource  # Resource or Subresource (untyped)
-        if subresource is not None:
-            if subresource not in resource.subresources:
-                raise no_resource()
-            target = resource.subresources[subresource]
-        if resource.namespaced and not namespace and isinstance(body, dict):
+        namespaced = resource.namespaced
+        if namespaced and not namespace and isinstance(body, dict):
             namespace = (body.get("metadata") or {}).get("namespace")
-        path = target.path(name=_segment(name) if name else None,
-                           namespace=_segment(namespace) if namespace and resource.namespaced else None)
+        scoped = bool(namespace) and namespaced
+        shape = (resource, subresource, scoped, bool(name))
+        pieces = self._paths.get(shape) or self._path_pieces(shape)
+        # The library's path with the name and namespace quoted as path segments (_segment, inlined: every request).
+        if pieces is None:
+            target: Any = resource.subresources[subresource] if subresource is not None else resource
+            path = target.path(name=_segment(name) if name else None,
+                               namespace=_segment(namespace) if scoped and namespace else None)
+        elif scoped and namespace:
+            where = namespace if _PLAIN(namespace) else quote(namespace, safe="")
+            if name:
+                path = f"{pieces[0]}{where}{pieces[1]}{name if _PLAIN(name) else quote(name, safe='')}{pieces[2]}"
+            else:
+                path = f"{pieces[0]}{where}{pieces[1]}"
+        elif name:
+            path = f"{pieces[0]}{name if _PLAIN(name) else quote(name, safe='')}{pieces[1]}"
+        else:
+            path = pieces[0]
         if verb == "server_side_apply":
             content_type = "application/apply-patch+yaml"
         elif verb == "patch" and content_type is None:
@@ -167,6 +182,26 @@ class Wire:
             if not err.details.get("name"):
                 self.forget(api_version, kind, rediscover=True)
             raise
+
+    def _path_pieces(self, shape: tuple[Resource, str | None, bool, bool]) -> tuple[str, ...] | None:
+        """The library's path of a resource (or its subresource) for a namespace and a name or none, cut where
+        they go: the DynamicClient's ``path`` formats its URL table anew on each call, about 15 Python calls a
+        request; this memo (dropped with the kinds, ``forget``) costs one lookup."""
+        resource, subresource, scoped, named = shape
+        target: Any = resource  # Resource or Subresource (untyped)
+        if subresource is not None:
+            if subresource not in resource.subresources:
+                raise no_resource()
+            target = resource.subresources[subresource]
+        path = str(target.path(name=_HOLE if named else None, namespace=_HOLE if scoped else None))
+        pieces = tuple(path.split(_HOLE))
+        if len(pieces) != 1 + scoped + named:
+            return None  # a subresource discovery calls cluster-scoped under a namespaced kind: the library decides
+        with self._lock:
+            if len(self._paths) >= _PATHS_KEPT:
+                self._paths.clear()
+            self._paths[shape] = pieces
+        return pieces
 
     def _send(self, method: str, path: str, *, body: Any, content_type: str | None, params: dict[str, Any],
               timeout: tuple[float, float | None] | None = None, stream: bool = False) -> Any:
@@ -248,6 +283,12 @@ def _query(params: tuple[tuple[str, Any], ...]) -> str:
     query = [(_QUERY[key], _query_value(value)) for key, value in params if value is not None]
     return f"?{urlencode(query)}" if query else ""
 
+
+_HOLE = "\0"
+"""Where a path's namespace and name go, in ``Wire._path_pieces`` (no group, version or resource name holds a NUL)."""
+
+_PATHS_KEPT = 1024
+"""Path shapes remembered (four per kind and subresource at most): a bound, never reached in practice."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9._~-]+").fullmatch
 """Characters ``quote(..., safe="")`` leaves as they are (every Kubernetes object name and namespace)."""
