@@ -102,20 +102,7 @@ class _Translated:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: Any) -> Literal[False]:
         if exc is None or isinstance(exc, ApiError) or not isinstance(exc, Exception):
             return False
-        if isinstance(exc, ResourceNotFoundError):
-            raise no_resource() from None
-        if isinstance(exc, ResourceNotUniqueError):
-            raise BadRequest(f"the kind is ambiguous: {exc}") from None
-        if isinstance(exc, ApiException):
-            raise from_api_exception(exc) from None
-        if isinstance(exc, OpenApiException):
-            raise ServerError(f"request failed: {exc}") from None
-        if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
-            raise from_transport(exc) from exc
-        if isinstance(exc, ValueError) and "header" in str(exc).lower():
-            # http.client's text quotes the header, an Authorization header included: never repeat it.
-            raise ServerError("a request header holds a line break or control character (a token with a "
-                              "trailing newline?); the request was not sent") from None
+        raise_ours(exc)
         return False
 
 
@@ -125,3 +112,26 @@ _TRANSLATED = _Translated()
 def translated() -> _Translated:
     """Run a client call, raising only our errors."""
     return _TRANSLATED
+
+
+def raise_ours(exc: Exception) -> None:
+    """Raise our error for a client call's exception (from an ``except Exception`` block; ``translated`` without the
+    context manager's two calls on the way in and out, for the request path); return when it is ours already or
+    none translates it (the caller re-raises it)."""
+    if isinstance(exc, ApiError):
+        return
+    if isinstance(exc, ResourceNotFoundError):
+        raise no_resource() from None
+    if isinstance(exc, ResourceNotUniqueError):
+        raise BadRequest(f"the kind is ambiguous: {exc}") from None
+    if isinstance(exc, ApiException):
+        raise from_api_exception(exc) from None
+    if isinstance(exc, OpenApiException):
+        raise ServerError(f"request failed: {exc}") from None
+    if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
+        raise from_transport(exc) from exc
+    if isinstance(exc, ValueError) and "header" in str(exc).lower():
+        # http.client's text quotes the header, an Authorization header included: never repeat it.
+        raise ServerError("a request header holds a line break or control character (a token with a "
+                          "trailing newline?); the request was not sent") from None
+    return

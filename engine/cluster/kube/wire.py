@@ -36,7 +36,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.resource import Resource
 
 from engine.cluster.api import ApiError, NotFound, Obj, WatchEvent
-from engine.cluster.kube.errors import from_status, no_resource, translated
+from engine.cluster.kube.errors import from_status, no_resource, raise_ours, translated
 from engine.cluster.kube.store import interned, slim_metadata
 
 CONNECT_TIMEOUT = 10.0
@@ -212,11 +212,14 @@ class Wire:
         headers = {**self.api_client.default_headers, "Accept": "application/json",
                    "Content-Type": content_type or "application/json", **self._auth_headers()}
         rest: Any = self.api_client.rest_client  # untyped; request observers wrap its request
-        with translated():
+        try:  # translated(), inline: every request passes here
             answer = rest.request(method, url, headers=headers, body=body, _request_timeout=timeout or self._timeouts)
             if not 200 <= answer.status <= 299:
                 answer.read()
                 raise ApiException.from_response(http_resp=answer, body=None, data=None)
+        except Exception as exc:
+            raise_ours(exc)
+            raise
         if stream:
             return answer.response
         return _json(answer.response)
@@ -300,11 +303,14 @@ def _segment(text: str) -> str:
 
 
 def _json(response: urllib3.BaseHTTPResponse) -> Any:
-    with translated():
+    try:  # translated(), inline: every request passes here
         try:
             data = response.data
         finally:
             response.release_conn()
+    except Exception as exc:
+        raise_ours(exc)
+        raise
     return json.loads(data) if data else None
 
 
