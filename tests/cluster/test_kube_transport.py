@@ -228,6 +228,25 @@ def test_a_token_with_a_line_break_is_refused_unsent_and_unquoted(stubs: list[St
     assert "s3cr3t" not in str(caught.value) and not stub.seen
 
 
+def test_each_request_carries_its_own_headers_when_their_lines_are_remembered(stubs: list[Stub]) -> None:
+    """Header lines are written once per set of headers and reused: a request sends exactly its own headers (a new
+    token, another content type), in order, and a bad token is refused even right after a good one was sent."""
+    stub = serve(stubs, lambda _: ok())
+    rest = client(stub.url)
+    sets = [{"authorization": "Bearer one"}, {"authorization": "Bearer one"}, {"authorization": "Bearer two"},
+            {"authorization": "Bearer one", "Content-Type": "application/merge-patch+json"},
+            {"Accept-Encoding": "gzip", "authorization": "Bearer one"}]
+    for headers in sets:
+        get(rest, stub.url, headers=headers)
+    seen = [{k.lower(): v for k, v in request.headers.items()} for request in stub.seen]
+    assert [s["authorization"] for s in seen] == ["Bearer one", "Bearer one", "Bearer two", "Bearer one", "Bearer one"]
+    assert [s.get("content-type") for s in seen] == [None, None, None, "application/merge-patch+json", None]
+    assert [s["accept-encoding"] for s in seen] == ["identity"] * 4 + ["gzip"]
+    with pytest.raises(ServerError) as caught, translated():
+        get(rest, stub.url, headers={"authorization": "Bearer one\n"})
+    assert "one" not in str(caught.value) and len(stub.seen) == len(sets)
+
+
 # -- TLS -------------------------------------------------------------------------------------------
 
 

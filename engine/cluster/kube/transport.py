@@ -40,6 +40,9 @@ RETRY_AFTER_CODES = frozenset({413, 429, 503})
 RETRIES = 3
 """Retries of one request in all (urllib3's default)."""
 
+BLOCKS_KEPT = 64
+"""Header sets whose lines are remembered (a few per cluster: content types times tokens); all forgotten past it."""
+
 DEFAULT_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds when a request names none."""
 
@@ -119,6 +122,8 @@ class LeanRestClient:
         self._maxsize = int(configuration.connection_pool_maxsize or 10)
         self._idle: list[Connection] = []
         self._lock = threading.Lock()
+        self._blocks: dict[tuple[tuple[str, Any], ...], str] = {}
+        """The header lines of the header sets seen (``_block``)."""
 
     # -- the library's REST client interface --------------------------------------------------
 
@@ -171,9 +176,28 @@ class LeanRestClient:
             payload = body.encode("utf-8")
         else:
             payload = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        lines = [f"{method} {target} HTTP/1.1\r\n", self._host_line]
+        fields = tuple(headers.items())
+        try:
+            block = self._blocks.get(fields)
+        except TypeError:  # a header value that is not hashable: written anew each time
+            block = self._block(fields, keep=False)
+        if block is None:
+            block = self._block(fields)
+        if payload is not None:
+            length = f"Content-Length: {len(payload)}\r\n"
+        elif method in ("POST", "PUT", "PATCH"):
+            length = "Content-Length: 0\r\n"
+        else:
+            length = ""
+        return f"{method} {target} HTTP/1.1\r\n{self._host_line}{block}{length}\r\n".encode("latin-1"), payload
+
+    def _block(self, fields: tuple[tuple[str, Any], ...], *, keep: bool = True) -> str:
+        """The header lines of a request's headers (checked, in order, Accept-Encoding added when they name none),
+        remembered: a cluster's requests carry a few sets of headers (the token changes them now and then), and
+        writing each line anew was about ten Python calls a request."""
+        lines: list[str] = []
         seen_encoding = False
-        for name, value in headers.items():
+        for name, value in fields:
             text = str(value)
             if "\n" in text or "\r" in text or "\0" in text or "\n" in name or "\r" in name:
                 raise _Bad("Invalid header: a request header holds a line break")
@@ -182,12 +206,14 @@ class LeanRestClient:
             lines.append(f"{name}: {text}\r\n")
         if not seen_encoding:
             lines.append("Accept-Encoding: identity\r\n")
-        if payload is not None:
-            lines.append(f"Content-Length: {len(payload)}\r\n")
-        elif method in ("POST", "PUT", "PATCH"):
-            lines.append("Content-Length: 0\r\n")
-        lines.append("\r\n")
-        return "".join(lines).encode("latin-1"), payload
+        block = "".join(lines)
+        if not keep:
+            return block
+        with self._lock:
+            if len(self._blocks) >= BLOCKS_KEPT:
+                self._blocks.clear()
+            self._blocks[fields] = block
+        return block
 
     def _attempt(self, method: str, head: bytes, payload: bytes | None, connect_timeout: float | None,
                  read_timeout: float | None, *, retry: bool) -> Response | None:
