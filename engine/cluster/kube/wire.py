@@ -227,6 +227,9 @@ class Wire:
     def _auth_headers(self) -> dict[str, str]:
         """The configuration's auth headers, read afresh once CREDENTIALS_TTL has passed."""
         now = time.monotonic()
+        cached = self._credentials  # one read of a tuple: fresh credentials need no lock (every request asks)
+        if cached is not None and now - cached[0] < CREDENTIALS_TTL:
+            return cached[1]
         with self._lock:
             cached = self._credentials
             if cached is not None and now - cached[0] < CREDENTIALS_TTL:
