@@ -357,12 +357,16 @@ class KubeCluster:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str, *, live: bool = False,
             carries: Collection[str] = ()) -> Obj:
-        namespace = self._namespace(api_version, kind, namespace)
+        resource = self._resource(api_version, kind)  # resolved once for the namespace and the cache (every read)
+        if not resource.namespaced:
+            namespace = None
+        elif not namespace:
+            raise self._namespace_required(resource, api_version)
         observer = self._write_observer
         if observer is None:
-            return self._get(api_version, kind, namespace, name, live, carries)
+            return self._get(api_version, kind, namespace, name, live, carries, resource)
         try:
-            found = self._get(api_version, kind, namespace, name, live, carries)
+            found = self._get(api_version, kind, namespace, name, live, carries, resource)
         except NotFound:
             observer.read(api_version, kind, namespace, name, None)
             raise
@@ -370,11 +374,12 @@ class KubeCluster:
         return found
 
     def _get(self, api_version: str, kind: str, namespace: str | None, name: str, live: bool,
-             carries: Collection[str]) -> Obj:
+             carries: Collection[str], resource: Resource) -> Obj:
         labels = () if live else self._keys_of(api_version, kind)
         if labels:
             return handed_out(self._labelled_get(api_version, kind, namespace, name, labels, carries))
-        informer = None if live else self._informer(api_version, kind, namespace, reading=(namespace or "", name))
+        informer = None if live else self._informer(api_version, kind, namespace, reading=(namespace or "", name),
+                                                    resource=resource)
         if informer is None:
             return handed_out(self._live_get(api_version, kind, namespace, name))
         found = informer.store.get((namespace or "", name))  # read-only (decision 37)
@@ -651,21 +656,27 @@ class KubeCluster:
 
     def _informer(self, api_version: str, kind: str, namespace: str | None,
                   label: str | None = None, reading: tuple[str, str] | None = None,
-                  listing: Selector | None = None) -> Informer | FedInformer | None:
+                  listing: Selector | None = None, resource: Resource | None = None) -> Informer | FedInformer | None:
         """The synced informer that answers a read (started now if need be), or None to read live.
 
         label: the label scope the informer selects on (a label-scoped kind); None: every object. reading: the object a
         get reads (it waits for this cluster's writes of that object only); listing: a list's label selector (it waits
-        for the writes of objects in its namespace it selects before or after them); neither: it waits for all."""
-        resource = self._resource(api_version, kind)
-        covered, scope = self._scope(bool(resource.namespaced), namespace)
-        if not covered:
+        for the writes of objects in its namespace it selects before or after them); neither: it waits for all.
+        resource: the kind's, when the caller has resolved it already."""
+        if resource is None:
+            resource = self._resource(api_version, kind)
+        if not self._cache:
             return None
-        key = (api_version, kind, scope, label)
-        with self._lock:
-            if self._stopped:
+        if self._namespaces is None:
+            scope: Scope = None  # (``_scope``, inline: every cached read)
+        else:
+            covered, scope = self._scope(bool(resource.namespaced), namespace)
+            if not covered:
                 return None
-            informer = self._informers.get(key)
+        key = (api_version, kind, scope, label)
+        informer = self._informers.get(key)  # one dict read needs no lock (stop clears the dict, then _stopped says so)
+        if self._stopped:
+            return None
         if informer is None or informer.dead:
             with self._lock:
                 starting = self._starting.setdefault(key, threading.Lock())
@@ -798,8 +809,12 @@ class KubeCluster:
         if not resource.namespaced:
             return None
         if not namespace:
-            raise BadRequest(f"{_resource_name(resource.name, api_version)} is namespaced: a namespace is required")
+            raise self._namespace_required(resource, api_version)
         return namespace
+
+    @staticmethod
+    def _namespace_required(resource: Resource, api_version: str) -> BadRequest:
+        return BadRequest(f"{_resource_name(resource.name, api_version)} is namespaced: a namespace is required")
 
     def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[str, str, str | None, str]:
         """apiVersion, kind, namespace and name of an object body, checked as the API server checks them."""
