@@ -231,7 +231,10 @@ class Store:
 
     def _moved(self, position: str) -> None:
         self._position = position
-        self._reached = version_number(position)
+        try:  # version_number, inline: every watch event moves the position
+            self._reached = int(str(position))
+        except (TypeError, ValueError):
+            self._reached = None
 
     def _put(self, obj: Obj, key: Key | None = None) -> None:
         if key is None:
