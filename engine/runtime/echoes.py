@@ -83,6 +83,9 @@ class _InFlight:
     request: Request
     held: list[str] = field(default_factory=list)
     """resourceVersions of events on the object seen while the write was in flight."""
+    unlisted: tuple[int | None, Callable[[Mapping[str, str]], bool]] | None = None
+    """The last list of the object's kind and namespace made meanwhile did not hold it: (its resourceVersion, None
+    if not a number; whether its labels select an object)."""
 
 
 def _number(rv: str) -> int | None:
@@ -90,6 +93,15 @@ def _number(rv: str) -> int | None:
         return int(rv)
     except ValueError:
         return None
+
+
+def _unlisted_after(unlisted: tuple[int | None, Callable[[Mapping[str, str]], bool]], rv: str,
+                    labels: Mapping[str, str]) -> bool:
+    """Whether a list that did not hold an object was answered after a write of it left it at ``rv`` with ``labels``
+    (in the list's labels: a list answered before the write, or of other labels, could not hold it)."""
+    at, selects = unlisted
+    mine = _number(rv)
+    return (at is None or mine is None or mine <= at) and selects(labels)
 
 
 def _key(cluster: str, api_version: str, kind: str, namespace: str | None, name: str) -> Key:
@@ -150,14 +162,17 @@ class Echoes:
             if flight is None:
                 return
             others = [held for held in flight.held if not rv or held != rv]
+            labels = meta.get("labels")
+            labels = labels if isinstance(labels, dict) else {}
+            # A list of its kind made after the write did not hold the object: it went, and no event will say so.
+            gone = bool(rv) and flight.unlisted is not None and _unlisted_after(flight.unlisted, rv, labels)
             running = _RUNNING.get()
             deleting = deleted and running is not None and running.converging and running.request == flight.request
-            if rv and (rv not in flight.held or deleting):  # a delete's entry waits for the removal, echoed or not
-                labels = meta.get("labels")
-                self._answered[ticket] = (rv, flight.request, deleting, labels if isinstance(labels, dict) else {})
+            if rv and not gone and (rv not in flight.held or deleting):  # a delete's entry waits for the removal
+                self._answered[ticket] = (rv, flight.request, deleting, labels)
                 while len(self._answered) > self._limit:
                     self._answered.popitem(last=False)
-        if others:
+        if others or gone:
             self._wake(flight.request, ticket[2])
 
     # -- the passes ----------------------------------------------------------------
@@ -267,11 +282,14 @@ class Echoes:
         and ``held``: the (namespace, name) of every object it holds or its cache held before (their changes map as
         events). A write a pass made before that list on an object in the scope that neither holds waits for an echo
         no watch will carry (the object was removed, or left the scope, while no watch was open, or while it had
-        expired): its writer is woken, and the entry forgotten."""
+        expired): its writer is woken, and the entry forgotten. A write still in flight is judged so at its answer."""
         at = _number(resource_version)
         group = api_version.rpartition("/")[0]
         woken: list[Request] = []
         with self._lock:
+            for key, flight in self._in_flight.items():
+                if key[0] == cluster and key[1] == group and key[2] == kind and (not namespace or key[3] == namespace):
+                    flight.unlisted = None if (key[3], key[4]) in held else (at, selects)
             for key, (written, request, _, labels) in list(self._answered.items()):
                 if key[0] != cluster or key[1] != group or key[2] != kind or (key[3], key[4]) in held:
                     continue

@@ -247,6 +247,24 @@ def test_a_child_a_pass_created_that_a_re_list_does_not_hold_wakes_the_order(del
     assert len(sources.echoes or []) == 0
 
 
+def test_a_child_a_re_list_does_not_hold_while_the_pass_s_create_is_in_flight_wakes_the_order() -> None:
+    """As above, but the re-list comes between the server taking the create and its answer reaching the pass: the
+    list, answered after the create, does not hold the child, so it went; the answer wakes the order."""
+    cluster, sources, queue = forgetful_world()
+    gadget = obj("Gadget", "g", **CHILD)
+
+    def deleted_while_the_watch_expired() -> None:
+        mine = cluster.inner.get(gadget["apiVersion"], "Gadget", "ns", "g")
+        cluster.inner.delete(gadget["apiVersion"], "Gadget", "ns", "g")
+        expire_watches(cluster, mine)
+        sources.pump()
+
+    with passing(request("a")):
+        cluster.write(gadget, lambda: cluster.inner.create(gadget), before_answer=deleted_while_the_watch_expired)
+    assert drain(queue) == ["a"]
+    assert len(sources.echoes or []) == 0
+
+
 def test_a_child_a_pass_created_and_someone_deleted_before_its_kind_s_watch_opened_wakes_the_order() -> None:
     """Decision 45: a kind's watch opens with its order kind's first order, and a pass may write that kind before
     the watch's first list (its reads gave up waiting for the list). A child created so and deleted before that
@@ -290,6 +308,25 @@ def test_a_re_list_wakes_no_writer_of_an_object_outside_its_labels_or_written_af
     assert echoes_woke == [] and len(echoes) == 2
     echoes.listed("", api, "Gadget", "ns", gold, set(), "10")
     assert echoes_woke == [request("a")] and len(echoes) == 1
+
+
+@pytest.mark.parametrize(("answered_at", "labels", "wakes"), [
+    ("12", {"tier": "gold"}, False),  # the list was answered before the write took effect: its echo is to come
+    ("9", {"tier": "other"}, False),  # the write left the object outside the list's labels
+    ("9", {"tier": "gold"}, True),    # the list came after the write and did not hold the object: it went
+])
+def test_a_list_while_a_write_is_in_flight_is_judged_at_the_answer(answered_at: str, labels: dict[str, str],
+                                                                   wakes: bool) -> None:
+    woke: list[Request] = []
+    echoes = Echoes(lambda request, kind: woke.append(request))
+    api = obj("Gadget", "g")["apiVersion"]
+    with passing(request("a")):
+        ticket = echoes.sending("", api, "Gadget", "ns", "g")
+        assert ticket is not None
+        echoes.listed("", api, "Gadget", "ns", parse_labels("tier=gold").matches, set(), "10")
+        echoes.answered(ticket, {"metadata": {"name": "g", "resourceVersion": answered_at, "labels": labels}})
+    assert woke == ([request("a")] if wakes else [])
+    assert len(echoes) == (0 if wakes else 1)
 
 
 # -- events that arrive while the order's pass runs -------------------------------------------------
