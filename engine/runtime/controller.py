@@ -62,9 +62,17 @@ class Controller:
 
     def handle(self, request: Request, result: Result) -> PassResult:
         """The outcome switch: record the pass, then queue the order again as its result asks."""
-        self._metrics.record_outcomes(result.outcomes)
-        if result.event is not None and self.events is not None:
-            self.events(request, result.event)
+        try:
+            self._metrics.record_outcomes(result.outcomes)
+            if result.event is not None and self.events is not None:
+                self.events(request, result.event)
+        finally:  # a failing Event sink or metric (a bug) is raised, but never costs the order its requeue
+            outcome = self._queue_again(request, result)
+        self._metrics.record_pass(outcome)
+        return outcome
+
+    def _queue_again(self, request: Request, result: Result) -> PassResult:
+        """The queue policy of the module's docstring, for one pass's result."""
         if result.error is not None:
             if isinstance(result.error, TerminalError):
                 self._log.error("%s: terminal error, not retried: %s", request, result.error)
@@ -82,7 +90,6 @@ class Controller:
             self.queue.forget(request)
             self.queue.schedule(request, None)
             outcome = PassResult.SUCCESS
-        self._metrics.record_pass(outcome)
         return outcome
 
     def run_pass(self, request: Request) -> Result:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import threading
@@ -11,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from runtime_kit import API, START, request
 
 from engine.metrics import Metrics
-from engine.outcome import PassError, Request, Result, StepOutcome, TerminalError
+from engine.outcome import EventNote, PassError, Request, Result, StepOutcome, TerminalError
 from engine.runtime.controller import Controller
 from engine.runtime.echoes import Echoes
 from engine.runtime.queue import Wake, WorkQueue
@@ -94,6 +95,21 @@ def test_requeue_after_forgets_backoff_and_waits(h: Harness) -> None:
     assert h.queue.timers() == {request("a"): START + dt.timedelta(seconds=61)}
     assert h.queue.failures(request("a")) == 0
     assert h.passes("requeue_after") == 1
+
+
+@pytest.mark.parametrize("answer", [Result(requeue_after=dt.timedelta(seconds=10)),
+                                    Result(error=PassError("the API said no"))])
+def test_a_failing_event_sink_still_queues_the_order_again(h: Harness, answer: Result) -> None:
+    """A wait's re-check or an error's retry is the only thing that brings such an order back: a bug in
+    recording its Event is raised, and the order is queued again all the same."""
+    def broken_sink(req: Request, note: EventNote) -> None:
+        raise RuntimeError("the recorder is broken")
+
+    h.controller.events = broken_sink
+    h.answer = dataclasses.replace(answer, event=EventNote("Waiting", "still waiting"))
+    with pytest.raises(RuntimeError, match="recorder is broken"):
+        h.controller.run_pass(request("a"))
+    assert set(h.queue.timers()) == {request("a")}
 
 
 def test_error_wins_over_requeue_after(h: Harness) -> None:
