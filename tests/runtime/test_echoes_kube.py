@@ -176,14 +176,10 @@ def test_a_child_the_running_pass_found_absent_created_and_someone_then_deleted_
     assert drain(queue) == ["a"]
 
 
-@pytest.mark.parametrize(("child", "teardown", "wakes"), [
-    ("g", False, []),     # quiet, deleted by a converge pass: the removal changes nothing the rules read
-    ("h", False, ["a"]),  # a child the rules do not call quiet
-    ("g", True, ["a"]),   # a teardown waits for its deletes to be gone
-])
-def test_a_quiet_child_s_removal_after_the_order_s_own_delete_wakes_nothing(
-        quiet_world: Any, child: str, teardown: bool, wakes: list[str]) -> None:
-    memory, kube, sources, queue = quiet_world
+def own_delete_of_a_held_child(memory: MemoryCluster, kube: KubeCluster, sources: Sources, queue: WorkQueue,
+                               child: str, *, teardown: bool) -> None:
+    """A pass of order "a" (a teardown pass when ``teardown``) deletes its child, which a finalizer holds; the
+    event that only shows that delete's deletionTimestamp wakes nothing."""
     gadget = obj("Gadget", child, labels={OWNER_LABEL: "ns.a"})
     gadget["metadata"]["finalizers"] = ["example.io/hold"]
     memory.create(gadget)
@@ -197,6 +193,17 @@ def test_a_quiet_child_s_removal_after_the_order_s_own_delete_wakes_nothing(
         kube.get(API, "Widget", "ns", "a")  # every pass reads its order first
         assert kube.delete(API, "Gadget", "ns", child) is not None
     assert pumped(sources, queue) == [], "the deletionTimestamp only echoes the pass's own delete"
+
+
+@pytest.mark.parametrize(("child", "teardown", "wakes"), [
+    ("g", False, []),     # quiet, deleted by a converge pass: the removal changes nothing the rules read
+    ("h", False, ["a"]),  # a child the rules do not call quiet
+    ("g", True, ["a"]),   # a teardown waits for its deletes to be gone
+])
+def test_a_quiet_child_s_removal_after_the_order_s_own_delete_wakes_nothing(
+        quiet_world: Any, child: str, teardown: bool, wakes: list[str]) -> None:
+    memory, kube, sources, queue = quiet_world
+    own_delete_of_a_held_child(memory, kube, sources, queue, child, teardown=teardown)
     held = memory.get(API, "Gadget", "ns", child)
     memory.update({**held, "metadata": {**held["metadata"], "finalizers": []}})
     assert pumped(sources, queue) == wakes
@@ -215,19 +222,7 @@ def test_a_removal_a_re_list_finds_after_the_order_s_own_delete_wakes_as_the_wat
     removal does, unless the rules call it quiet (before, it woke nothing, and an order waiting for the child to be
     gone waited for its next timer or event: a converged order has none)."""
     memory, kube, sources, queue = forgetful_quiet_world
-    gadget = obj("Gadget", child, labels={OWNER_LABEL: "ns.a"})
-    gadget["metadata"]["finalizers"] = ["example.io/hold"]
-    memory.create(gadget)
-    if teardown:
-        widget = memory.get(API, "Widget", "ns", "a")
-        memory.update({**widget, "metadata": {**widget["metadata"], "finalizers": ["example.io/teardown"]}})
-        memory.delete(API, "Widget", "ns", "a")
-    pumped(sources, queue)
-    queue.add(request("a"))
-    with run_pass(queue, sources, request("a")):
-        kube.get(API, "Widget", "ns", "a")
-        assert kube.delete(API, "Gadget", "ns", child) is not None
-    assert pumped(sources, queue) == [], "the deletionTimestamp only echoes the pass's own delete"
+    own_delete_of_a_held_child(memory, kube, sources, queue, child, teardown=teardown)
     held = memory.get(API, "Gadget", "ns", child)
     memory.update({**held, "metadata": {**held["metadata"], "finalizers": []}})
     for n in range(4):  # unowned Gadgets: they wake nobody, and push the removal out of the server's event log
