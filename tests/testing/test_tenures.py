@@ -61,3 +61,12 @@ def test_a_failed_relabel_does_not_hand_over_and_an_unnamed_client_is_flagged() 
     assert any("member b-2 worked on it after member a-1's last request" in p for p in found), found
     assert any("names no shard member in its User-Agent 'kubectl/v1.30'" in p for p in found), found
     assert any("member a-1 worked on it first" in p for p in violations([touch(2.0, "a-1")]))
+
+
+def test_a_member_acting_on_the_label_s_event_before_the_write_s_answer_passes() -> None:
+    """The server sends the label's watch event when it stores the write, before the write's answer: the new owner
+    may send its first request inside the relabel's own span. Only a tenure begun before the relabel began, or
+    without one, is flagged."""
+    slow_relabel = Touch(ORDER, request(1.0, "leader-9", "PATCH", end=3.0), label_write=True)
+    assert violations([slow_relabel, touch(2.0, "a-1")]) == []
+    assert any("member a-1 worked on it first" in p for p in violations([slow_relabel, touch(0.5, "a-1")]))
