@@ -40,6 +40,23 @@ def select(store: Store, selector: str | None = None, namespace: str | None = No
     return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in items]
 
 
+TIMEOUT = 0.05
+"""A read's wait for its object's write, in the store's tests: what a read waits before it reads live."""
+
+
+def waits_of(store: Store) -> list[float]:
+    """The waits a store's reads make from now on (each one's seconds), recorded as they begin."""
+    waits: list[float] = []
+    wait = store._changed.wait
+
+    def recorded(timeout: float | None = None) -> bool:
+        waits.append(timeout or 0.0)
+        return wait(timeout)
+
+    store._changed.wait = recorded  # type: ignore[method-assign]
+    return waits
+
+
 class TestStore:
     def test_events_keep_it_current(self) -> None:
         """ADDED and MODIFIED store, DELETED removes, and every event (bookmarks too) moves the position."""
@@ -261,15 +278,18 @@ class TestExpectations:
         store.replace([obj("a", 4), obj("b", 5)], "5")
         store.expect(Expectation(version=6, about=("ns", "a")))
         store.expect(Expectation(version=7, about=("ns", "b")))
-        assert not store.settle(0.01, ("ns", "b"))
-        assert not store.settle(0.01, ("ns", "a"))  # before: answered at once, from the copy before our write
-        assert not store.settle(60.0, ("ns", "b"))  # its write is overdue: no second wait
-        assert not store.settle(60.0, listing=("ns", EVERYTHING))
+        assert not store.settle(TIMEOUT, ("ns", "b"))
+        assert not store.settle(TIMEOUT, ("ns", "a"))  # before: answered at once, from the copy before our write
+        waits = waits_of(store)
+        assert not store.settle(TIMEOUT, ("ns", "b"))  # its write is overdue: no second wait
+        assert not store.settle(TIMEOUT, listing=("ns", EVERYTHING))
+        assert waits == [], "a read of a write already waited for in vain waits again"
         store.apply(event("MODIFIED", obj("a", 6)))
-        assert store.settle(60.0, ("ns", "a"))
-        assert not store.settle(60.0, ("ns", "b"))
+        assert store.settle(TIMEOUT, ("ns", "a"))
+        assert not store.settle(TIMEOUT, ("ns", "b"))
+        assert waits == []
         store.apply(event("MODIFIED", obj("b", 7)))
-        assert store.settle(60.0, ("ns", "b")) and store.settle(60.0)
+        assert store.settle(TIMEOUT, ("ns", "b")) and store.settle(TIMEOUT)
 
     def test_met_expectations_cost_nothing(self) -> None:
         """A write the store has already seen (a no-op write) does not make reads wait."""
