@@ -37,6 +37,8 @@ def figures(summary: dict[str, Any]) -> list[tuple[str, str]]:
     per_order = converge["requests_per_order"]
     verbs = ", ".join(f"{verb} {count:g}" for verb, count in sorted(per_order["by_verb"].items()))
     cpu = converge["operator_cpu_s"]
+    harness_cpu = converge.get("harness_cpu_s")
+    wall = converge["requests"]["seconds"]
     settle_cpu = summary.get("settle", {}).get("operator_cpu_s", 0.0)
     ttr = converge["time_to_ready_s"]
     steady = summary.get("steady", {}).get("requests", {}).get("total")
@@ -49,6 +51,9 @@ def figures(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("requests per order to converge", f"{per_order['total']:.2f} (writes {per_order['writes']:.2f}: {verbs})"),
         ("operator CPU per order", f"{cpu / n * 1000:.1f} ms converging; "
                                    f"{(cpu + settle_cpu) / n * 1000:.1f} ms with the settle phase"),
+        ("harness CPU per order", "not reported" if harness_cpu is None else
+            f"{harness_cpu / n * 1000:.1f} ms (the emulator and the simulated K-ORC and ESO); operator and harness "
+            f"used {(cpu + harness_cpu) / max(wall, 1e-9):.2f} of the {summary['host']['cpus']} CPUs while converging"),
         ("time-to-Ready", f"median {ttr['median']:.2f} s, p95 {ttr['p95']:.2f} s, max {ttr['max']:.2f} s "
                           f"(all Ready after {converge['wall_s_to_all_ready']:.2f} s)"),
         ("peak RSS", f"{summary['operator_process']['peak_rss_mib']:.1f} MiB"),
