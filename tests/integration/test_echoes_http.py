@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
+from integration_kit import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
 
 from engine.cluster.kube import kube_cluster_from_kubeconfig
 from engine.cluster.patches import json_copy

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, STARTUP_PATIENCE, TENANT, example, free_port, wait_for
+from integration_kit import ROOT, STARTUP_PATIENCE, TENANT, example, free_port, wait_for
 
 from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig

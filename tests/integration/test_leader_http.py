@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, TENANT, OperatorProcess, World, condition, get, order, secret_value, wait_for
+from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, secret_value, wait_for
 
 from engine.cluster.api import Obj
 

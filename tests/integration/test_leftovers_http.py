@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import OperatorProcess, World, wait_for
+from integration_kit import OperatorProcess, World, wait_for
 
 OWNS_A_FOLDER = """
 import sys

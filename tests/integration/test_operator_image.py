@@ -19,7 +19,7 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
-from tests.integration.conftest import (
+from integration_kit import (
     ROOT,
     STARTUP_PATIENCE,
     World,

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
+from integration_kit import API, TENANT, World, condition, get, operator_in_process, order, secret_value, wait_for
 
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
+from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
 
 from engine.cluster.api import Obj
 

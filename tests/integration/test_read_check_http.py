@@ -8,8 +8,9 @@ import subprocess
 import sys
 import textwrap
 
+from integration_kit import ROOT, OperatorProcess, World, order, wait_for
+
 from engine.cluster import readonly
-from tests.integration.conftest import ROOT, OperatorProcess, World, order, wait_for
 
 CHANGED = "changed-by-its-reader"
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import (
+from integration_kit import (
     API,
     TENANT,
     OperatorProcess,

@@ -13,7 +13,7 @@ import base64
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, TENANT, World, condition, get, operator_in_process, order, wait_for
+from integration_kit import API, TENANT, World, condition, get, operator_in_process, order, wait_for
 
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig

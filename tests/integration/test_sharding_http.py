@@ -22,7 +22,7 @@ from collections.abc import Hashable, Iterator
 from urllib.parse import parse_qsl
 
 import pytest
-from conftest import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
+from integration_kit import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
 
 from engine.cluster.memory import MemoryCluster
 from engine.runtime.sharding import ring

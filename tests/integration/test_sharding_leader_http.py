@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import API, TENANT, OperatorProcess, World, get, order, wait_for
+from integration_kit import API, TENANT, OperatorProcess, World, get, order, wait_for
 from test_sharding_http import SHARD, check_tenures_from_requests, managed_users, passes, ready, three_replicas
 
 LEASES = "c5c3-system"

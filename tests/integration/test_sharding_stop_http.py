@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from conftest import ROOT, TENANT, World, order, wait_for
+from integration_kit import ROOT, TENANT, World, order, wait_for
 
 from engine.cluster.api import Obj, Verb
 from engine.cluster.kube import kube_cluster_from_kubeconfig

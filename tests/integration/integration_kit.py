@@ -1,0 +1,315 @@
+"""The integration tests' world and helpers (imported as ``integration_kit``; ``conftest.py`` holds only the
+fixtures and hooks, so that two test folders' ``conftest`` modules never shadow each other's names).
+
+Integration over HTTP: emulated API servers in the test process, ``engine run`` as a subprocess.
+
+The world is the embedded default's (``simulators.embedded``): a management cluster and
+target clusters, each an in-memory store served by its own emulator, our CRDs and the
+external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC, ESO and topology
+operator reacting on a background thread. The operator reaches the clusters only through
+the kubeconfig it is given, as it would real API servers; the tests read and write the
+stores directly and poll until the operator has done its part.
+
+Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import contextvars
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from engine.clock import SystemClock
+from engine.cluster import readonly
+from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.patches import json_copy
+from engine.testing.emulator import Emulator, write_kubeconfig
+from simulators import eso, korc, topology
+from simulators.base import Simulator, react
+from simulators.embedded import crd_documents, management_world, registration
+
+ROOT = Path(__file__).resolve().parents[2]
+API = "c5c3.io/v1alpha1"
+TENANT = "tenant-a"
+PATIENCE = 30.0
+"""Seconds an integration wait may take before it fails."""
+STARTUP_PATIENCE = 120.0
+"""Seconds ``engine run`` may take to become ready. Its start is CPU-bound (imports, rule compilation, the
+first lists: about 4 CPU-seconds), so its wall time grows with the machine's load: 20 s at a load average
+of 14 on two cores. A slow start is not what these tests check; an operator that never gets ready still fails."""
+
+
+def wait_for(what: Callable[[], Any], timeout: float = PATIENCE, message: str = "") -> Any:
+    """Poll until ``what()`` is truthy; return its value, or fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = what()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {timeout}s: {message or what}")
+        time.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(cluster: MemoryCluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+    try:
+        return cluster.get(api_version, kind, namespace, name)
+    except NotFound:
+        return None
+
+
+def condition(obj: Obj | None, type_: str) -> str | None:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return str(cond.get("status"))
+    return None
+
+
+def secret_value(secret: Obj | None, key: str) -> str | None:
+    data = ((secret or {}).get("data") or {}).get(key)
+    return base64.b64decode(data).decode() if data is not None else None
+
+
+def probe_ready(port: int) -> bool:
+    """Whether an operator's /readyz on that local port answers 200."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as answer:
+            return bool(answer.status == 200)
+    except OSError:  # refused while it starts, an error status, or slow to answer under load
+        return False
+
+
+class Target:
+    """One target cluster: its store and the emulator serving it."""
+
+    def __init__(self, name: str, crds: list[Obj]) -> None:
+        self.name = name
+        self.cluster = MemoryCluster(name, clock=SystemClock())
+        for crd in crds:
+            self.cluster.create(crd)
+        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
+        self.server = Emulator(self.cluster)
+        self.server.start()
+
+    def registration(self, name: str | None = None, namespaces: str | None = None) -> Obj:
+        secret = registration(name or self.name, self.server.kubeconfig(self.name))
+        if namespaces is not None:
+            secret["data"]["namespaces"] = base64.b64encode(namespaces.encode()).decode()
+        return secret
+
+
+class World:
+    """The management cluster, target clusters, simulated controllers and a kubeconfig for the operator."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.crds = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
+        self.management = MemoryCluster(MANAGEMENT_CLUSTER, clock=SystemClock())
+        for crd in self.crds:
+            self.management.create(crd)
+        for obj in management_world():
+            self.management.seed(obj)
+        self.server = Emulator(self.management)
+        self.server.start()
+        self.targets: dict[str, Target] = {}
+        self.kubeconfig = tmp / "kubeconfig"
+        write_kubeconfig(self.kubeconfig, {"management": self.server}, "management")
+        clock = SystemClock()
+        self.simulators: list[Simulator] = [
+            korc.KorcSimulator(self.management, clock), eso.EsoSimulator(self.management, clock),
+            topology.TopologySimulator(self.management, clock),
+        ]
+        self.processes: list[OperatorProcess] = []
+        """Every operator process started on this world: ``close`` kills those still running."""
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._react, name="simulated controllers", daemon=True)
+        self._thread.start()
+
+    def _react(self) -> None:
+        while not self._halt.wait(0.1):
+            with contextlib.suppress(Exception):
+                react(self.simulators)
+
+    def target(self, name: str) -> Target:
+        """A new target cluster (not registered yet)."""
+        self.targets[name] = target = Target(name, self.crds)
+        return target
+
+    def register(self, target: Target, name: str | None = None, namespaces: str | None = None) -> None:
+        """Write (create or replace) the registration Secret of a target cluster."""
+        secret = target.registration(name, namespaces)
+        existing = get(self.management, "v1", "Secret", "c5c3-clusters", secret["metadata"]["name"])
+        if existing is None:
+            self.management.create(secret)
+        else:
+            secret["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+            self.management.update(secret)
+
+    def assign(self, cluster: str) -> None:
+        """Have ControlPlane openstack/cp assign tenant-a on one more cluster."""
+        cp = json_copy(self.management.get(API, "ControlPlane", "openstack", "cp"))
+        cp["spec"]["namespaceAssignments"].append({"namespace": TENANT, "targetClusterRef": {"name": cluster}})
+        self.management.update(cp)
+
+    def cluster(self, name: str) -> MemoryCluster:
+        return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
+
+    def close(self) -> None:
+        """Kill the operators still running, stop the servers; fail if an operator found a read object changed."""
+        for process in self.processes:  # one a failed test left running would outlive the test run
+            process.kill()
+        self._halt.set()
+        self._thread.join(5)
+        for target in self.targets.values():
+            target.server.stop()
+        self.server.stop()
+        changed = [f"{process.log_path.name}: {line}" for process in self.processes
+                   for line in process.logs().splitlines() if readonly.VIOLATION in line]
+        if changed:  # the operator exited with EXIT_READS_CHANGED: the test waiting on it failed too, less clearly
+            pytest.fail("an operator's reader changed objects a cluster read handed out:\n" + "\n".join(changed))
+
+
+class OperatorProcess:
+    """``engine run`` in a subprocess, its logs in a file, its metrics and probes on free ports.
+
+    It checks its reads (``ENGINE_CHECK_READS=1``, inherited: ``tests/conftest.py``): a reader changing an
+    object a read handed out ends it with status 70 and a log line that ``World.close`` fails on."""
+
+    def __init__(self, world: World, *args: str, name: str = "operator",
+                 program: Sequence[str] = ("-m", "engine.cli"), tmp: Path | None = None) -> None:
+        self.metrics_port, self.probe_port = free_port(), free_port()
+        self.log_path = world.tmp / f"{name}.log"
+        self._log = self.log_path.open("wb")
+        # Its temporary folder is the test's (``tmp``, or its own): what a killed operator leaves stays there.
+        private_tmp = tmp if tmp is not None else world.tmp / f"{name}-tmp"
+        private_tmp.mkdir(exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"} | {"TMPDIR": str(private_tmp)}
+        self.process = subprocess.Popen(
+            [sys.executable, *program, "run", "--kubeconfig", str(world.kubeconfig),
+             "--context", "management", "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+             "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--log-level", "debug", *args],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env,
+        )
+        world.processes.append(self)
+
+    def _get(self, port: int, path: str) -> tuple[int, str] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+        except OSError:
+            return None
+
+    def ready(self) -> bool:
+        return probe_ready(self.probe_port)
+
+    def wait_ready(self) -> None:
+        """Wait until it is ready; if it exits or never gets ready, kill it and fail with its log's tail."""
+        try:
+            wait_for(lambda: self.ready() or self.process.poll() is not None, timeout=STARTUP_PATIENCE,
+                     message="the operator to be ready")
+        except pytest.fail.Exception:
+            self.kill()
+            pytest.fail(f"the operator was not ready within {STARTUP_PATIENCE}s:\n{self.logs()[-3000:]}")
+        assert self.process.poll() is None, f"the operator exited:\n{self.logs()}"
+
+    def metric(self, name: str) -> float | None:
+        answer = self._get(self.metrics_port, "/metrics")
+        if answer is None:
+            return None
+        for line in answer[1].splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def leads(self) -> bool:
+        return self.metric("c5c3_operator_leader_status") == 1.0
+
+    def logs(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, and the exit status once it has stopped gracefully."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()  # the test fails, and leaves no process behind
+            raise
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        """SIGKILL: no graceful stop, the Lease is not released."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+def order(kind: str, name: str, **spec: Any) -> Obj:
+    return {
+        "apiVersion": API, "kind": kind, "metadata": {"name": name, "namespace": TENANT},
+        "spec": {"controlPlaneRef": {"name": "cp", "namespace": "openstack"}, **spec},
+    }
+
+
+EXAMPLES = {
+    ("KeystoneUser", ""): "keystoneuser.yaml",
+    ("KeystoneUser", "edge-1"): "keystoneuser-edge-1.yaml",
+    ("RabbitMQVhost", ""): "rabbitmqvhost.yaml",
+    ("RabbitMQVhost", "edge-1"): "rabbitmqvhost.yaml",
+}
+
+
+def example(kind: str, cluster: str = "") -> Obj:
+    """The example order of examples/orders/ for a kind on a cluster ("" management, or edge-1)."""
+    doc: Obj = yaml.safe_load((ROOT / "examples" / "orders" / EXAMPLES[(kind, cluster)]).read_text())
+    return doc
+
+
+@contextlib.contextmanager
+def operator_in_process(management: Any) -> Iterator[Any]:
+    """An Operator with the checkout's rules on ``management`` (a KubeCluster on an emulated cluster), run on a
+    thread until the block ends; yields it once ready, and stops it and the client afterwards."""
+    from engine.operator import Operator, Options
+
+    options = Options(rules=ROOT / "rules", metrics_bind_address="127.0.0.1:0",
+                      health_probe_bind_address="127.0.0.1:0", clusters_namespace="", watch_timeout=5.0)
+    running = Operator(options, management)
+    stop = threading.Event()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(running.run, stop), daemon=True)
+    thread.start()
+    try:
+        wait_for(running.ready, message="the in-process operator to be ready")
+        yield running
+    finally:
+        stop.set()
+        thread.join(20)
+        with contextlib.suppress(Exception):
+            management.stop()
