@@ -36,9 +36,10 @@ of a streak re-lists at once, further failures back off with jitter, and warning
 about one cluster are written at most once a minute.
 
 Deterministic mode: ``Sources.pump()`` drains every informer with a non-blocking
-watch (timeout 0). Threaded mode: ``Sources.start()`` runs one thread per
-informer, blocking on a long watch and resuming from the last resourceVersion
-(bookmarks included). Both share the same event handling.
+watch (timeout 0), up to its end or its first bookmark (``Informer.pump``).
+Threaded mode: ``Sources.start()`` runs one thread per informer, blocking on a
+long watch and resuming from the last resourceVersion (bookmarks included). Both
+share the same event handling.
 """
 
 from __future__ import annotations
@@ -214,7 +215,13 @@ class Informer:
     # -- deterministic --------------------------------------------------------
 
     def pump(self) -> int:
-        """List if not listed yet (and served), then drain what the watch has now; events mapped."""
+        """List if not listed yet (and served), then drain what the watch has now; events mapped.
+
+        The drain ends when the watch does (its timeout, 0, rounded up by the server to a second) or at
+        its first bookmark, which says the server has sent every event up to the bookmark's
+        resourceVersion: the emulator sends one once it has sent what its cluster held when the watch
+        began, the memory cluster one as the stream's last event. The threaded watches read on past
+        bookmarks."""
         mapped = 0
         if not self.listed:
             if not self._cluster.serves(self.api_version, self.kind):
@@ -228,7 +235,7 @@ class Informer:
                 self._sources.log.warning("%r: list failed, trying again at the next pump: %s", self, exc)
                 return 0
         try:
-            mapped += self._drain(self._open(timeout=0))
+            mapped += self._drain(self._open(timeout=0), until_bookmark=True)
         except Gone:
             self.listed = False
             try:
@@ -316,12 +323,16 @@ class Informer:
             with contextlib.suppress(Exception):
                 close()
 
-    def _drain(self, events: Iterable[WatchEvent]) -> int:
+    def _drain(self, events: Iterator[WatchEvent], *, until_bookmark: bool = False) -> int:
+        """Map a watch's events until it ends (or, until_bookmark: until its first bookmark, the stream then closed)."""
         mapped = 0
         for event in events:
             if self.stop.is_set():
                 break
             mapped += self._event(event)
+            if until_bookmark and event["type"] == "BOOKMARK":
+                self._close(events)
+                break
         return mapped
 
     def _list(self) -> int:

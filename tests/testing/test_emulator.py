@@ -393,6 +393,28 @@ class TestWatch:
         assert [(t, n) for t, n, _ in seen] == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b"), ("BOOKMARK", "")]
         assert seen[-1][2] == widgets.get(namespace="ns").metadata.resourceVersion
 
+    def test_a_bookmark_follows_what_the_cluster_held_without_waiting_for_the_timeout(
+            self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """With bookmarks, the events the cluster held come first, then a bookmark at its resourceVersion, while
+        the watch goes on: a reader wanting only what is there now (the deterministic pump) stops there."""
+        cluster.create(WIDGET_CRD)
+        start = cluster.create(widget("a"))["metadata"]["resourceVersion"]
+        held = cluster.create(widget("b"))["metadata"]["resourceVersion"]
+        host, port = emulator.url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)  # the watch lasts 60 s: a late bookmark fails
+        try:
+            conn.request("GET", f"/apis/example.com/v1/namespaces/ns/widgets?watch=true&timeoutSeconds=60"
+                         f"&allowWatchBookmarks=true&resourceVersion={start}")
+            stream = conn.getresponse()
+            first, mark = json.loads(stream.readline()), json.loads(stream.readline())
+            later = cluster.create(widget("c"))["metadata"]["resourceVersion"]
+            after = json.loads(stream.readline())
+        finally:
+            conn.close()
+        assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "b")
+        assert (mark["type"], mark["object"]["metadata"]["resourceVersion"]) == ("BOOKMARK", held)
+        assert (after["type"], after["object"]["metadata"]["resourceVersion"]) == ("ADDED", later)
+
     def test_watch_without_resource_version_starts_with_current_objects(
             self, dc: dynamic.DynamicClient, widgets: Any) -> None:
         """No resourceVersion: every current object arrives as ADDED first; no bookmark unless asked."""

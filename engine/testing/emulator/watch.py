@@ -5,6 +5,12 @@ from the resourceVersion each span reached: between spans it notices a client th
 or a server that stops. A too-old resourceVersion is an ``ERROR`` event carrying the 410
 Status (HTTP 200, as the watch cache answers); ``sendInitialEvents`` starts with the
 current objects and a bookmark marking their end.
+
+With bookmarks allowed, the stream sends one as soon as it has sent every event the cluster
+held when it began (a server may send bookmarks whenever it likes): a reader that only wants
+what is there now (``Informer.pump``, deterministic mode) can stop at it instead of waiting
+out the watch's timeout, a whole second at least. The bookmark that ends the stream is left
+out when nothing came after that one (it would say the same).
 """
 
 from __future__ import annotations
@@ -53,14 +59,16 @@ def open_watch(cluster: MemoryCluster, spec: WatchSpec) -> EventSource:
         prelude.append(_bookmark(spec.info, listed.resource_version, initial_end=True))
         cursor = listed.resource_version
     try:
-        first = _span(cluster, spec, cursor, deadline)
+        first = _span(cluster, spec, cursor, deadline, wait=0.0)  # what the cluster holds now, then its bookmark
     except Gone as err:
         expired: Obj = {"type": "ERROR", "object": err.status()}
         return lambda alive: iter([expired])
+    caught_up = spec.bookmarks and not spec.send_initial_events  # (initial events end with their own bookmark)
 
     def source(alive: Alive) -> Iterator[Obj]:
         yield from prelude
         reached = cursor
+        marked = None  # the resourceVersion of the caught-up bookmark, while nothing came after it
         events = first
         while True:
             try:
@@ -68,7 +76,11 @@ def open_watch(cluster: MemoryCluster, spec: WatchSpec) -> EventSource:
                     obj = event["object"]
                     reached = str(obj.get("metadata", {}).get("resourceVersion") or reached)
                     if event["type"] != "BOOKMARK" and spec.fields.matches(obj):
+                        marked = None
                         yield dict(event)
+                    elif event["type"] == "BOOKMARK" and caught_up and events is first and reached:
+                        marked = reached
+                        yield _bookmark(spec.info, reached)
                     if not alive():
                         return
                 if not alive() or (deadline is not None and time.monotonic() >= deadline):
@@ -77,14 +89,16 @@ def open_watch(cluster: MemoryCluster, spec: WatchSpec) -> EventSource:
             except ApiError as err:
                 yield {"type": "ERROR", "object": err.status()}
                 return
-        if spec.bookmarks and reached:
+        if spec.bookmarks and reached and reached != marked:
             yield _bookmark(spec.info, reached)
 
     return source
 
 
-def _span(cluster: MemoryCluster, spec: WatchSpec, cursor: str | None, deadline: float | None) -> Iterator[WatchEvent]:
-    wait = SPAN if deadline is None else max(0.0, min(SPAN, deadline - time.monotonic()))
+def _span(cluster: MemoryCluster, spec: WatchSpec, cursor: str | None, deadline: float | None, *,
+          wait: float | None = None) -> Iterator[WatchEvent]:
+    if wait is None:
+        wait = SPAN if deadline is None else max(0.0, min(SPAN, deadline - time.monotonic()))
     return cluster.watch(spec.info.api_version, spec.info.kind, spec.namespace, resource_version=cursor,
                          labels=spec.labels, timeout=wait, bookmarks=True)
 
