@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import base64
+import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import engine.testing.render as render_command
 from engine import cli
+from engine.testing.scenario.runner import load_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "render_fixtures"
@@ -17,6 +21,16 @@ ORDER = FIXTURES / "order.yaml"
 PROBE = FIXTURES / "korc-probe-found-nothing.yaml"
 WORLD = ROOT / "tests/scenarios/keystoneuser/fixtures/world.yml"
 NOW = "2026-01-01T00:00:00Z"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def setups_loaded_once() -> Iterator[None]:
+    """The rules compile and the CRDs are read once per folder for this module (``load_setup``, about 1.5 s each
+    time), as tests/test_scenarios.py shares one Setup between scenarios: a render does not change its Setup."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(render_command, "load_setup", functools.cache(load_setup))
+    yield
+    patch.undo()
 
 
 def render(capsys: pytest.CaptureFixture[str], *args: Path | str) -> tuple[int, list[dict[str, Any]], str]:
