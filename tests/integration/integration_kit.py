@@ -19,6 +19,7 @@ import base64
 import contextlib
 import contextvars
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -68,9 +69,37 @@ def wait_for(what: Callable[[], Any], timeout: float = PATIENCE, message: str = 
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 free now for an ``engine run`` to bind later, below the kernel's ephemeral range and
+    never handed out twice in this process. A port the kernel picks for a bind to port 0 is from that range, so
+    until the operator binds it the kernel may give it to another socket (an emulator's, or a connection's
+    source port): the operator then failed to start with "address already in use"."""
+    first_ephemeral = _first_ephemeral_port()
+    for _ in range(1000):
+        port = random.randrange(PORTS_FROM, first_ephemeral)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # someone's: try another
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError(f"no free port on 127.0.0.1 between {PORTS_FROM} and {first_ephemeral}")
+
+
+PORTS_FROM = 20000
+"""The lowest port ``free_port`` hands out (below it, well-known services' ports)."""
+
+_HANDED_OUT: set[int] = set()
+
+
+def _first_ephemeral_port() -> int:
+    """The lowest port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def get(cluster: MemoryCluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
