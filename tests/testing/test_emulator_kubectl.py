@@ -112,6 +112,20 @@ def test_apply_of_an_invalid_order_is_refused(kubectl: Any, cluster: MemoryClust
     assert cluster.list(USERS, "KeystoneUser", "ns").items == []
 
 
+def test_a_crd_with_a_printer_column_of_an_unknown_type_is_refused(kubectl: Any, cluster: MemoryCluster,
+                                                                    tmp_path: Path) -> None:
+    """A CRD whose printer column the API server would refuse fails ``kubectl apply`` with its message, and
+    the installed CRD stays as it was."""
+    crd = next(doc for doc in yaml.safe_load_all(CRD_FILE.read_text()) if doc)
+    crd["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = "text"
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    result = kubectl("apply", "--server-side", "--force-conflicts", "-f", str(tmp_path / "crd.yaml"))
+    assert result.returncode != 0
+    assert 'spec.versions[0].additionalPrinterColumns[0].type: Invalid value: "text": must be one of' in result.stderr
+    installed = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, crd["metadata"]["name"])
+    assert installed["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] != "text"
+
+
 def test_get_shows_printer_columns(kubectl: Any, cluster: MemoryCluster, clock: SimulatedClock,
                                    tmp_path: Path) -> None:
     """``kubectl get keystoneusers`` prints the reference's five columns, filled from the order and its status;

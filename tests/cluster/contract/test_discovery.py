@@ -137,3 +137,31 @@ class TestCustomKinds:
         assert 'metadata.name: Invalid value: "wrong.example.org": must be spec.names.plural+"."+spec.group' in (
             caught.value.message)
         assert not bare.serves("example.org/v1", "Thing")
+
+    def test_a_printer_column_the_api_server_refuses_refuses_the_crd(self, bare: Cluster) -> None:
+        """A printer column with an unknown type or format, or a jsonPath not starting with ".", refuses the
+        whole CRD, each field named as the API server names it; valid columns install."""
+        bad = copy.deepcopy(THING_CRD)
+        bad["spec"]["versions"][1]["additionalPrinterColumns"] = [
+            {"name": "Ready", "type": "string", "jsonPath": ".status.ready"},
+            {"name": "Age", "type": "str", "format": "datetime", "jsonPath": "status.age"},
+            {"type": "date"},
+        ]
+        with pytest.raises(Invalid) as caught:
+            bare.create(bad)
+        column = "spec.versions[1].additionalPrinterColumns"
+        assert {(c.field, c.message) for c in caught.value.causes} == {
+            (f"{column}[1].type", 'Invalid value: "str": must be one of boolean,date,integer,number,string'),
+            (f"{column}[1].format",
+             'Invalid value: "datetime": must be one of byte,date,date-time,double,float,int32,int64,password'),
+            (f"{column}[1].JSONPath", 'Invalid value: "status.age": must be a simple json path starting with .'),
+            (f"{column}[2].name", "Required value"),
+            (f"{column}[2].JSONPath", "Required value"),
+        }
+        assert not bare.serves("example.org/v1", "Thing")
+        bad["spec"]["versions"][1]["additionalPrinterColumns"] = [
+            {"name": "Ready", "type": "string", "jsonPath": ".status.ready"},
+            {"name": "Age", "type": "date", "format": "date-time", "jsonPath": ".metadata.creationTimestamp"},
+        ]
+        bare.create(bad)
+        assert [c.name for c in bare.resource_info("example.org/v1", "Thing").printer_columns] == ["Ready", "Age"]
