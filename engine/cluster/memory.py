@@ -834,6 +834,15 @@ def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
 _CRD_INFO = BUILTIN_KINDS[-1]
 
 
+def crd_refusal(crd: Obj) -> Invalid | None:
+    """The Invalid error creating this CRD gets (as a real API server would answer it), or None when it installs."""
+    try:
+        _compile_crd(crd)
+    except Invalid as refused:
+        return refused
+    return None
+
+
 def _compile_crd(crd: Obj) -> list[_Kind]:
     """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed.
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from engine.expr.jinja import untojsoned_outputs
 from engine.rules.catalog import rule_files
 from engine.rules.compile import Compiler
+from engine.rules.crd_lint import crd_file_errors
 from engine.rules.errors import Position, RuleError, RuleErrors
 from engine.rules.model import CompiledKind
 from engine.rules.schema import RuleFileSpec
-from engine.rules.schema_paths import Schemas, check_paths, check_watch_paths, crd_folders, load_schemas
+from engine.rules.schema_paths import Schemas, check_paths, check_watch_paths, crd_files, crd_folders, load_schemas
 
 
 def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
@@ -19,7 +20,8 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
     """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``).
 
     Paths read from the order and from inputs are checked against the CRDs in ``crds`` (default:
-    ``crds/`` beside the rules folder, else ``deploy/crds/``). ``compiled``, when given, receives each
+    ``crds/`` beside the rules folder, else ``deploy/crds/``), and each CRD there as the API server checks it
+    on create. ``compiled``, when given, receives each
     rule file's compiled kind, so a caller that lints before it loads compiles every file once.
     """
     errors: list[RuleError] = []
@@ -49,6 +51,7 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None,
         if folders:
             if folders not in schemas:
                 schemas[folders] = load_schemas(folders)
+                errors.extend(error for file in crd_files(folders) for error in crd_file_errors(file))
             if kind is not None:
                 errors.extend(check_paths(kind, compiler.sites, schemas[folders]))
             errors.extend(check_watch_paths(compiler.watch_sites, schemas[folders], compiler.pass_names))

@@ -27,7 +27,8 @@ from engine.rules import model
 from engine.rules.errors import Position, RuleError
 from engine.rules.source import SourceFile
 
-__all__ = ["Schemas", "Site", "UnknownField", "check_paths", "check_watch_paths", "crd_folders", "load_schemas",
+__all__ = ["Schemas", "Site", "UnknownField", "check_paths", "check_watch_paths", "crd_files", "crd_folders",
+           "load_schemas",
            "unknown_field", "word_position"]
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader; libyaml's when built with it
@@ -89,19 +90,23 @@ def _crd_schemas(doc: Mapping[str, Any]) -> Iterable[tuple[tuple[str, str], Mapp
             yield (f"{group}/{version.get('name')}", kind), schema
 
 
+def crd_files(folders: Iterable[Path]) -> list[Path]:
+    """The CRD files of the CRD folders: every ``*.yaml`` below each folder, or the file itself."""
+    return [file for folder in folders
+            for file in ([folder] if folder.is_file() else sorted(folder.rglob("*.yaml")) if folder.is_dir() else [])]
+
+
 def load_schemas(folders: Iterable[Path]) -> Schemas:
-    """The CRDs in the folders (every ``*.yaml`` below them); unreadable files are skipped."""
+    """The CRDs in the folders (every ``*.yaml`` below them); unreadable files are skipped (lint reports them)."""
     found: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for folder in folders:
-        files = [folder] if folder.is_file() else sorted(folder.rglob("*.yaml")) if folder.is_dir() else []
-        for file in files:
-            try:
-                docs = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER))
-            except (OSError, yaml.YAMLError):
-                continue
-            for doc in docs:
-                if isinstance(doc, Mapping) and doc.get("kind") == "CustomResourceDefinition":
-                    found.update(_crd_schemas(doc))
+    for file in crd_files(folders):
+        try:
+            docs = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER))
+        except (OSError, yaml.YAMLError):
+            continue
+        for doc in docs:
+            if isinstance(doc, Mapping) and doc.get("kind") == "CustomResourceDefinition":
+                found.update(_crd_schemas(doc))
     return Schemas(found)
 
 

@@ -136,3 +136,27 @@ def test_project_rule_files_read_only_declared_fields(rules: str) -> None:
     """The shipped kinds and the example lint clean with their CRDs (deploy/crds/, the example's crds/)."""
     root = Path(__file__).resolve().parents[2]
     assert [str(e) for e in lint_paths([root / rules])] == []
+
+
+def test_a_crd_the_api_server_would_refuse_is_an_error_at_its_field(rules_dir: Callable[..., Path],
+                                                                     tmp_path: Path) -> None:
+    """A CRD beside the rules that `kubectl apply` would fail on (here a printer column of type `str` and a
+    jsonPath without its leading dot) is an error at the offending field's line and column, naming it."""
+    bad = CRD.replace("      served: true\n", "      served: true\n      additionalPrinterColumns:\n"
+                      "        - {name: Size, type: str, jsonPath: spec.size}\n", 1)
+    assert bad != CRD
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})])]
+    refusal = "the API server refuses CustomResourceDefinition 'widgets.example.io': "
+    column = "spec.versions[0].additionalPrinterColumns[0]"
+    assert found == [
+        f"{tmp_path}/crds/example.yaml:12:24: {refusal}{column}.type: Invalid value: \"str\": must be one of"
+        " boolean,date,integer,number,string",
+        f"{tmp_path}/crds/example.yaml:12:35: {refusal}{column}.JSONPath: Invalid value: \"spec.size\":"
+        " must be a simple json path starting with .",
+    ], found
+
+
+def test_a_crd_file_that_does_not_parse_is_an_error_at_its_line(rules_dir: Callable[..., Path]) -> None:
+    """A CRD file beside the rules that is not YAML is one error at the place the parser stopped."""
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": "kind: [unclosed\n"})])]
+    assert len(found) == 1 and "crds/example.yaml:2:1: cannot read this CRD file:" in found[0], found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.testing.conftest import Workspace
+from tests.testing.conftest import GADGET_CRD, Workspace
 
 PASSING = """\
     scenario: a namespace exists
@@ -93,6 +93,22 @@ def test_rules_that_do_not_compile_exit_2(gadget: Workspace) -> None:
     code, out = gadget.cli(str(scenario))
     assert code == 2
     assert "gadget.yaml:" in out and "passed" not in out
+
+
+def test_a_crd_the_api_server_would_refuse_exits_2_at_its_field(gadget: Workspace) -> None:
+    """A CRD `kubectl apply` would fail on stops the run before any scenario: one line at the offending field,
+    with the API server's words, no traceback."""
+    bad = GADGET_CRD.replace(
+        "      storage: true\n",
+        "      storage: true\n      additionalPrinterColumns: [{name: Size, type: size, jsonPath: .x}]\n", 1)
+    assert bad != GADGET_CRD
+    (gadget.crds / "gadgets.yaml").write_text(bad)
+    code, out = gadget.cli(str(gadget.write("a.yaml", PASSING)))
+    assert code == 2
+    assert out.splitlines() == [
+        f"{gadget.crds / 'gadgets.yaml'}:12:47: the API server refuses CustomResourceDefinition 'gadgets.example.io':"
+        ' spec.versions[0].additionalPrinterColumns[0].type: Invalid value: "size": must be one of'
+        " boolean,date,integer,number,string"], out
 
 
 def test_a_path_that_does_not_exist_exits_2(gadget: Workspace) -> None:

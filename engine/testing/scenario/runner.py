@@ -19,6 +19,7 @@ from typing import Any, Literal, TextIO
 
 import yaml
 
+from engine.rules.crd_lint import crd_file_errors
 from engine.testing.scenario import model as m
 from engine.testing.scenario.loader import load_scenario
 from engine.testing.scenario.model import ScenarioError, ScenarioErrors
@@ -93,6 +94,10 @@ def _load_crds(crds_dir: Path | None) -> list[dict[str, Any]]:
         except (OSError, yaml.YAMLError) as exc:
             raise SetupError(f"{file}: cannot read the CRD: {exc}") from None
         crds.extend(d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition")
+    # A CRD the API server would refuse stops every scenario at its start: said once, at its line, before any run.
+    refused = [error for file in files for error in crd_file_errors(file)]
+    if refused:
+        raise SetupError("\n".join(str(error) for error in refused))
     return crds
 
 
