@@ -57,6 +57,7 @@ from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
+from engine.cluster.structural import schema_causes
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -879,7 +880,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
                             if versions else "Required value", "FieldValueInvalid"))
     elif sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    causes += column_causes(versions)
+    causes += column_causes(versions) + schema_causes(versions)
     if causes:
         raise invalid(_CRD_INFO, name, causes)
     admissions = admission.admissions_for(crd)

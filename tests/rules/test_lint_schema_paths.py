@@ -160,3 +160,16 @@ def test_a_crd_file_that_does_not_parse_is_an_error_at_its_line(rules_dir: Calla
     """A CRD file beside the rules that is not YAML is one error at the place the parser stopped."""
     found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": "kind: [unclosed\n"})])]
     assert len(found) == 1 and "crds/example.yaml:2:1: cannot read this CRD file:" in found[0], found
+
+
+def test_a_schema_field_without_a_type_is_an_error_at_its_name(rules_dir: Callable[..., Path], tmp_path: Path) -> None:
+    """A CRD property without a `type` (not structural: the API server refuses the CRD) is reported at the
+    property's name in the CRD file."""
+    bad = CRD.replace("size: {type: integer}", "size: {minimum: 1}", 1)
+    assert bad != CRD
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})])]
+    line = next(n for n, text in enumerate(bad.splitlines(), 1) if "size: {minimum: 1}" in text)
+    column = bad.splitlines()[line - 1].index("size") + 1
+    assert found == [f"{tmp_path}/crds/example.yaml:{line}:{column}: the API server refuses CustomResourceDefinition"
+                     " 'widgets.example.io': spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size]"
+                     ".type: Required value: must not be empty for specified object fields"], found

@@ -138,6 +138,55 @@ class TestCustomKinds:
             caught.value.message)
         assert not bare.serves("example.org/v1", "Thing")
 
+    @pytest.mark.parametrize(("schema", "causes"), [
+        ({"type": "object", "properties": {"spec": {"properties": {"size": {"type": "integer"}}}}},
+         {("properties[spec].type", "Required value: must not be empty for specified object fields")}),
+        ({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "hosts": {"type": "array", "items": {"properties": {}}}, "tags": {"type": "array"}}}}},
+         {("properties[spec].properties[hosts].items.type",
+           "Required value: must not be empty for specified array items"),
+          ("properties[spec].properties[tags].items", "Required value: must be specified")}),
+        ({"type": "string"}, {("type", 'Invalid value: "string": must be object at the root')}),
+        ({"type": "object", "properties": {"spec": {"type": "strin"}}},
+         {("properties[spec].type", 'Unsupported value: "strin": supported values: "array", "boolean", "integer",'
+           ' "number", "object", "string"')}),
+        ({"type": "object", "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}},
+                                                    "additionalProperties": {"type": "string"}}}},
+         {("properties[spec].additionalProperties", "Forbidden: additionalProperties and properties are mutual"
+           " exclusive")}),
+        ({"type": "object", "additionalProperties": {"type": "string"}},
+         {("additionalProperties", "Forbidden: must not be used at the root")}),
+        ({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"labels": {"type": "object"}}},
+                                           "kind": {"type": "integer"}}},
+         {("properties[metadata]", "Forbidden: must not specify anything other than name and generateName, but"
+           " metadata is implicitly specified"),
+          ("properties[kind].type", 'Invalid value: "integer": must be string')}),
+    ], ids=["field-without-type", "items", "root-not-object", "unknown-type", "properties-and-additional",
+            "additional-at-root", "metadata-and-kind"])
+    def test_a_schema_that_is_not_structural_refuses_the_crd(self, bare: Cluster, schema: dict,  # type: ignore[type-arg]
+                                                             causes: set[tuple[str, str]]) -> None:
+        """A version schema the API server finds not structural refuses the CRD, each cause at its field."""
+        bad = copy.deepcopy(THING_CRD)
+        bad["spec"]["versions"][1]["schema"] = {"openAPIV3Schema": schema}
+        with pytest.raises(Invalid) as caught:
+            bare.create(bad)
+        prefix = "spec.versions[1].schema.openAPIV3Schema."
+        assert {(c.field.removeprefix(prefix), c.message) for c in caught.value.causes} == causes
+        assert not bare.serves("example.org/v1", "Thing")
+
+    def test_a_structural_schema_installs(self, bare: Cluster) -> None:
+        """Types everywhere, preserved or int-or-string fields without one, metadata restricting only the name."""
+        good = copy.deepcopy(THING_CRD)
+        good["spec"]["versions"][1]["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}}},
+            "spec": {"type": "object", "properties": {
+                "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "extra": {"x-kubernetes-preserve-unknown-fields": True},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "hosts": {"type": "array", "items": {"type": "string"}}}}}}}
+        bare.create(good)
+        assert bare.serves("example.org/v1", "Thing")
+
     def test_a_printer_column_the_api_server_refuses_refuses_the_crd(self, bare: Cluster) -> None:
         """A printer column with an unknown type or format, or a jsonPath not starting with ".", refuses the
         whole CRD, each field named as the API server names it; valid columns install."""
