@@ -44,6 +44,7 @@ from engine.cluster.api import (
     ResourceInfo,
     WatchEvent,
 )
+from engine.cluster.crd_names import names_causes
 from engine.cluster.limits import check_depth, int64_or_float
 from engine.cluster.patches import json_copy, json_patch, merge_patch
 from engine.cluster.printer_columns import column_causes
@@ -880,7 +881,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
                             if versions else "Required value", "FieldValueInvalid"))
     elif sum(1 for v in versions if v.get("storage")) != 1:
         causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    causes += column_causes(versions) + schema_causes(versions)
+    causes += names_causes(names) + column_causes(versions) + schema_causes(versions)
     if causes:
         raise invalid(_CRD_INFO, name, causes)
     admissions = admission.admissions_for(crd)

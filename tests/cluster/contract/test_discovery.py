@@ -138,6 +138,29 @@ class TestCustomKinds:
             caught.value.message)
         assert not bare.serves("example.org/v1", "Thing")
 
+    def test_names_that_are_not_dns_labels_refuse_the_crd(self, bare: Cluster) -> None:
+        """A plural with capitals, a kind with an underscore, a short name starting with a digit and a listKind
+        equal to the kind refuse the CRD, in the API server's words; a mixed-case kind is fine."""
+        label = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an"
+                 " alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123',"
+                 " regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+        bad = copy.deepcopy(THING_CRD)
+        bad["spec"]["names"] = {"plural": "Things", "kind": "Big_Thing", "listKind": "Big_Thing",
+                                "shortNames": ["1t"]}
+        with pytest.raises(Invalid) as caught:
+            bare.create(bad)
+        assert {(c.field, c.message) for c in caught.value.causes} >= {
+            ("spec.names.plural", f'Invalid value: "Things": {label}'),
+            ("spec.names.kind",
+             f'Invalid value: "Big_Thing": may have mixed case, but should otherwise match: {label}'),
+            ("spec.names.shortNames[0]", f'Invalid value: "1t": {label}'),
+            ("spec.names.listKind", 'Invalid value: "Big_Thing": kind and listKind may not be the same'),
+        }
+        good = copy.deepcopy(THING_CRD)
+        good["spec"]["names"] = {"plural": "things", "kind": "BigThing", "shortNames": ["bt"], "categories": ["all"]}
+        bare.create(good)
+        assert bare.serves("example.org/v1", "BigThing")
+
     @pytest.mark.parametrize(("schema", "causes"), [
         ({"type": "object", "properties": {"spec": {"properties": {"size": {"type": "integer"}}}}},
          {("properties[spec].type", "Required value: must not be empty for specified object fields")}),
