@@ -38,6 +38,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.operator import Options, bind_endpoints, run
 from engine.ops import BindError
 from engine.rules.bundle import default_folder
+from engine.rules.crd_lint import crd_file_errors
 from engine.runtime.clusters import KUBECONFIG_KEY, REGISTRATION_LABEL
 from engine.testing.emulator import Emulator, write_kubeconfig
 from simulators import eso, korc, topology
@@ -218,11 +219,19 @@ def banner(embedded: Embedded, out: TextIO) -> None:
 def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, out: TextIO | None = None,
          stop: threading.Event | None = None) -> int:
     """Claim the operator's addresses, start the embedded clusters, print how to use them, run the operator
-    against them. An address in use ends it before the banner, with one line naming the flag and the port."""
+    against them. An address in use ends it before the banner, with one line naming the flag and the port; a CRD
+    a real API server would refuse ends it before anything starts, with ``engine lint``'s line for each refusal."""
     import sys
 
     stream = out if out is not None else sys.stdout
     stop = stop if stop is not None else threading.Event()
+    refused = [error for folder in (crds, crds / "external") for path in sorted(folder.glob("*.yaml"))
+               for error in crd_file_errors(path)]
+    if refused:
+        for error in refused:
+            print(error, file=sys.stderr)
+        print("engine run: a real API server would refuse these CRDs; nothing started", file=sys.stderr)
+        return 1
     try:
         endpoints = bind_endpoints(options)
     except BindError as exc:

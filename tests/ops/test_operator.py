@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import io
+import shutil
 import threading
 import time
 import urllib.request
@@ -200,6 +201,27 @@ def test_an_address_in_use_is_named_before_the_banner(rules_dir: Callable[..., P
     assert out.getvalue() == ""
     assert capsys.readouterr().err.strip() == (
         f"engine run: --metrics-bind-address 127.0.0.1:{port}: port {port} on 127.0.0.1 is already in use")
+
+
+def test_a_crd_a_cluster_would_refuse_stops_the_embedded_run_before_it_starts(
+        rules_dir: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """engine run on the embedded clusters with a CRD the API server would refuse: exit 1, the lint line of each
+    refusal and one line saying nothing started, no banner, no traceback."""
+    from simulators.embedded import main as embedded
+
+    crds = tmp_path / "crds"
+    shutil.copytree(ROOT / "deploy" / "crds", crds)
+    users = crds / "c5c3.io_keystoneusers.yaml"
+    users.write_text(users.read_text().replace("type: date", "type: datetime", 1))
+    out = io.StringIO()
+    status = embedded(options(rules_dir(), metrics_bind_address="127.0.0.1:0"), crds=crds, out=out)
+    assert status == 1
+    assert out.getvalue() == ""
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{users}:") and lines[0].endswith(
+        '.type: Invalid value: "datetime": must be one of boolean,date,integer,number,string'), lines
+    assert lines[1] == "engine run: a real API server would refuse these CRDs; nothing started"
 
 
 def test_run_names_a_probe_address_in_use(rules_dir: Callable[..., Path], cluster: MemoryCluster,
