@@ -254,7 +254,7 @@ def _lint(args: argparse.Namespace) -> int:
     if _missing("lint", [*(("PATH", p) for p in paths), *(("--crds", c) for c in args.crds or ())]):
         return 1
     compiled: dict[Path, Any] = {}
-    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds, compiled=compiled)
+    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds, compiled=compiled, check_crds=True)
     for error in errors:
         print(error)
     for kind in compiled.values():  # what is not wrong but costs memory a reader should know of (decision 0040)

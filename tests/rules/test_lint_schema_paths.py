@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.rules.folder import RuleFolder
 from engine.rules.lint import lint_paths
 from tests.conftest import PART, WIDGET
 
@@ -145,7 +146,7 @@ def test_a_crd_the_api_server_would_refuse_is_an_error_at_its_field(rules_dir: C
     bad = CRD.replace("      served: true\n", "      served: true\n      additionalPrinterColumns:\n"
                       "        - {name: Size, type: str, jsonPath: spec.size}\n", 1)
     assert bad != CRD
-    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})])]
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})], check_crds=True)]
     refusal = "the API server refuses CustomResourceDefinition 'widgets.example.io': "
     column = "spec.versions[0].additionalPrinterColumns[0]"
     assert found == [
@@ -158,7 +159,8 @@ def test_a_crd_the_api_server_would_refuse_is_an_error_at_its_field(rules_dir: C
 
 def test_a_crd_file_that_does_not_parse_is_an_error_at_its_line(rules_dir: Callable[..., Path]) -> None:
     """A CRD file beside the rules that is not YAML is one error at the place the parser stopped."""
-    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": "kind: [unclosed\n"})])]
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": "kind: [unclosed\n"})],
+                                        check_crds=True)]
     assert len(found) == 1 and "crds/example.yaml:2:1: cannot read this CRD file:" in found[0], found
 
 
@@ -167,9 +169,21 @@ def test_a_schema_field_without_a_type_is_an_error_at_its_name(rules_dir: Callab
     property's name in the CRD file."""
     bad = CRD.replace("size: {type: integer}", "size: {minimum: 1}", 1)
     assert bad != CRD
-    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})])]
+    found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})], check_crds=True)]
     line = next(n for n, text in enumerate(bad.splitlines(), 1) if "size: {minimum: 1}" in text)
     column = bad.splitlines()[line - 1].index("size") + 1
     assert found == [f"{tmp_path}/crds/example.yaml:{line}:{column}: the API server refuses CustomResourceDefinition"
                      " 'widgets.example.io': spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size]"
                      ".type: Required value: must not be empty for specified object fields"], found
+
+
+def test_the_operators_own_lint_leaves_the_crds_to_the_cluster(rules_dir: Callable[..., Path], tmp_path: Path) -> None:
+    """`engine lint` refuses a CRD a cluster would refuse; the operator's lint at start and reload does not (the
+    cluster it serves already admitted its CRDs), so such a file beside the rules never stops the operator."""
+    bad = CRD.replace("size: {type: integer}", "size: {minimum: 1}", 1)
+    rules = rules_dir(WIDGET, extra={"crds/example.yaml": bad})
+    assert RuleFolder(rules).lint() == []
+    run = subprocess.run([sys.executable, "-m", "engine.cli", "lint", str(rules)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 1, run.stderr
+    assert "properties[size].type: Required value: must not be empty for specified object fields" in run.stdout
