@@ -9,6 +9,7 @@ from engine.cluster.api import BadRequest
 from engine.cluster.selectors import (
     FieldRequirement,
     Requirement,
+    is_subdomain,
     label_key_errors,
     label_value_errors,
     parse_fields,
@@ -50,6 +51,39 @@ class TestParseLabels:
             Requirement("tier", "=", ("front",)),
         )
 
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("app,!gone", (Requirement("app", "exists"), Requirement("gone", "!"))),
+            ("app=,tier=front", (Requirement("app", "=", ("",)), Requirement("tier", "=", ("front",)))),
+        ],
+    )
+    def test_a_requirement_without_value_may_be_followed_by_more(
+        self, text: str, expected: tuple[Requirement, ...]
+    ) -> None:
+        """A bare key or an empty value ends at the comma, and the requirements after it still count."""
+        assert parse_labels(text).requirements == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "app=web",
+            "app==web",
+            "app!=web",
+            "app=",
+            "app in (web,db)",
+            "app notin (,db)",
+            "app",
+            "!app",
+            "example.com/role=x,tier!=back,!gone,app in (web)",
+        ],
+    )
+    def test_written_back_it_parses_to_the_same_selector(self, text: str) -> None:
+        """A parsed selector written as text (what the kube cluster sends the API server as labelSelector) is
+        the same selector again: every operator and the commas between requirements survive the round trip."""
+        selector = parse_labels(text)
+        assert parse_labels(str(selector)) == selector
+
     @pytest.mark.parametrize("empty", [None, "", "   ", {}])
     def test_empty_selects_everything(self, empty: str | dict[str, str] | None) -> None:
         """No selector, an empty string or an empty map match every object."""
@@ -64,6 +98,10 @@ class TestParseLabels:
             ("=web", "expected: identifier"),
             ("!", "identifier after '!'"),
             ("app in (web", "expected: ',' or ')'"),
+            ("app in (web", "found end of string, expected: ',' or ')'"),
+            ("app in (==)", "found '==', expected: identifier"),
+            ("app in (!=)", "found '!=', expected: identifier"),
+            ("/app=web", "prefix part must be non-empty"),
             ("bad key=x", "expected: '=', '!=', '==', 'in', notin'"),
             ("app=-x", "value '-x'"),
             ("a/b/c=x", "prefix part"),
@@ -136,6 +174,22 @@ class TestMatch:
         """Each operator matches as on a real cluster (!= and notin accept a missing key)."""
         assert parse_labels(text).matches(LABELS) is matches
 
+    @pytest.mark.parametrize(
+        ("labels", "in_web", "notin_web"),
+        [({"app": ""}, True, False), ({"app": "web"}, True, False), ({"app": "db"}, False, True)],
+    )
+    def test_a_set_may_hold_the_empty_value(self, labels: dict[str, str], in_web: bool, notin_web: bool) -> None:
+        """``(,web)`` and ``(web,)`` hold the empty value besides web, as on a real cluster: an object whose app
+        label is empty is selected by ``in`` and not by ``notin``."""
+        assert parse_labels("app in (,web)").matches(labels) is in_web
+        assert parse_labels("app notin (web,)").matches(labels) is notin_web
+
+    def test_object_with_labels(self) -> None:
+        """An object is matched on its metadata.labels."""
+        obj = {"metadata": {"name": "a", "labels": {"app": "web"}}}
+        assert parse_labels("app=web").matches_object(obj) is True
+        assert parse_labels("app=db").matches_object(obj) is False
+
     def test_object_without_labels(self) -> None:
         """An object with no labels matches only negative requirements."""
         assert parse_labels("!app").matches_object({"metadata": {}}) is True
@@ -152,6 +206,20 @@ class TestLabelSyntax:
     def test_value_too_long(self) -> None:
         """A value over 63 characters is worded as the API server words it."""
         assert label_value_errors("v" * 64) == ["must be no more than 63 characters"]
+
+    def test_longest_keys_and_values(self) -> None:
+        """A key's name part and a value may have 63 characters, a key's prefix 253: one more is refused."""
+        prefix = ".".join(["p" * 63, "p" * 63, "p" * 63, "p" * 61])
+        assert len(prefix) == 253
+        assert label_key_errors(f"{prefix}/{'n' * 63}") == []
+        assert label_value_errors("v" * 63) == []
+        assert label_key_errors(f"{prefix}p/name") == ["prefix part must be no more than 253 characters"]
+        assert label_key_errors("n" * 64) == ["name part must be no more than 63 characters"]
+
+    def test_longest_subdomain(self) -> None:
+        """An object name (a DNS subdomain) may have 253 characters, not 254."""
+        assert is_subdomain("a" * 253) is True
+        assert is_subdomain("a" * 254) is False
 
     def test_key_with_bad_prefix(self) -> None:
         """A prefix must be a DNS subdomain."""
@@ -174,6 +242,11 @@ class TestParseFields:
         assert parse_fields("metadata.name=a").matches(obj) is True
         assert parse_fields("metadata.name!=a").matches(obj) is False
         assert parse_fields("metadata.namespace=").matches(obj) is True
+
+    @pytest.mark.parametrize("empty", [None, ""])
+    def test_no_field_selector_selects_everything(self, empty: str | None) -> None:
+        """No field selector, or an empty one (a list without ``fieldSelector``), matches every object."""
+        assert parse_fields(empty).matches({"metadata": {"name": "a", "namespace": "b"}}) is True
 
     def test_unsupported_field(self) -> None:
         """Only supported fields may be selected on."""
