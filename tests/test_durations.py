@@ -58,6 +58,9 @@ class TestParseDuration:
             ("-2562047h47m16.854775808s", -(1 << 63)),
             ("0.100000000000000000000h", 6 * M),
             ("0.830103483285477580700h", 49 * M + 48 * S + 372539827),
+            ("1.1s", S + 100 * MS),
+            (".001s", MS),
+            ("1h.5m", H + 30 * S),
         ],
     )
     def test_valid(self, text: str, ns: int) -> None:
@@ -85,12 +88,34 @@ class TestParseDuration:
             "3000000h",
             "9223372036854775.808us",
             "9223372036854ms775us808ns",
+            "-2562047h2562047h",
         ],
     )
     def test_invalid(self, text: str) -> None:
         """Inputs Go rejects raise DurationError."""
         with pytest.raises(durations.DurationError, match="invalid duration"):
             durations.parse_ns(text)
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            ("", "empty"),
+            ("-", "empty"),
+            ("3", "missing unit"),
+            ("1h2", "missing unit"),
+            ("s", "expected a number"),
+            ("1h-2m", "unknown unit (use h, m, s, ms, us or ns)"),
+            (".s", "a number has no digits"),
+            ("1d", "unknown unit (use h, m, s, ms, us or ns)"),
+            ("-2562047h2562047h", "overflow"),
+        ],
+    )
+    def test_the_problem_is_named(self, text: str, problem: str) -> None:
+        """The error says what is wrong (as Go tells a missing unit from an unknown one), so a rule author can
+        fix the duration without guessing."""
+        with pytest.raises(durations.DurationError) as caught:
+            durations.parse_ns(text)
+        assert str(caught.value) == f"invalid duration: {problem}"
 
 
 class TestFormatDuration:
@@ -115,6 +140,16 @@ class TestFormatDuration:
     )
     def test_matches_go(self, ns: int, text: str) -> None:
         """Duration.String output, from Go's own test table."""
+        assert durations.format_ns(ns) == text
+
+    @pytest.mark.parametrize(
+        ("ns", "text"),
+        [(999, "999ns"), (US, "1\u00b5s"), (999_999, "999.999\u00b5s"), (MS, "1ms"), (S - 1, "999.999999ms"),
+         (S, "1s"), (M, "1m0s"), (M - 1, "59.999999999s")],
+    )
+    def test_unit_boundaries(self, ns: int, text: str) -> None:
+        """Exactly one of a unit is written in that unit, as Go writes time.Microsecond, Millisecond, Second and
+        Minute; one nanosecond less stays in the smaller unit."""
         assert durations.format_ns(ns) == text
 
     @pytest.mark.parametrize("text", ["1h15m30.918273645s", "720h0m0s", "1.5s", "10\u00b5s", "-3m0.5s"])
