@@ -161,6 +161,35 @@ class TestCustomKinds:
         bare.create(good)
         assert bare.serves("example.org/v1", "BigThing")
 
+    def test_the_longest_names_a_mixed_case_list_kind_and_an_empty_singular_install(self, bare: Cluster) -> None:
+        """Names of 63 characters are DNS-1035 labels; a listKind, like the kind, may have mixed case; an empty
+        singular is no name to check (the API server defaults it): such a CRD installs."""
+        plural = "t" * 63
+        crd = copy.deepcopy(THING_CRD)
+        crd["metadata"]["name"] = f"{plural}.example.org"
+        crd["spec"]["names"] = {"plural": plural, "singular": "", "kind": "Thing", "listKind": "ThingList",
+                                "shortNames": ["s" * 63]}
+        bare.create(crd)
+        assert bare.serves("example.org/v1", "Thing")
+
+    def test_a_name_longer_than_63_characters_refuses_the_crd(self, bare: Cluster) -> None:
+        """A 64-character name is refused for its length; a name with two problems has both, joined by a comma
+        as the API server joins them."""
+        label = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an"
+                 " alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123',"
+                 " regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+        plural, short = "t" * 64, "9" * 64
+        bad = copy.deepcopy(THING_CRD)
+        bad["metadata"]["name"] = f"{plural}.example.org"
+        bad["spec"]["names"] = {"plural": plural, "kind": "Thing", "shortNames": [short]}
+        with pytest.raises(Invalid) as caught:
+            bare.create(bad)
+        assert {(c.field, c.message) for c in caught.value.causes} >= {
+            ("spec.names.plural", f'Invalid value: "{plural}": must be no more than 63 characters'),
+            ("spec.names.shortNames[0]", f'Invalid value: "{short}": must be no more than 63 characters,{label}'),
+        }
+        assert not bare.serves("example.org/v1", "Thing")
+
     @pytest.mark.parametrize(("schema", "causes"), [
         ({"type": "object", "properties": {"spec": {"properties": {"size": {"type": "integer"}}}}},
          {("properties[spec].type", "Required value: must not be empty for specified object fields")}),
