@@ -97,7 +97,6 @@ class TestParseLabels:
             ("app=web=db", "expected: ',' or end of string"),
             ("=web", "expected: identifier"),
             ("!", "identifier after '!'"),
-            ("app in (web", "expected: ',' or ')'"),
             ("app in (web", "found end of string, expected: ',' or ')'"),
             ("app in (==)", "found '==', expected: identifier"),
             ("app in (!=)", "found '!=', expected: identifier"),
