@@ -212,9 +212,7 @@ class _Parser:
             raise self.fail(f"expected '(' after '{operator}'")
         values: list[str] = []
         while True:
-            if self.peek() == ")" and not values:
-                raise self.fail(f"for '{operator}' operator, values set can't be empty")
-            if self.peek() in (",", ")"):
+            if self.peek() in (",", ")"):  # `()` is the set of the empty value, as apimachinery's parser reads it
                 values.append("")
             else:
                 values.append(self.check_value(self.identifier("identifier")))
@@ -324,6 +322,8 @@ def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FI
         return FieldSelector()
     requirements: list[FieldRequirement] = []
     for clause in selector.split(","):
+        if not clause:  # `metadata.name=a,`: apimachinery skips an empty term
+            continue
         match = re.fullmatch(r"\s*([^=!\s]+)\s*(==|!=|=)\s*(\S*)\s*", clause)
         if match is None:
             raise BadRequest(f"invalid field selector {selector!r}: invalid selector: {clause.strip()!r}")

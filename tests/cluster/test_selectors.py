@@ -92,7 +92,6 @@ class TestParseLabels:
     @pytest.mark.parametrize(
         ("text", "fragment"),
         [
-            ("app in ()", "values set can't be empty"),
             ("app in web", "expected '(' after 'in'"),
             ("app=web=db", "expected: ',' or end of string"),
             ("=web", "expected: identifier"),
@@ -183,6 +182,15 @@ class TestMatch:
         assert parse_labels("app in (,web)").matches(labels) is in_web
         assert parse_labels("app notin (web,)").matches(labels) is notin_web
 
+    @pytest.mark.parametrize(("labels", "in_empty", "notin_empty"), [
+        ({"app": ""}, True, False), ({"app": "web"}, False, True), ({}, False, True)])
+    def test_an_empty_set_is_the_set_of_the_empty_value(self, labels: dict[str, str], in_empty: bool,
+                                                         notin_empty: bool) -> None:
+        """``app in ()`` is accepted, as a real API server accepts it (apimachinery reads ``()`` as the set of the
+        empty value): it selects an object whose app label is empty, and ``notin ()`` every other object."""
+        assert parse_labels("app in ()").matches(labels) is in_empty
+        assert parse_labels("app notin ()").matches(labels) is notin_empty
+
     def test_object_with_labels(self) -> None:
         """An object is matched on its metadata.labels."""
         obj = {"metadata": {"name": "a", "labels": {"app": "web"}}}
@@ -246,6 +254,11 @@ class TestParseFields:
     def test_no_field_selector_selects_everything(self, empty: str | None) -> None:
         """No field selector, or an empty one (a list without ``fieldSelector``), matches every object."""
         assert parse_fields(empty).matches({"metadata": {"name": "a", "namespace": "b"}}) is True
+
+    def test_an_empty_term_is_skipped(self) -> None:
+        """``metadata.name=a,`` selects as ``metadata.name=a`` (apimachinery skips empty terms)."""
+        assert parse_fields("metadata.name=a,,") == parse_fields("metadata.name=a")
+        assert parse_fields(",metadata.name=a").matches({"metadata": {"name": "a"}}) is True
 
     def test_unsupported_field(self) -> None:
         """Only supported fields may be selected on."""
