@@ -22,8 +22,8 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: l
     ``crds/`` beside the rules folder, else ``deploy/crds/``). With ``check_crds`` (``engine lint``), each CRD
     there is also checked as the API server checks it on create; the operator's own lint at start and reload
     leaves that out: the cluster already admitted the CRDs it serves, and compiling them costs about a second.
-    ``compiled``, when given, receives each
-    rule file's compiled kind, so a caller that lints before it loads compiles every file once.
+    ``compiled``, when given, receives each rule file's compiled kind, so a caller that lints before it loads
+    compiles every file once.
     """
     errors: list[RuleError] = []
     schemas: dict[tuple[Path, ...], Schemas] = {}  # one CRD folder is read once, however many rule files use it

@@ -28,8 +28,7 @@ from engine.rules.errors import Position, RuleError
 from engine.rules.source import SourceFile
 
 __all__ = ["Schemas", "Site", "UnknownField", "check_paths", "check_watch_paths", "crd_files", "crd_folders",
-           "load_schemas",
-           "unknown_field", "word_position"]
+           "load_schemas", "unknown_field", "word_position"]
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # a safe loader; libyaml's when built with it
 _ANY: Mapping[str, Any] = {"x-kubernetes-preserve-unknown-fields": True}
