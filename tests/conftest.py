@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.cluster import readonly
+from engine.testing.realkube import BinariesMissing, KubeBinaries, KubeServer, find_binaries
 
 readonly.check_reads()  # every test checks that no caller changes what a cluster read handed out (decision 37)
 os.environ.setdefault(readonly.ENVIRONMENT, "1")  # and so does every process a test starts (`engine run`: status 70)
@@ -25,6 +26,45 @@ def _reads_stay_unchanged() -> Iterator[None]:
     changed = readonly.changed()
     if changed:
         pytest.fail(f"objects a cluster read handed out were changed by their reader: {sorted(set(changed))[:10]}")
+
+
+REAL_SERVER_VARIABLE = "C5C3_REAL_SERVER"
+"""``require``: a test of the real-server tier fails when the binaries are missing (CI, ``scripts/test`` after it
+built them); otherwise it is skipped, saying how to build them."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "kube_binaries" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_server)
+
+
+@pytest.fixture(scope="session")
+def kube_binaries() -> KubeBinaries:
+    """The real kube-apiserver, kube-controller-manager, kubectl and etcd (``scripts/kube-binaries``)."""
+    try:
+        return find_binaries()
+    except BinariesMissing as missing:
+        if os.environ.get(REAL_SERVER_VARIABLE) == "require":
+            pytest.fail(f"{REAL_SERVER_VARIABLE}=require: {missing}")
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def real_cluster(kube_binaries: KubeBinaries) -> Iterator[Callable[[str], KubeServer]]:
+    """Real clusters by name, each started on first use and shared by the session's tests (a start costs about
+    3 s): a test keeps to its own namespaces and names. A test that needs a pristine cluster starts its own
+    ``KubeServer``."""
+    started: dict[str, KubeServer] = {}
+
+    def cluster(name: str = "management") -> KubeServer:
+        if name not in started:
+            started[name] = KubeServer(name, binaries=kube_binaries).start()
+        return started[name]
+
+    yield cluster
+    for server in started.values():
+        server.stop()
 
 
 class RuleText(str):
