@@ -62,8 +62,9 @@ def namespace(name: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
-def management_world() -> list[Obj]:
-    """What the management cluster holds before the operator starts (registration Secret aside)."""
+def management_world(targets: Sequence[str] = (TARGET,)) -> list[Obj]:
+    """What the management cluster holds before the operator starts (registration Secrets aside): ControlPlane
+    ``openstack/cp`` assigns ``tenant-a`` on the management cluster and on each of ``targets``."""
     return [
         namespace(CP_NAMESPACE), namespace(TENANT), namespace("c5c3-system"), namespace("c5c3-clusters"),
         {
@@ -71,7 +72,8 @@ def management_world() -> list[Obj]:
             "metadata": {"name": CP_NAME, "namespace": CP_NAMESPACE},
             "spec": {
                 "namespaceAssignments": [
-                    {"namespace": TENANT}, {"namespace": TENANT, "targetClusterRef": {"name": TARGET}},
+                    {"namespace": TENANT}, *({"namespace": TENANT, "targetClusterRef": {"name": target}}
+                                             for target in targets),
                 ],
                 "services": {"keystone": {"publicEndpoint": PUBLIC_ENDPOINT}},
                 "infrastructure": {

@@ -1,5 +1,9 @@
 """Integration over HTTP: the fixtures and hooks (the world and helpers are ``integration_kit``'s).
 
+Every test that uses the ``world`` runs on each backend (``integration_kit.BACKENDS``): ``[emulator]`` and
+``[real]`` (marked ``real_server``), one world per module and backend. A test (or module) marked
+``emulator_only(reason)`` runs on the emulator alone; the reason says what only the emulator can do.
+
 Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``).
 """
 
@@ -9,11 +13,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration_kit import World
+from integration_kit import BACKENDS, World
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: the operator as a subprocess against emulated API servers")
+    config.addinivalue_line("markers", "emulator_only(reason): runs on the emulator backend alone, for that reason")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "world" in metafunc.fixturenames:
+        only = metafunc.definition.get_closest_marker("emulator_only")
+        if only is not None and not (only.args or only.kwargs.get("reason")):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: emulator_only needs the reason")
+        backends = ["emulator"] if only is not None else list(BACKENDS)
+        metafunc.parametrize("world", backends, indirect=True, scope="module")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -21,11 +35,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None and callspec.params.get("world") == "real":
+                item.add_marker(pytest.mark.real_server)
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    built = World(tmp_path_factory.mktemp("world"))
+def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    backend = request.param
+    binaries = request.getfixturevalue("kube_binaries") if backend == "real" else None
+    built = World(tmp_path_factory.mktemp(f"world-{backend}"), backend, binaries)
     try:
         yield built
     finally:

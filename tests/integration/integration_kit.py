@@ -1,16 +1,23 @@
 """The integration tests' world and helpers (imported as ``integration_kit``; ``conftest.py`` holds only the
 fixtures and hooks, so that two test folders' ``conftest`` modules never shadow each other's names).
 
-Integration over HTTP: emulated API servers in the test process, ``engine run`` as a subprocess.
+Integration over HTTP: API servers, ``engine run`` as a subprocess.
 
-The world is the embedded default's (``simulators.embedded``): a management cluster and
-target clusters, each an in-memory store served by its own emulator, our CRDs and the
-external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC, ESO and topology
-operator reacting on a background thread. The operator reaches the clusters only through
-the kubeconfig it is given, as it would real API servers; the tests read and write the
-stores directly and poll until the operator has done its part.
+The world is the embedded default's (``simulators.embedded``): a management cluster and target clusters, our
+CRDs and the external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC, ESO and topology operator
+reacting on a background thread. It stands on one of two backends (``BACKENDS``):
 
-Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``).
+- ``emulator``: each cluster an in-memory store served by its own emulator in the test process;
+- ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``), the world written and
+  read through a client of the ``world`` user, the operator connecting as the ``operator`` user, whose requests
+  the server's audit log records (the real server's request log).
+
+The operator reaches the clusters only through the kubeconfig it is given (and the registration Secrets, which
+carry a target's CA and a token on the real backend), as it would real API servers; the tests read and write
+the clusters through the Cluster interface and poll until the operator has done its part.
+
+Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``); the real backend alone with
+``-m "integration and real_server"``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import contextlib
 import contextvars
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,19 +38,22 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import yaml
 
 from engine.clock import SystemClock
 from engine.cluster import readonly
-from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
+from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster, NotFound, Obj
+from engine.cluster.kube import KubeCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.testing.emulator import Emulator, write_kubeconfig
-from simulators import eso, korc, topology
-from simulators.base import Simulator, react
+from engine.testing.emulator.requestlog import RequestRecord
+from engine.testing.realkube import KubeBinaries, KubeServer, User
+from simulators import real_world
+from simulators.base import Simulator
 from simulators.embedded import crd_documents, management_world, registration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +113,7 @@ def _first_ephemeral_port() -> int:
         return 32768
 
 
-def get(cluster: MemoryCluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+def get(cluster: Cluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
     try:
         return cluster.get(api_version, kind, namespace, name)
     except NotFound:
@@ -130,17 +141,123 @@ def probe_ready(port: int) -> bool:
         return False
 
 
-class Target:
-    """One target cluster: its store and the emulator serving it."""
+BACKENDS = ("emulator", "real")
+"""What the world's clusters are: emulators over in-memory stores, or real kube-apiservers with etcd."""
 
-    def __init__(self, name: str, crds: list[Obj]) -> None:
+OPERATOR, WORLD = "operator", "world"
+"""The real servers' users: the operator's (in its kubeconfig and the registration Secrets; the audit log records
+its requests) and the one the tests and the simulated controllers act as."""
+
+REAL_USERS = {name: User(name, ("system:masters",)) for name in (OPERATOR, WORLD)}
+
+
+class RequestLog(Protocol):
+    """A server's record of the operator's requests: the emulator's request log, or a real server's audit log."""
+
+    dropped: int
+
+    def records(self) -> list[RequestRecord]: ...
+
+
+class Server(Protocol):
+    """A cluster's API server as the tests see it: the emulator, or a real server (``RealServer``)."""
+
+    url: str
+
+    def kubeconfig(self, name: str = ..., *, namespace: str | None = None) -> Obj: ...
+
+    def open_watches(self) -> dict[tuple[str, str], int]: ...
+
+    @property
+    def requests(self) -> RequestLog: ...
+
+
+class RealServer:
+    """A real API server as the tests see an emulator: kubeconfigs of the operator's user, and its audit log (the
+    operator's requests) as the request log."""
+
+    def __init__(self, server: KubeServer) -> None:
+        self.server = server
+        self.url = server.url
+
+    def kubeconfig(self, name: str = "kube", *, namespace: str | None = None) -> Obj:
+        return self.server.kubeconfig(name, namespace=namespace, user=OPERATOR)
+
+    def open_watches(self) -> dict[tuple[str, str], int]:
+        return self.server.audit_log.open_watches()
+
+    @property
+    def requests(self) -> RequestLog:
+        return self.server.audit_log
+
+
+class Served:
+    """One cluster of the world on its backend: the client the tests use (``cluster``), its server (``server``),
+    and the view the simulated controllers act through (``lab``)."""
+
+    def __init__(self, backend: str, name: str, crds: list[Obj], binaries: KubeBinaries | None) -> None:
+        self.backend = backend
         self.name = name
-        self.cluster = MemoryCluster(name, clock=SystemClock())
-        for crd in crds:
-            self.cluster.create(crd)
-        self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
-        self.server = Emulator(self.cluster)
-        self.server.start()
+        self._real: KubeServer | None = None
+        self._clients: list[KubeCluster] = []
+        if backend == "emulator":
+            memory = MemoryCluster(name, clock=SystemClock())
+            for crd in crds:
+                memory.create(crd)
+            emulator = Emulator(memory)
+            emulator.start()
+            self.cluster: Cluster = memory
+            self.lab: Cluster = memory
+            self.server: Server = emulator
+            self._emulator: Emulator | None = emulator
+            return
+        self._emulator = None
+        self._real = KubeServer(name or "management", binaries=binaries, users=REAL_USERS, audit_users=(OPERATOR,))
+        self._real.start()
+        try:
+            as_world = self._real.kubeconfig(name or "management", user=WORLD)
+            real_world.install_crds(as_world, crds)
+            self._clients = [real_world.client(name, as_world, cache=False),
+                             real_world.client(name, as_world, cache=True)]
+        except BaseException:
+            self.stop()
+            raise
+        self.cluster = self._clients[0]
+        self.lab = real_world.ReadsItsWrites(self._clients[1], cluster_name=name)
+        self.server = RealServer(self._real)
+
+    @property
+    def kubectl(self) -> str | None:
+        """The kubectl to drive this server with: the pinned one beside a real server, else the PATH's."""
+        return str(self._real.binaries.kubectl) if self._real is not None else shutil.which("kubectl")
+
+    def seed(self, obj: Obj) -> None:
+        """Store ``obj`` with its status as given. The emulator's store takes it without admission; a real server
+        admits it (``real_world.seed``)."""
+        if isinstance(self.cluster, MemoryCluster):
+            self.cluster.seed(obj)
+        else:
+            real_world.seed(self.cluster, obj)
+
+    def stop(self) -> None:
+        for client in self._clients:
+            with contextlib.suppress(Exception):
+                client.stop()
+        if self._emulator is not None:
+            self._emulator.stop()
+        if self._real is not None:
+            self._real.stop()
+
+
+class Target:
+    """One target cluster: its client, its server and its registration."""
+
+    def __init__(self, served: Served) -> None:
+        self.name = served.name
+        self.served = served
+        self.cluster = served.cluster
+        self.server = served.server
+        served.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
 
     def registration(self, name: str | None = None, namespaces: str | None = None) -> Obj:
         secret = registration(name or self.name, self.server.kubeconfig(self.name))
@@ -150,40 +267,40 @@ class Target:
 
 
 class World:
-    """The management cluster, target clusters, simulated controllers and a kubeconfig for the operator."""
+    """The management cluster, target clusters, simulated controllers and a kubeconfig for the operator, on one
+    backend (``BACKENDS``; ``binaries``: the real servers' programs)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, backend: str = "emulator", binaries: KubeBinaries | None = None) -> None:
         self.tmp = tmp
+        self.backend = backend
+        self.binaries = binaries
         self.crds = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
-        self.management = MemoryCluster(MANAGEMENT_CLUSTER, clock=SystemClock())
-        for crd in self.crds:
-            self.management.create(crd)
-        for obj in management_world():
-            self.management.seed(obj)
-        self.server = Emulator(self.management)
-        self.server.start()
         self.targets: dict[str, Target] = {}
-        self.kubeconfig = tmp / "kubeconfig"
-        write_kubeconfig(self.kubeconfig, {"management": self.server}, "management")
-        clock = SystemClock()
-        self.simulators: list[Simulator] = [
-            korc.KorcSimulator(self.management, clock), eso.EsoSimulator(self.management, clock),
-            topology.TopologySimulator(self.management, clock),
-        ]
         self.processes: list[OperatorProcess] = []
         """Every operator process started on this world: ``close`` kills those still running."""
-        self._halt = threading.Event()
-        self._thread = threading.Thread(target=self._react, name="simulated controllers", daemon=True)
-        self._thread.start()
+        self._served = Served(backend, MANAGEMENT_CLUSTER, self.crds, binaries)
+        self.management = self._served.cluster
+        self.server = self._served.server
+        self.kubectl = self._served.kubectl
+        self.controllers: real_world.Controllers | None = None
+        try:
+            for obj in management_world():
+                self._served.seed(obj)
+            self.kubeconfig = tmp / "kubeconfig"
+            write_kubeconfig(self.kubeconfig, {"management": self.server}, "management")
+            self.simulators: list[Simulator] = real_world.simulators_on(self._served.lab)
+            self.controllers = real_world.Controllers(self.simulators).start()
+        except BaseException:
+            self._served.stop()
+            raise
 
-    def _react(self) -> None:
-        while not self._halt.wait(0.1):
-            with contextlib.suppress(Exception):
-                react(self.simulators)
+    def seed(self, obj: Obj) -> None:
+        """Store an object on the management cluster with its status as given (``Served.seed``)."""
+        self._served.seed(obj)
 
     def target(self, name: str) -> Target:
         """A new target cluster (not registered yet)."""
-        self.targets[name] = target = Target(name, self.crds)
+        self.targets[name] = target = Target(Served(self.backend, name, self.crds, self.binaries))
         return target
 
     def register(self, target: Target, name: str | None = None, namespaces: str | None = None) -> None:
@@ -202,18 +319,18 @@ class World:
         cp["spec"]["namespaceAssignments"].append({"namespace": TENANT, "targetClusterRef": {"name": cluster}})
         self.management.update(cp)
 
-    def cluster(self, name: str) -> MemoryCluster:
+    def cluster(self, name: str) -> Cluster:
         return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
 
     def close(self) -> None:
         """Kill the operators still running, stop the servers; fail if an operator found a read object changed."""
         for process in self.processes:  # one a failed test left running would outlive the test run
             process.kill()
-        self._halt.set()
-        self._thread.join(5)
+        if self.controllers is not None:
+            self.controllers.stop()
         for target in self.targets.values():
-            target.server.stop()
-        self.server.stop()
+            target.served.stop()
+        self._served.stop()
         changed = [f"{process.log_path.name}: {line}" for process in self.processes
                    for line in process.logs().splitlines() if readonly.VIOLATION in line]
         if changed:  # the operator exited with EXIT_READS_CHANGED: the test waiting on it failed too, less clearly

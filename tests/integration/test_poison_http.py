@@ -26,7 +26,7 @@ def bad_order(name: str, **labels: str) -> Obj:
 
 @pytest.fixture(scope="module")
 def operator(world: World) -> Iterator[OperatorProcess]:
-    world.management.seed(bad_order("poison"))
+    world.seed(bad_order("poison"))
     world.management.create(order("KeystoneUser", "early"))
     process = OperatorProcess(world, name="poison-operator")
     process.wait_ready()
@@ -47,7 +47,7 @@ def test_good_orders_beside_a_poison_order_go_ready(world: World, operator: Oper
     world.management.create(order("RabbitMQVhost", "beside"))
     poison = get(world.management, API, "KeystoneUser", TENANT, "poison")
     assert poison is not None
-    world.management.seed({**bad_order("poison", touched="yes"), "status": poison.get("status") or {}})
+    world.seed({**bad_order("poison", touched="yes"), "status": poison.get("status") or {}})
     world.management.create(order("KeystoneUser", "later"))
     for kind, name in (("KeystoneUser", "early"), ("KeystoneUser", "late"), ("RabbitMQVhost", "beside"),
                        ("KeystoneUser", "later")):

@@ -22,8 +22,7 @@ from integration_kit import (
     wait_for,
 )
 
-from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
-from engine.cluster.memory import MemoryCluster
+from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster, Obj
 from engine.cluster.patches import json_copy
 
 KINDS = ("KeystoneUser", "RabbitMQVhost")
@@ -45,11 +44,11 @@ def operator(world: World, edge1: Target) -> Iterator[OperatorProcess]:
     assert "operator stopped" in process.logs()
 
 
-def ready(cluster: MemoryCluster, kind: str, name: str) -> bool:
+def ready(cluster: Cluster, kind: str, name: str) -> bool:
     return condition(get(cluster, API, kind, TENANT, name), "Ready") == "True"
 
 
-def delivered(cluster: MemoryCluster, name: str) -> Obj | None:
+def delivered(cluster: Cluster, name: str) -> Obj | None:
     return get(cluster, "v1", "Secret", TENANT, f"{name}-credentials")
 
 

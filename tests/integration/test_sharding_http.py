@@ -15,18 +15,16 @@ import itertools
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Hashable, Iterator
 from urllib.parse import parse_qsl
 
 import pytest
-from integration_kit import API, TENANT, OperatorProcess, Target, World, condition, get, order, wait_for
+from integration_kit import API, TENANT, OperatorProcess, Server, Target, World, condition, get, order, wait_for
 
-from engine.cluster.memory import MemoryCluster
+from engine.cluster.api import Cluster
 from engine.runtime.sharding import ring
-from engine.testing.emulator import Emulator
 from engine.testing.emulator.requestlog import RequestRecord
 from engine.testing.tenures import Tenure, Touch, tenures, violations
 
@@ -143,8 +141,9 @@ def wait_placed(world: World, edge: Target, members: set[str], stage: str) -> di
 def shard_column(world: World) -> dict[str, str]:
     """Each management order's cell in the SHARD column of the real ``kubectl get keystoneusers -o wide`` (the CRD's
     last printer column, priority 1; an empty cell is an order with no shard label)."""
+    assert world.kubectl is not None
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(world.tmp), "KUBECONFIG": str(world.kubeconfig)}
-    result = subprocess.run(["kubectl", "get", "keystoneusers", "-n", TENANT, "-o", "wide"], env=env,
+    result = subprocess.run([world.kubectl, "get", "keystoneusers", "-n", TENANT, "-o", "wide"], env=env,
                             capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
@@ -152,7 +151,7 @@ def shard_column(world: World) -> dict[str, str]:
     return {row.split()[0]: row[header.rindex("SHARD"):].strip() for row in rows}
 
 
-def ready(cluster: MemoryCluster, name: str) -> bool:
+def ready(cluster: Cluster, name: str) -> bool:
     return condition(get(cluster, API, "KeystoneUser", TENANT, name), "Ready") == "True"
 
 
@@ -256,7 +255,7 @@ def test_three_replicas_share_the_orders_and_hand_them_over_safely(
     # 27 orders: 9 each expected; how evenly rendezvous hashing spreads is tests/runtime/test_sharding.py's part.
     assert min(spread.values()) >= 2 and max(spread.values()) <= 20, spread_of(first)
     assert {cluster for cluster, _ in first} == {"", "edge-s"}
-    if shutil.which("kubectl"):  # what a user sees: each order's member in kubectl's SHARD column
+    if world.kubectl:  # what a user sees: each order's member in kubectl's SHARD column
         assert shard_column(world) == {name: member for (cluster, name), member in first.items() if not cluster}
 
     # Each member holds its own orders in full, and no other (its watch and its client's read cache).
@@ -388,7 +387,7 @@ def handed_back(record: RequestRecord) -> bool:
             and dict(parse_qsl(text)).get("fieldManager") == "c5c3-sharding" and record.code == 200)
 
 
-def check_tenures_from_requests(servers: dict[str, Emulator], orders: list[tuple[str, str]],
+def check_tenures_from_requests(servers: dict[str, Server], orders: list[tuple[str, str]],
                                 owners_seen: list[dict[tuple[str, str], str]], *,
                                 killed: str) -> dict[Hashable, list[Tenure]]:
     """No order was worked on by two members at once, as the API servers saw it (``engine.testing.tenures``).

@@ -32,6 +32,7 @@ from types import TracebackType
 import yaml
 
 from engine.cluster.api import Obj
+from engine.testing.realkube.audit import AuditLog, policy
 from engine.testing.realkube.binaries import KubeBinaries, find_binaries
 from engine.testing.realkube.certificates import Certificates, make_certificates
 from engine.testing.realkube.ports import free_port
@@ -65,21 +66,26 @@ class ServerFailed(Exception):
 
 class KubeServer:
     """etcd, kube-apiserver and kube-controller-manager on free ports of 127.0.0.1; ``start`` waits for
-    ``/readyz``. ``users`` maps kubeconfig user names to further token users (RBAC applies to them)."""
+    ``/readyz``. ``users`` maps kubeconfig user names to further token users (RBAC applies to them).
+    ``audit_users``: user names whose requests the server writes to its audit log (``audit_log``), as the
+    emulator's request log keeps every request."""
 
     def __init__(self, name: str = "kube", *, binaries: KubeBinaries | None = None, controllers: bool = True,
-                 users: Mapping[str, User] | None = None, apiserver_flags: Sequence[str] = ()) -> None:
+                 users: Mapping[str, User] | None = None, apiserver_flags: Sequence[str] = (),
+                 audit_users: Sequence[str] = ()) -> None:
         self.name = name
         self.binaries = binaries or find_binaries()
         self.controllers = controllers
         self.users = {"admin": ADMIN, **(users or {})}
         self.apiserver_flags = tuple(apiserver_flags)
+        self.audit_users = tuple(audit_users)
         self.folder: Path | None = None
         self.port = 0
         self.etcd_url = ""
         self._tokens = {key: secrets.token_hex(16) for key in self.users}
         self._certificates: Certificates | None = None
         self._processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._audit: AuditLog | None = None
 
     # -- what clients need -------------------------------------------------------------------------------------
 
@@ -109,6 +115,13 @@ class KubeServer:
             "contexts": [{"name": name, "context": context}],
             "current-context": name,
         }
+
+    @property
+    def audit_log(self) -> AuditLog:
+        """The requests of ``audit_users`` the server served so far (started with some)."""
+        if self._audit is None:
+            raise RuntimeError("the server was not started with audit_users")
+        return self._audit
 
     def log(self, process: str) -> str:
         """The log of one process ("etcd", "kube-apiserver", "kube-controller-manager") so far."""
@@ -182,6 +195,12 @@ class KubeServer:
     def _start_apiserver(self) -> None:
         assert self.folder is not None and self._certificates is not None
         files, folder = self._certificates, self.folder
+        audit: list[str] = []
+        if self.audit_users:
+            (folder / "audit-policy.yaml").write_text(yaml.safe_dump(policy(self.audit_users)))
+            self._audit = AuditLog(folder / "audit.log")
+            audit = ["--audit-policy-file", str(folder / "audit-policy.yaml"), "--audit-log-path",
+                     str(self._audit.path)]
 
         def command() -> list[str]:
             self.port = free_port()
@@ -194,7 +213,7 @@ class KubeServer:
                     "--service-account-key-file", str(files.service_account_public_key),
                     "--service-account-signing-key-file", str(files.service_account_key),
                     "--service-cluster-ip-range", "10.0.0.0/24", "--endpoint-reconciler-type", "none",
-                    "--allow-privileged", "--profiling=false", "--v", "1", *self.apiserver_flags]
+                    "--allow-privileged", "--profiling=false", "--v", "1", *audit, *self.apiserver_flags]
 
         self._run_until_healthy("kube-apiserver", command, self._ready)
 

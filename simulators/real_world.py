@@ -1,0 +1,199 @@
+"""The embedded world on real API servers: what ``engine run`` without a cluster gives, on kube-apiservers.
+
+``real_world`` takes running real servers (``engine.testing.realkube``: the first is the management
+cluster, the others are target clusters), installs our CRDs and the external stand-ins
+(``deploy/crds/external``) on each and waits until they are served, seeds the management cluster as the
+embedded world does (``simulators.embedded``: ControlPlane ``openstack/cp`` assigning ``tenant-a`` on every
+cluster, its secret store and RabbitMQ, a registration Secret per target cluster, whose kubeconfig carries
+the target's CA and a token) and runs the simulated K-ORC, ESO and topology operator against the
+management cluster on a thread. ``python -m engine.testing.realkube --world`` reaches it through the lab's
+entry point ``real-world``; the README walkthrough's test and the integration tests use its parts.
+
+The simulated controllers act through any Cluster. On a real server they read through a cached client
+(watches, not a list per round) that waits, after each of its own writes, until its cache has seen it
+(``ReadsItsWrites``): a controller must never decide twice on a state it already changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from engine.clock import SystemClock
+from engine.cluster.api import MANAGEMENT_CLUSTER, AlreadyExists, Cluster, Obj, Verb
+from engine.cluster.kube import KubeCluster
+from engine.cluster.kube.config import api_client_from_kubeconfig
+from engine.cluster.wrapper import WRITES, ClusterWrapper
+from simulators import eso, korc, topology
+from simulators.base import Simulator, react
+from simulators.embedded import crd_documents, management_world, registration, target_world
+
+LOG = logging.getLogger("simulators.real_world")
+T = TypeVar("T")
+
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+SERVED_PATIENCE = 60.0
+"""Seconds the installed CRDs may take to be established and served (well under a second on an idle server)."""
+REACT_EVERY = 0.1
+"""Seconds between two rounds of the simulated controllers (a round reads caches only)."""
+
+
+class RealServer(Protocol):
+    """A running real API server (``engine.testing.realkube.KubeServer``), as far as the world needs one."""
+
+    def kubeconfig(self, name: str = ..., *, namespace: str | None = None, user: str = ...) -> Obj: ...
+
+
+def client(name: str, kubeconfig: Obj, *, cache: bool) -> KubeCluster:
+    """A client of one server; ``cache``: reads from watches (the simulated controllers) or live (tests)."""
+    return KubeCluster(name, api_client_from_kubeconfig(kubeconfig), cache=cache, unserved_recheck=0.0)
+
+
+def install_crds(kubeconfig: Obj, crds: Sequence[Obj], *, patience: float = SERVED_PATIENCE) -> None:
+    """Create the CRDs (those there already stay) and wait until each is established and discovery serves every
+    version it serves; a CRD the server refuses raises its error (Invalid, with the server's causes)."""
+    installer = client("", kubeconfig, cache=False)
+    try:
+        for crd in crds:
+            with contextlib.suppress(AlreadyExists):
+                installer.create(crd)
+        deadline = time.monotonic() + patience
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            _wait(functools.partial(_established, installer, name), deadline, f"CRD {name} to be established")
+            spec = crd["spec"]
+            for version in spec.get("versions") or ():
+                if version.get("served", True):
+                    api_version, kind = f"{spec['group']}/{version['name']}", spec["names"]["kind"]
+                    _wait(functools.partial(installer.serves, api_version, kind), deadline,
+                          f"{kind}.{api_version} served")
+    finally:
+        installer.stop()
+
+
+def _established(cluster: Cluster, name: str) -> bool:
+    conditions = (cluster.get(*CRD, None, name).get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _wait(what: Callable[[], bool], deadline: float, message: str) -> None:
+    while not what():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited too long for {message}")
+        time.sleep(0.05)
+
+
+def seed(cluster: Cluster, obj: Obj) -> Obj:
+    """Create ``obj`` as given, its status included: a real server drops the status of a create where the kind
+    has a status subresource, so it is written there after. The object as stored."""
+    created = cluster.create({key: value for key, value in obj.items() if key != "status"})
+    status = obj.get("status")
+    if not status or not cluster.resource_info(obj["apiVersion"], obj["kind"]).status_subresource:
+        return created
+    meta = created["metadata"]
+    return cluster.patch(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"], {"status": status},
+                         status=True)
+
+
+class ReadsItsWrites(ClusterWrapper):
+    """A cached cluster (``KubeCluster``) whose reads wait, after each of its writes, until its cache holds what the
+    write answered: no stale read of one's own write. Over a cluster without a cache, a plain pass-through."""
+
+    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
+              send: Callable[[], T], **extra: Any) -> T:
+        answer = send()
+        expect_seen = getattr(self.inner, "expect_seen", None)
+        if verb in WRITES and expect_seen is not None and isinstance(answer, dict):
+            version = (answer.get("metadata") or {}).get("resourceVersion")
+            if version:
+                expect_seen(api_version, kind, namespace, str(version), answer)
+        return answer
+
+
+class Controllers:
+    """The simulated controllers on a thread: a round (``react``) every ``every`` seconds until ``stop``. A failing
+    round is logged and counted (``failures``), never fatal: the next round decides again."""
+
+    def __init__(self, simulators: Sequence[Simulator], *, every: float = REACT_EVERY) -> None:
+        self.simulators = list(simulators)
+        self.every = every
+        self.failures = 0
+        self.last_failure = ""
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="simulated controllers", daemon=True)
+
+    def start(self) -> Controllers:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._halt.wait(self.every):
+            try:
+                for note in react(self.simulators):
+                    LOG.info("%s", note)
+            except Exception as error:  # a simulated controller must not stop the others
+                self.failures += 1
+                self.last_failure = f"{type(error).__name__}: {error}"
+                LOG.exception("a simulated controller failed")
+
+
+def simulators_on(cluster: Cluster) -> list[Simulator]:
+    """K-ORC, ESO and the topology operator acting on one cluster, on the wall clock."""
+    clock = SystemClock()
+    return [korc.KorcSimulator(cluster, clock), eso.EsoSimulator(cluster, clock),
+            topology.TopologySimulator(cluster, clock)]
+
+
+@dataclass
+class RealWorld:
+    """The world on real servers: a live client per cluster (by context name) and the running controllers."""
+
+    clusters: dict[str, KubeCluster]
+    management: KubeCluster
+    controllers: Controllers
+
+
+@contextlib.contextmanager
+def real_world(servers: Mapping[str, RealServer], crds: Path, *, user: str = "admin") -> Iterator[RealWorld]:
+    """Install and seed the world on running servers (the first is the management cluster, each other one a target
+    cluster of that name, reached with ``user``'s token) and run the simulated controllers until the block ends."""
+    names = list(servers)
+    if not names:
+        raise ValueError("the world needs a management cluster")
+    management_name, targets = names[0], names[1:]
+    documents = crd_documents(crds, crds / "external")
+    for name, server in servers.items():
+        install_crds(server.kubeconfig(name, user=user), documents)
+    live = {name: client(MANAGEMENT_CLUSTER if name == management_name else name,
+                         server.kubeconfig(name, user=user), cache=False) for name, server in servers.items()}
+    lab: KubeCluster | None = None
+    controllers: Controllers | None = None
+    try:
+        for obj in management_world(targets):
+            seed(live[management_name], obj)
+        for target in targets:
+            for obj in target_world():
+                seed(live[target], obj)
+            seed(live[management_name], registration(target, servers[target].kubeconfig(target, user=user)))
+        lab = client(MANAGEMENT_CLUSTER, servers[management_name].kubeconfig(management_name, user=user), cache=True)
+        controllers = Controllers(simulators_on(ReadsItsWrites(lab, cluster_name=MANAGEMENT_CLUSTER))).start()
+        yield RealWorld(live, live[management_name], controllers)
+    finally:
+        if controllers is not None:
+            controllers.stop()
+        for cluster in [*live.values(), *([lab] if lab is not None else [])]:
+            with contextlib.suppress(Exception):
+                cluster.stop()
+
