@@ -3,17 +3,28 @@
 Its index expression fails on every event about it. The threaded runtime logs that at error,
 counts it, and moves on: the good orders stored and created beside it go Ready, and the bad one
 carries the InvalidSpec condition its rules declare.
+
+On the emulator the order is stored without admission. A real API server admits every write, so there such an
+order is one stored under an earlier, looser CRD schema (``admitting_it``: the CRD loosened, then restored), and
+the operator says what is wrong while that schema is in force: once the schema refuses the order again, a real
+server refuses every write of it, its status too (the CRD's CEL transition rules on ``controlPlaneRef`` cannot
+evaluate a string: "invalid data, expected a map"), where the emulator admits a status write.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 from collections.abc import Iterator
 
 import pytest
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
 
-from engine.cluster.api import Obj
+from engine.cluster.api import Invalid, Obj
+
+CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "keystoneusers.c5c3.io")
+PROBE = "schema-probe"
 
 
 def bad_order(name: str, **labels: str) -> Obj:
@@ -24,12 +35,62 @@ def bad_order(name: str, **labels: str) -> Obj:
     return obj
 
 
+@contextlib.contextmanager
+def admitting_it(world: World) -> Iterator[None]:
+    """Within the block a poison order can be written: on the emulator it is stored without admission (``store``);
+    on a real server the KeystoneUser CRD's controlPlaneRef takes anything until the block ends."""
+    if world.backend == "emulator":
+        yield
+        return
+    original = world.management.get(*CRD)
+    loose = copy.deepcopy(original)
+    for version in loose["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"]["controlPlaneRef"] = {"x-kubernetes-preserve-unknown-fields": True}
+    world.management.update(loose)
+    try:  # the server applies a CRD's new schema within moments: a probe tells when
+        wait_for(lambda: not refused(world), message="the loosened CRD to admit a string controlPlaneRef")
+        yield
+    finally:
+        restored = copy.deepcopy(original)
+        restored["metadata"]["resourceVersion"] = world.management.get(*CRD)["metadata"]["resourceVersion"]
+        world.management.update(restored)
+    wait_for(lambda: refused(world), message="the restored CRD to refuse a string controlPlaneRef")
+
+
+def refused(world: World) -> bool:
+    """Whether the KeystoneUser CRD in force refuses a string controlPlaneRef (a probe order, deleted at once)."""
+    try:
+        world.management.create(bad_order(PROBE))
+    except Invalid:
+        return True
+    world.management.delete(API, "KeystoneUser", TENANT, PROBE)
+    return False
+
+
+def store(world: World, obj: Obj) -> None:
+    """Store a poison order (create it, or change the labels of the one stored), within ``admitting_it``."""
+    if world.backend == "emulator":
+        world.seed(obj)
+        return
+    stored = get(world.management, API, "KeystoneUser", TENANT, obj["metadata"]["name"])
+    if stored is None:
+        world.management.create({key: value for key, value in obj.items() if key != "status"})
+    else:
+        world.management.patch(API, "KeystoneUser", TENANT, obj["metadata"]["name"],
+                               {"metadata": {"labels": obj["metadata"].get("labels")}})
+
+
 @pytest.fixture(scope="module")
 def operator(world: World) -> Iterator[OperatorProcess]:
-    world.seed(bad_order("poison"))
-    world.management.create(order("KeystoneUser", "early"))
-    process = OperatorProcess(world, name="poison-operator")
-    process.wait_ready()
+    with admitting_it(world):
+        store(world, bad_order("poison"))
+        world.management.create(order("KeystoneUser", "early"))
+        process = OperatorProcess(world, name="poison-operator")
+        process.wait_ready()
+        # Its first passes write its status (InvalidSpec), which a real server admits only while the schema does.
+        wait_for(lambda: reason(world, "KeystoneUser", "poison", "UserReady") == "False/InvalidSpec",
+                 message=f"the poison order's condition\n{process.logs()[-3000:]}")
     yield process
     assert process.stop() == 0, process.logs()[-3000:]
 
@@ -47,7 +108,8 @@ def test_good_orders_beside_a_poison_order_go_ready(world: World, operator: Oper
     world.management.create(order("RabbitMQVhost", "beside"))
     poison = get(world.management, API, "KeystoneUser", TENANT, "poison")
     assert poison is not None
-    world.seed({**bad_order("poison", touched="yes"), "status": poison.get("status") or {}})
+    with admitting_it(world):
+        store(world, {**bad_order("poison", touched="yes"), "status": poison.get("status") or {}})
     world.management.create(order("KeystoneUser", "later"))
     for kind, name in (("KeystoneUser", "early"), ("KeystoneUser", "late"), ("RabbitMQVhost", "beside"),
                        ("KeystoneUser", "later")):
