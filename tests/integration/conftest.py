@@ -2,7 +2,7 @@
 
 Every test that uses the ``world`` runs on each backend (``integration_kit.BACKENDS``): ``[emulator]`` and
 ``[real]`` (marked ``real_server``), one world per module and backend. A test (or module) marked
-``emulator_only(reason)`` runs on the emulator alone; the reason says what only the emulator can do.
+``only_on(backend, reason=...)`` runs on that backend alone; the reason says what only that backend has.
 
 Select with ``pytest -m integration`` (or leave out with ``-m "not integration"``).
 """
@@ -18,15 +18,15 @@ from integration_kit import BACKENDS, World
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: the operator as a subprocess against emulated API servers")
-    config.addinivalue_line("markers", "emulator_only(reason): runs on the emulator backend alone, for that reason")
+    config.addinivalue_line("markers", "only_on(backend, reason): runs on that world backend alone, for that reason")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "world" in metafunc.fixturenames:
-        only = metafunc.definition.get_closest_marker("emulator_only")
-        if only is not None and not (only.args or only.kwargs.get("reason")):
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: emulator_only needs the reason")
-        backends = ["emulator"] if only is not None else list(BACKENDS)
+        only = metafunc.definition.get_closest_marker("only_on")
+        if only is not None and (len(only.args) != 1 or only.args[0] not in BACKENDS or not only.kwargs.get("reason")):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: only_on takes one of {BACKENDS} and the reason")
+        backends = [only.args[0]] if only is not None else list(BACKENDS)
         metafunc.parametrize("world", backends, indirect=True, scope="module")
 
 
