@@ -2,22 +2,33 @@
 
 Starts one cluster per ``--cluster`` (default: ``management`` and ``edge-1``, as ``engine run``'s embedded
 clusters), writes one kubeconfig with a context per cluster, prints how to use it, and stops everything on
-SIGINT or SIGTERM.
+SIGINT or SIGTERM. With ``--world`` the clusters get what ``engine run``'s embedded clusters have (our CRDs, the
+external stand-ins, ControlPlane ``openstack/cp``, the registration of each further cluster, simulated K-ORC,
+ESO and topology operator: the lab's entry point ``real-world``), so ``engine run --kubeconfig`` and the README's
+walkthrough run against real servers; the kubeconfig is written once the world is ready.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
+from engine.rules.bundle import default_folder
 from engine.testing.emulator import write_kubeconfig
 from engine.testing.realkube.binaries import BinariesMissing
 from engine.testing.realkube.server import KubeServer, ServerFailed
+
+LAB_ENTRY_POINTS = "c5c3_order_engine.lab"
+WORLD_ENTRY_POINT = "real-world"
+"""The lab's context manager that installs and runs the world on running servers (``simulators.real_world``)."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,7 +44,26 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--no-controllers", action="store_true",
                        help="leave out kube-controller-manager (no garbage collection, namespaces never finish "
                             "terminating), as envtest does")
+    parse.add_argument("--world", action="store_true",
+                       help="install the CRDs and the embedded world (the first cluster is the management cluster, "
+                            "each other one a registered target cluster) and run the simulated K-ORC, ESO and "
+                            "topology operator, so that `engine run --kubeconfig` serves orders on these servers")
+    parse.add_argument("--crds", type=Path, metavar="DIR",
+                       help="with --world: the CRDs to install, and DIR/external (default: deploy/crds/, else the "
+                            "installed CRDs)")
     return parse
+
+
+def lab_world() -> Callable[..., Any] | None:
+    """The lab's ``real-world`` entry point, or None when this install leaves the lab out."""
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=LAB_ENTRY_POINTS, name=WORLD_ENTRY_POINT)
+    try:
+        loaded: Callable[..., Any] | None = next(iter(found)).load() if found else None
+    except ImportError:
+        loaded = None
+    return loaded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     names: list[str] = args.cluster or ["management", "edge-1"]
     if len(set(names)) != len(names):
         print("kube-cluster: each --cluster name once", file=sys.stderr)
+        return 2
+    world_of = lab_world() if args.world else None
+    if args.world and world_of is None:
+        print(f"kube-cluster: --world needs the lab (package simulators, entry point {WORLD_ENTRY_POINT!r} of group "
+              f"{LAB_ENTRY_POINTS}): use a checkout or a full install", file=sys.stderr)
+        return 2
+    crds: Path = args.crds or default_folder("crds")
+    if args.world and not (crds / "external").is_dir():
+        print(f"kube-cluster: {crds}: no CRD folder with external/ (set --crds)", file=sys.stderr)
         return 2
     kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="kube-cluster-")) / "kubeconfig"
     halt = threading.Event()
@@ -58,22 +97,41 @@ def main(argv: list[str] | None = None) -> int:
             servers[name] = KubeServer(name, controllers=not args.no_controllers).start()
             if halt.is_set():
                 return 130
-        write_kubeconfig(kubeconfig, servers, names[0])
-        binaries = next(iter(servers.values())).binaries
-        print(f"\nReal API servers ({', '.join(f'{n} at {s.url}' for n, s in servers.items())}).\n"
-              f"In another shell:\n\n"
-              f"  export KUBECONFIG={kubeconfig}\n"
-              f"  export PATH={binaries.folder}:$PATH      # kubectl {binaries.folder.name.split('_')[0]}\n"
-              f"  kubectl get namespaces\n\n"
-              f"Ctrl-C stops them and removes their data.", flush=True)
-        halt.wait()
+        with contextlib.ExitStack() as world:
+            if world_of is not None:
+                print(f"kube-cluster: installing the CRDs of {crds} and the embedded world ...", file=sys.stderr)
+                world.enter_context(world_of(servers, crds))
+            write_kubeconfig(kubeconfig, servers, names[0])
+            print(banner(servers, kubeconfig, world=world_of is not None), flush=True)
+            halt.wait()
         return 0
-    except (BinariesMissing, ServerFailed) as error:
+    except (BinariesMissing, ServerFailed, TimeoutError) as error:
         print(f"kube-cluster: {error}", file=sys.stderr)
         return 1
     finally:
         for server in servers.values():
             server.stop()
+
+
+def banner(servers: dict[str, KubeServer], kubeconfig: Path, *, world: bool) -> str:
+    """What is running and how to use it."""
+    binaries = next(iter(servers.values())).binaries
+    names = list(servers)
+    lines = [f"\nReal API servers ({', '.join(f'{n} at {s.url}' for n, s in servers.items())}).", "In another shell:",
+             "", f"  export KUBECONFIG={kubeconfig}",
+             f"  export PATH={binaries.folder}:$PATH      # kubectl {binaries.folder.name.split('_')[0]}"]
+    if world:
+        targets = ", ".join(names[1:]) or "no target cluster"
+        lines[1:1] = [f"With the embedded world: our CRDs, ControlPlane openstack/cp assigning tenant-a on {names[0]} "
+                      f"and {targets} (registered in c5c3-clusters); K-ORC, ESO and the RabbitMQ topology operator "
+                      "are simulated here."]
+        lines += ["  ./scripts/engine run --kubeconfig $KUBECONFIG    # the operator, on these servers", "",
+                  "and in a third, the README's walkthrough (kubectl apply --server-side -f "
+                  "examples/orders/keystoneuser.yaml ...)."]
+    else:
+        lines += ["  kubectl get namespaces"]
+    lines += ["", "Ctrl-C stops them and removes their data."]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
