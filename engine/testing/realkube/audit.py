@@ -52,8 +52,8 @@ class AuditLog:
         self._lock = threading.Lock()
         self._offset = 0
         self._records: list[RequestRecord] = []
-        self._open: dict[str, tuple[str, str]] = {}
-        """auditID -> (path, label selector) of every watch started and not yet ended."""
+        self._open: dict[str, RequestRecord] = {}
+        """auditID -> every watch started and not yet ended (its ``ended`` is its start)."""
 
     def records(self) -> list[RequestRecord]:
         """Every request answered so far, in the order the server finished them."""
@@ -61,14 +61,20 @@ class AuditLog:
             self._read()
             return list(self._records)
 
-    def open_watches(self) -> dict[tuple[str, str], int]:
-        """The watch streams open now, by (path, label selector), as the emulator's ``open_watches``."""
+    def open_records(self) -> list[RequestRecord]:
+        """The watches open now (not answered in full yet: each one's ``ended`` is its start)."""
         with self._lock:
             self._read()
-            counted: dict[tuple[str, str], int] = {}
-            for key in self._open.values():
-                counted[key] = counted.get(key, 0) + 1
-            return counted
+            return list(self._open.values())
+
+    def open_watches(self) -> dict[tuple[str, str], int]:
+        """The watch streams open now, by (path, label selector), as the emulator's ``open_watches``."""
+        counted: dict[tuple[str, str], int] = {}
+        for record in self.open_records():
+            parts = urlsplit(record.path)
+            key = (parts.path, dict(parse_qsl(parts.query)).get("labelSelector", ""))
+            counted[key] = counted.get(key, 0) + 1
+        return counted
 
     def _read(self) -> None:
         if not self.path.exists():
@@ -83,17 +89,18 @@ class AuditLog:
                 self._event(json.loads(line))
 
     def _event(self, event: dict[str, Any]) -> None:
-        stage, verb, uri = event.get("stage"), str(event.get("verb", "")), str(event.get("requestURI", ""))
+        stage, verb = event.get("stage"), str(event.get("verb", ""))
         audit_id = str(event.get("auditID", ""))
         if verb == "watch" and stage == "ResponseStarted":
-            parts = urlsplit(uri)
-            self._open[audit_id] = (parts.path, dict(parse_qsl(parts.query)).get("labelSelector", ""))
-            return
-        if stage != "ResponseComplete":
-            return
-        self._open.pop(audit_id, None)
-        started, ended = _seconds(event["requestReceivedTimestamp"]), _seconds(event["stageTimestamp"])
-        self._records.append(RequestRecord(
-            started=started, ended=ended, wall_started=started, wall_ended=ended,
-            method=METHODS.get(verb, verb.upper()), path=uri, user_agent=str(event.get("userAgent", "")),
-            code=int((event.get("responseStatus") or {}).get("code", 0))))
+            self._open[audit_id] = _record(event, verb, ended=event["requestReceivedTimestamp"])
+        elif stage == "ResponseComplete":
+            self._open.pop(audit_id, None)
+            self._records.append(_record(event, verb, ended=event["stageTimestamp"]))
+
+
+def _record(event: dict[str, Any], verb: str, *, ended: str) -> RequestRecord:
+    started = _seconds(event["requestReceivedTimestamp"])
+    return RequestRecord(
+        started=started, ended=_seconds(ended), wall_started=started, wall_ended=_seconds(ended),
+        method=METHODS.get(verb, verb.upper()), path=str(event.get("requestURI", "")),
+        user_agent=str(event.get("userAgent", "")), code=int((event.get("responseStatus") or {}).get("code", 0)))

@@ -123,6 +123,10 @@ class KubeServer:
             raise RuntimeError("the server was not started with audit_users")
         return self._audit
 
+    def pids(self) -> dict[str, int]:
+        """The process id of each running process ("etcd", "kube-apiserver", "kube-controller-manager")."""
+        return {what: process.pid for what, process in self._processes if process.poll() is None}
+
     def log(self, process: str) -> str:
         """The log of one process ("etcd", "kube-apiserver", "kube-controller-manager") so far."""
         if self.folder is None:
