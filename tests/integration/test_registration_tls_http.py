@@ -19,6 +19,7 @@ from integration_kit import API, TENANT, OperatorProcess, World, condition, get,
 
 from engine.cluster.api import Obj
 from engine.runtime.clusters import KUBECONFIG_KEY
+from engine.testing.realkube.certificates import make_certificates
 
 pytestmark = pytest.mark.only_on("real", reason="the emulator serves plain HTTP: no certificate to verify")
 
@@ -33,10 +34,10 @@ def operator(world: World) -> Iterator[OperatorProcess]:
     assert process.stop() == 0, process.logs()[-3000:]
 
 
-def with_ca_of(secret: Obj, other: Obj) -> Obj:
-    """The registration Secret with the CA of another kubeconfig's cluster (a CA that did not sign this server)."""
+def with_ca(secret: Obj, ca_pem: bytes) -> Obj:
+    """The registration Secret with another CA (one that did not sign the server's certificate)."""
     config = yaml.safe_load(base64.b64decode(secret["data"][KUBECONFIG_KEY]))
-    stranger = other["clusters"][0]["cluster"]["certificate-authority-data"]
+    stranger = base64.b64encode(ca_pem).decode()
     assert config["clusters"][0]["cluster"]["certificate-authority-data"] != stranger
     config["clusters"][0]["cluster"]["certificate-authority-data"] = stranger
     return {**secret, "data": {**secret["data"], KUBECONFIG_KEY: base64.b64encode(
@@ -45,11 +46,13 @@ def with_ca_of(secret: Obj, other: Obj) -> Obj:
 
 def test_a_registration_with_another_clusters_ca_is_not_trusted_until_corrected(
         world: World, operator: OperatorProcess) -> None:
-    edge, stranger = world.target(EDGE), world.target("edge-stranger")
+    edge = world.target(EDGE)
     world.assign(EDGE)
     edge.cluster.create(order("KeystoneUser", "behind-tls"))
     token = edge.registration()
-    world.management.create(with_ca_of(token, stranger.server.kubeconfig("edge-stranger")))
+    (world.tmp / "stranger").mkdir()
+    stranger = make_certificates(world.tmp / "stranger", "stranger").ca.read_bytes()  # a CA made apart
+    world.management.create(with_ca(token, stranger))
 
     wait_for(lambda: "CERTIFICATE_VERIFY_FAILED" in operator.logs(), message="the operator to refuse the certificate")
     time.sleep(1.0)  # whatever it does meanwhile, it serves nothing there
