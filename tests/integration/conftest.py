@@ -13,7 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration_kit import BACKENDS, World
+from integration_kit import BACKENDS, CRDS, ServerPool, World
+
+from engine.testing.realkube import KubeBinaries
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -40,11 +42,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.real_server)
 
 
+@pytest.fixture(scope="session")
+def server_pool(kube_binaries: KubeBinaries) -> Iterator[ServerPool]:
+    """The real servers of every real world, started ahead and stopped behind (``ServerPool``)."""
+    pool = ServerPool(kube_binaries, CRDS)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture(scope="module")
 def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     backend = request.param
-    binaries = request.getfixturevalue("kube_binaries") if backend == "real" else None
-    built = World(tmp_path_factory.mktemp(f"world-{backend}"), backend, binaries)
+    pool = request.getfixturevalue("server_pool") if backend == "real" else None
+    built = World(tmp_path_factory.mktemp(f"world-{backend}"), backend, pool)
     try:
         yield built
     finally:

@@ -26,6 +26,7 @@ import base64
 import contextlib
 import contextvars
 import os
+import queue
 import random
 import shutil
 import signal
@@ -150,6 +151,9 @@ its requests) and the one the tests and the simulated controllers act as."""
 
 REAL_USERS = {name: User(name, ("system:masters",)) for name in (OPERATOR, WORLD)}
 
+CRDS = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
+"""Every cluster's: our CRDs and the external kinds' stand-ins."""
+
 
 class RequestLog(Protocol):
     """A server's record of the operator's requests: the emulator's request log, or a real server's audit log."""
@@ -191,11 +195,68 @@ class RealServer:
         return self.server.audit_log
 
 
+class ServerPool:
+    """Real servers with our CRDs installed, started ahead of need and stopped after it on a thread of the pool's
+    own, so a world waits for neither (a start takes about 4 s; a created CRD then holds its first object's write
+    for about 2 s more). One stands ready (``spare``); a world ``take`` s it and ``give_back`` s it to be stopped.
+
+    The thread lives as long as the pool: a server's processes die with the thread that started them."""
+
+    def __init__(self, binaries: KubeBinaries, crds: list[Obj], *, spare: int = 1) -> None:
+        self.binaries = binaries
+        self.crds = crds
+        self._jobs: queue.Queue[KubeServer | str | None] = queue.Queue()
+        self._ready: queue.Queue[KubeServer | BaseException] = queue.Queue()
+        self._count = 0
+        self._thread = threading.Thread(target=self._work, name="real server pool", daemon=True)
+        self._thread.start()
+        for _ in range(spare):
+            self._jobs.put("start")
+
+    def take(self) -> KubeServer:
+        """A running server with the CRDs; another one starts for the next taker."""
+        self._jobs.put("start")
+        got = self._ready.get(timeout=STARTUP_PATIENCE)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def give_back(self, server: KubeServer) -> None:
+        """Stop a server taken (in the background)."""
+        self._jobs.put(server)
+
+    def close(self) -> None:
+        """Stop every server, given back or ready, and the thread."""
+        self._jobs.put(None)
+        self._thread.join(120)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            if isinstance(job, KubeServer):
+                job.stop()
+                continue
+            self._count += 1
+            server = KubeServer(f"pool{self._count}", binaries=self.binaries, users=REAL_USERS,
+                                audit_users=(OPERATOR,))
+            try:
+                server.start()
+                real_world.install_crds(server.kubeconfig("pool", user=WORLD), self.crds)
+            except BaseException as error:
+                server.stop()
+                self._ready.put(error)
+                continue
+            self._ready.put(server)
+        while not self._ready.empty():
+            left = self._ready.get()
+            if isinstance(left, KubeServer):
+                left.stop()
+
+
 class Served:
     """One cluster of the world on its backend: the client the tests use (``cluster``), its server (``server``),
-    and the view the simulated controllers act through (``lab``)."""
+    and the view the simulated controllers act through (``lab``). ``pool``: where the real servers come from."""
 
-    def __init__(self, backend: str, name: str, crds: list[Obj], binaries: KubeBinaries | None) -> None:
+    def __init__(self, backend: str, name: str, crds: list[Obj], pool: ServerPool | None) -> None:
         self.backend = backend
         self.name = name
         self._real: KubeServer | None = None
@@ -212,11 +273,11 @@ class Served:
             self._emulator: Emulator | None = emulator
             return
         self._emulator = None
-        self._real = KubeServer(name or "management", binaries=binaries, users=REAL_USERS, audit_users=(OPERATOR,))
-        self._real.start()
+        assert pool is not None, "real servers come from a pool"
+        self._pool = pool
+        self._real = pool.take()
         try:
             as_world = self._real.kubeconfig(name or "management", user=WORLD)
-            real_world.install_crds(as_world, crds)
             self._clients = [real_world.client(name, as_world, cache=False),
                              real_world.client(name, as_world, cache=True)]
         except BaseException:
@@ -246,7 +307,8 @@ class Served:
         if self._emulator is not None:
             self._emulator.stop()
         if self._real is not None:
-            self._real.stop()
+            self._pool.give_back(self._real)
+            self._real = None
 
 
 class Target:
@@ -268,17 +330,17 @@ class Target:
 
 class World:
     """The management cluster, target clusters, simulated controllers and a kubeconfig for the operator, on one
-    backend (``BACKENDS``; ``binaries``: the real servers' programs)."""
+    backend (``BACKENDS``; ``pool``: where the real servers come from)."""
 
-    def __init__(self, tmp: Path, backend: str = "emulator", binaries: KubeBinaries | None = None) -> None:
+    def __init__(self, tmp: Path, backend: str = "emulator", pool: ServerPool | None = None) -> None:
         self.tmp = tmp
         self.backend = backend
-        self.binaries = binaries
-        self.crds = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
+        self.pool = pool
+        self.crds = CRDS
         self.targets: dict[str, Target] = {}
         self.processes: list[OperatorProcess] = []
         """Every operator process started on this world: ``close`` kills those still running."""
-        self._served = Served(backend, MANAGEMENT_CLUSTER, self.crds, binaries)
+        self._served = Served(backend, MANAGEMENT_CLUSTER, self.crds, pool)
         self.management = self._served.cluster
         self.server = self._served.server
         self.kubectl = self._served.kubectl
@@ -300,7 +362,7 @@ class World:
 
     def target(self, name: str) -> Target:
         """A new target cluster (not registered yet)."""
-        self.targets[name] = target = Target(Served(self.backend, name, self.crds, self.binaries))
+        self.targets[name] = target = Target(Served(self.backend, name, self.crds, self.pool))
         return target
 
     def register(self, target: Target, name: str | None = None, namespaces: str | None = None) -> None:
