@@ -8,9 +8,10 @@ CRDs and the external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC
 reacting on a background thread. It stands on one of two backends (``BACKENDS``):
 
 - ``emulator``: each cluster an in-memory store served by its own emulator in the test process;
-- ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``), the world written and
-  read through a client of the ``world`` user, the operator connecting as the ``operator`` user, whose requests
-  the server's audit log records (the real server's request log).
+- ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``) from a pool that starts
+  them ahead (``ServerPool``), the world written and read through a client of the ``world`` user, the operator
+  connecting as the ``operator`` user, whose requests the server's audit log records (the real server's request
+  log); the simulated controllers read through a cached client that waits for its own writes.
 
 The operator reaches the clusters only through the kubeconfig it is given (and the registration Secrets, which
 carry a target's CA and a token on the real backend), as it would real API servers; the tests read and write

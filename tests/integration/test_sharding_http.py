@@ -2,9 +2,9 @@
 cluster: spread, a member killed (-9), a member added; never two passes of one order at once.
 
 "Never two at once" has two witnesses: the API servers' request logs (``check_tenures_from_requests``:
-what the emulators saw, attributed to members by their User-Agent, so a member wrong about its own
-passes cannot hide it), and the members' own pass records (``passes``: they also see a pass that sent no
-request, which the request logs cannot)."""
+what the emulators saw, or a real server's audit log, attributed to members by their User-Agent, so a member
+wrong about its own passes cannot hide it), and the members' own pass records (``passes``: they also see a
+pass that sent no request, which the request logs cannot)."""
 
 from __future__ import annotations
 
