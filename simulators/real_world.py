@@ -51,15 +51,15 @@ class RealServer(Protocol):
     def kubeconfig(self, name: str = ..., *, namespace: str | None = None, user: str = ...) -> Obj: ...
 
 
-def client(name: str, kubeconfig: Obj, *, cache: bool) -> KubeCluster:
+def client(name: str, kubeconfig: Obj, *, cache: bool, **options: Any) -> KubeCluster:
     """A client of one server; ``cache``: reads from watches (the simulated controllers) or live (tests)."""
-    return KubeCluster(name, api_client_from_kubeconfig(kubeconfig), cache=cache, unserved_recheck=0.0)
+    return KubeCluster(name, api_client_from_kubeconfig(kubeconfig), cache=cache, **options)
 
 
 def install_crds(kubeconfig: Obj, crds: Sequence[Obj], *, patience: float = SERVED_PATIENCE) -> None:
     """Create the CRDs (those there already stay) and wait until each is established and discovery serves every
     version it serves; a CRD the server refuses raises its error (Invalid, with the server's causes)."""
-    installer = client("", kubeconfig, cache=False)
+    installer = client("", kubeconfig, cache=False, unserved_recheck=0.0)  # asks discovery until it serves them
     try:
         for crd in crds:
             with contextlib.suppress(AlreadyExists):
