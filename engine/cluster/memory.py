@@ -361,7 +361,7 @@ class MemoryCluster:
                 raise self._unconditional(k, name)
             if meta.get("uid") and meta["uid"] != old["metadata"].get("uid"):
                 cause = Cause("metadata.uid", f'Invalid value: "{meta["uid"]}": field is immutable')
-                raise self._invalid(k, name, [cause])
+                raise self._invalid(k, name, [cause] * _metadata_repeats(k))
             if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
@@ -695,7 +695,7 @@ class MemoryCluster:
 
     def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        self._validate_metadata(k, new)
+        self._validate_metadata(k, new, updating=old is not None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return self._admit_crd(new, old)
         if k.admission is not None:
@@ -723,7 +723,7 @@ class MemoryCluster:
         }
         return crd
 
-    def _validate_metadata(self, k: _Kind, obj: Obj) -> None:
+    def _validate_metadata(self, k: _Kind, obj: Obj, *, updating: bool) -> None:
         meta = obj["metadata"]
         name = str(meta.get("name") or "")
         causes: list[Cause] = []
@@ -747,6 +747,8 @@ class MemoryCluster:
                 continue
             for problem in label_value_errors(value, unit="bytes"):
                 causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
+        if causes and updating and k.custom:
+            causes = [c for c in causes for _ in range(3)]  # the custom resource strategy reports each three times
         if causes:
             raise self._invalid(k, name, causes)
 
@@ -758,12 +760,9 @@ class MemoryCluster:
         added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
         if added:
             found = ", ".join(f'"{f}"' for f in added)
-            raise self._invalid(k, old["metadata"]["name"], [Cause(
-                "metadata.finalizers",
-                "Forbidden: no new finalizers can be added if the object is being deleted, "
-                f"found new finalizers []string{{{found}}}",
-                "FieldValueForbidden",
-            )])
+            cause = Cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being"
+                          f" deleted, found new finalizers []string{{{found}}}", "FieldValueForbidden")
+            raise self._invalid(k, old["metadata"]["name"], [cause] * _metadata_repeats(k))
 
     def _delete(self, k: _Kind, old: Obj) -> Obj | None:
         """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
@@ -892,7 +891,7 @@ class MemoryCluster:
 def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
     """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
     qualified = f"{info.kind}.{info.group}" if info.group else info.kind
-    parts = [f"{c.field}: {c.message}" for c in causes]
+    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
     text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
                    details={"name": name, "group": info.group, "kind": info.kind})
@@ -998,6 +997,12 @@ def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
 
 # ---------------------------------------------------------------------------
 # Object helpers.
+
+
+def _metadata_repeats(k: _Kind) -> int:
+    """How often an update's metadata error is among the causes: twice for a custom resource, whose strategy checks
+    the metadata again (a label error even three times), once for a built-in kind. The message names it once."""
+    return 2 if k.custom else 1
 
 
 def _spec(obj: Obj, k: _Kind) -> Obj:

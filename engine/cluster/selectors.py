@@ -334,18 +334,67 @@ class FieldSelector:
 
 
 def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FIELDS) -> FieldSelector:
-    """Parse ``metadata.name=x,metadata.namespace!=y``; BadRequest on syntax or an unsupported field."""
+    """Parse ``metadata.name=x,metadata.namespace!=y`` as apimachinery's ``fields.ParseSelector`` does (terms split on
+    unescaped commas, sorted; ``\\``, ``\\,`` and ``\\=`` escapes in values); BadRequest in its words on a syntax
+    error, then on an unsupported field."""
     if not selector or not selector.strip():
         return FieldSelector()
-    requirements: list[FieldRequirement] = []
-    for clause in selector.split(","):
-        if not clause:  # `metadata.name=a,`: apimachinery skips an empty term
+    parsed: list[tuple[str, str, str]] = []
+    for term in sorted(_split_terms(selector)):
+        if not term:  # `metadata.name=a,`: apimachinery skips an empty term
             continue
-        match = re.fullmatch(r"\s*([^=!\s]+)\s*(==|!=|=)\s*(\S*)\s*", clause)
-        if match is None:
-            raise BadRequest(f"invalid field selector {selector!r}: invalid selector: {clause.strip()!r}")
-        path, operator, value = match.groups()
+        split = _split_term(term)
+        if split is None:
+            raise BadRequest(f"invalid selector: '{selector}'; can't understand '{term}'")
+        parsed.append((split[0], split[1], _unescape(split[2])))
+    requirements: list[FieldRequirement] = []
+    for path, operator, value in parsed:
         if path not in supported:
-            raise BadRequest(f'field label not supported: {path}')
+            raise BadRequest(f"field label not supported: {path}")
         requirements.append(FieldRequirement(path, "!=" if operator == "!=" else "=", value))
     return FieldSelector(tuple(requirements))
+
+
+def _split_terms(selector: str) -> list[str]:
+    """The terms of a field selector: split on commas not escaped by a backslash."""
+    terms, start, escaped = [], 0, False
+    for i, char in enumerate(selector):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            terms.append(selector[start:i])
+            start = i + 1
+    terms.append(selector[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """(field, operator, raw value) at the first ``!=``, ``==`` or ``=``; None without one."""
+    for i in range(len(term)):
+        for operator in ("!=", "==", "="):
+            if term.startswith(operator, i):
+                return term[:i], operator, term[i + len(operator):]
+    return None
+
+
+def _unescape(value: str) -> str:
+    """A term's value with its escapes undone; BadRequest on a bad escape or a bare ``,`` or ``=``."""
+    out: list[str] = []
+    escaped = False
+    for char in value:
+        if escaped:
+            if char not in "\\,=":
+                raise BadRequest(f"invalid field selector: invalid escape sequence: \\{char}")
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in ",=":
+            raise BadRequest(f"invalid field selector: unescaped character in value: {ord(char)}")
+        else:
+            out.append(char)
+    if escaped:
+        raise BadRequest("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)

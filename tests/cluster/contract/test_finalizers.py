@@ -96,6 +96,8 @@ class TestNoNewFinalizers:
             'Widget.example.com "a" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added '
             'if the object is being deleted, found new finalizers []string{"x/new"}'
         )
+        # A custom resource's strategy checks metadata twice: the cause comes twice (the message names it once).
+        assert [c.field for c in caught.value.causes] == ["metadata.finalizers"] * 2
         assert get(cluster)["metadata"]["finalizers"] == [FIN]
 
     def test_apply_adding_finalizer(self, cluster: Cluster) -> None:

@@ -7,6 +7,9 @@ from contract_kit import WIDGET, rv, secret, widget
 
 from engine.cluster.api import Cluster, Conflict, Invalid, NotFound
 
+REJECTED = "the server rejected our request due to an error in our request"
+"""What the API server says of a JSON patch that cannot apply: no path, no cause."""
+
 
 class TestMergePatch:
     def test_merges_nested_and_removes_null(self, cluster: Cluster) -> None:
@@ -99,13 +102,15 @@ class TestJsonPatch:
         with pytest.raises(Invalid) as caught:
             cluster.patch(WIDGET, "Widget", "default", "a", ops, patch_type="json")
         assert caught.value.code == 422
+        assert caught.value.message == REJECTED
         assert cluster.get(WIDGET, "Widget", "default", "a") == created
 
     def test_missing_path(self, cluster: Cluster) -> None:
-        """Removing a path that is not there is rejected."""
+        """Removing a path that is not there is rejected, in the API server's words (which name no path)."""
         cluster.create(widget("a"))
-        with pytest.raises(Invalid):
+        with pytest.raises(Invalid) as caught:
             cluster.patch(WIDGET, "Widget", "default", "a", [{"op": "remove", "path": "/spec/nope"}], patch_type="json")
+        assert (caught.value.message, caught.value.causes) == (REJECTED, [])
 
     def test_removing_the_resource_version_of_a_custom_resource(self, cluster: Cluster) -> None:
         """A JSON patch that removes metadata.resourceVersion makes an unconditional update: refused for a custom
