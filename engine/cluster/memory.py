@@ -8,7 +8,10 @@ no-op writes that change nothing, and watch from a resourceVersion with a bounde
 
 Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
 not exist, and deleting a Namespace does not empty it), no version conversion (every
-served version of a CRD reads the same stored object), no deletecollection, no paging.
+served version of a CRD reads the same stored object), no deletecollection, no paging, no
+schemas for built-in kinds; garbage collection and a CRD's (un)serving happen in the write
+itself, where a real server's controllers act moments later. The contract suite
+(tests/cluster/contract) holds the rest to a real API server.
 """
 
 from __future__ import annotations

@@ -7,8 +7,24 @@ KubeCluster on a real kube-apiserver (``real_servers``): the reference the other
 Tests never reach into an implementation: on the emulators CRDs are installed through
 ``cluster.create`` and nothing is seeded; the real servers are shared and put back to their first
 state before each test.
-"""
 
+What the emulators (memory cluster, HTTP emulator) keep different from the real server on purpose
+(``differences.KEPT_DIFFERENCES`` holds the reasons; each is asserted through ``differs`` or ``settled``):
+
+| difference                      | kept by                   | what differs                                         |
+|---------------------------------|---------------------------|------------------------------------------------------|
+| namespace-lifecycle             | memory, kube, kube-cached | a write needs no Namespace; a deleted one goes at    |
+|                                 |                           | once and its objects stay                            |
+| asynchronous-garbage-collection | memory, kube              | dependents go in the owner's delete, not moments     |
+|                                 |                           | later (kube-cached sees it later, as on a real one)  |
+| asynchronous-crd                | memory, kube, kube-cached | a CRD's kind is served, changed and dropped in the   |
+|                                 |                           | CRD's write, not moments later                       |
+| built-in-kinds-have-no-schema   | memory, kube, kube-cached | a field a built-in kind lacks is kept, not dropped   |
+
+Beyond what the Cluster interface reaches (so not asserted here): no paging (``limit`` is ignored, a list
+answers every item), no webhook conversion (every served version reads the stored object, as the API
+server's ``None`` strategy), and the watch log is compacted by count (10000 events), not by time.
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

@@ -1,14 +1,8 @@
-"""What the emulators (the memory cluster and the HTTP emulator over it) keep different from a real API server on
-purpose, and why. Each is asserted by the contract tests that name it, through the conftest's ``differs`` and
-``settled`` fixtures, so this list stays true (test_differences.py checks every entry is named by a test).
-
-- namespace-lifecycle (memory, kube, kube-cached): a write needs no Namespace; a deleted one goes at once, its
-  objects stay.
-- asynchronous-garbage-collection (memory, kube): dependents go in the owner's delete, not moments later.
-- asynchronous-crd (memory, kube, kube-cached): a CRD's kind is served, changed and dropped in the CRD's write.
-- built-in-kinds-have-no-schema (memory, kube, kube-cached): a field a built-in kind lacks is kept, not dropped.
+"""Why the emulators (the memory cluster and the HTTP emulator over it) keep the differences from a real API server
+that the conftest's docstring lists. Each is asserted by the contract tests that name it, through the conftest's
+``differs`` and ``settled`` fixtures, so the list stays true (test_differences.py checks every entry is named by a
+test).
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,7 +26,7 @@ KEPT_DIFFERENCES: dict[str, Difference] = {
         " stands for, and deleting a Namespace removes it at once without emptying it. A real server refuses the"
         " write (NamespaceLifecycle: 404 namespaces \"x\" not found) and its namespace controller empties a deleted"
         " namespace before removing it (seconds). Scenarios, `engine test` and `engine run`'s embedded clusters"
-        " write into namespaces nobody created; the engine never creates or deletes namespaces.")),
+        " write into namespaces nobody created; the engine itself creates none.")),
     "asynchronous-garbage-collection": Difference(IN_THE_WRITE, (
         "The memory cluster collects the dependents of a removed owner in the write that removes it, so they are"
         " gone (or marked, or unlinked) when the delete returns. On a real server kube-controller-manager's"
