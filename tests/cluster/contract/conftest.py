@@ -113,9 +113,9 @@ def make_cluster(request: pytest.FixtureRequest, clock: Clock, tmp_path: Path) -
         if request.param in REAL:
             servers: RealServers = request.getfixturevalue("real_servers")
             shared = servers.get(context if crds else "bare")
-            made = shared.client(name, cache=request.param in CACHED, discovery=tmp_path / context)
-            started.append((made, None))
-            return made
+            client = shared.client(name, cache=request.param in CACHED, discovery=tmp_path / context)
+            started.append((client, None))
+            return client
         if request.param == "memory":
             made = MemoryCluster(name, clock=clock)
         else:

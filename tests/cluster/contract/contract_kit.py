@@ -72,7 +72,7 @@ class Span:
         """Whether a server timestamp (RFC 3339, whole seconds, Z) was taken within the span."""
         assert STAMP.match(stamp), f"not a whole-second UTC timestamp: {stamp!r}"
         assert self.end is not None, "the span has not ended"
-        return self.start.replace(microsecond=0) <= parse_time(stamp) <= self.end
+        return bool(self.start.replace(microsecond=0) <= parse_time(stamp) <= self.end)
 
 
 WIDGET_CRD: Obj = {

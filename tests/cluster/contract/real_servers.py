@@ -133,7 +133,7 @@ class SharedServer:
     def _all(self, api_version: str, kind: str) -> list[Obj]:
         """Every object of a kind; none where the kind is not served (a custom kind on ``bare``)."""
         try:
-            return self.janitor.list(api_version, kind, live=True).items
+            return list(self.janitor.list(api_version, kind, live=True).items)
         except NotFound:
             return []
 
