@@ -73,8 +73,8 @@ def json_patch(doc: Any, operations: Any) -> Any:
                 doc = _add(doc, path, json_copy(_get(doc, _pointer(op["from"]))))
             elif not _json_equal(_get(doc, path), op["value"]):
                 raise _PatchError(f"testing value {op['path']} failed")
-        except _PatchError as err:
-            raise Invalid(f"the server rejected our request due to an error in our request: {err}") from None
+        except _PatchError:  # the API server names no detail, only this
+            raise Invalid("the server rejected our request due to an error in our request") from None
     return doc
 
 

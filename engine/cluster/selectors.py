@@ -31,6 +31,12 @@ _VALUE_MSG = (
     " start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used"
     " for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
+_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and"
+    " end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is"
+    " '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must"
     " start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is"
@@ -43,30 +49,41 @@ def is_subdomain(text: str) -> bool:
     return len(text) <= 253 and _SUBDOMAIN_RE.fullmatch(text) is not None
 
 
-def label_key_errors(key: str) -> list[str]:
-    """What is wrong with a label key (a qualified name), as the API server words it; [] when valid."""
+def namespace_name_errors(name: str) -> list[str]:
+    """What is wrong with a Namespace's name (an RFC 1123 label), as the API server words it; [] when valid."""
+    if "." in name:
+        return ["must not contain dots"]
+    errors = ["must be no more than 63 characters"] if len(name) > 63 else []
+    if not _LABEL_RE.fullmatch(name):
+        errors.append(LABEL_MSG)
+    return errors
+
+
+def label_key_errors(key: str, *, unit: str = "characters") -> list[str]:
+    """What is wrong with a label key (a qualified name), as the API server words it; [] when valid. unit: how
+    a length limit is worded (an object's labels: "bytes"; a selector's: "characters")."""
     prefix, slash, name = key.rpartition("/")
     errors: list[str] = []
     if slash and not prefix:
         errors.append("prefix part must be non-empty")
     elif prefix and len(prefix) > 253:
-        errors.append("prefix part must be no more than 253 characters")
+        errors.append(f"prefix part must be no more than 253 {unit}")
     elif prefix and not is_subdomain(prefix):
         errors.append("prefix part " + SUBDOMAIN_MSG)
     if not name:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
+        errors.append(f"name part must be no more than 63 {unit}")
     elif not _NAME_RE.fullmatch(name):
         errors.append(_NAME_MSG)
     return errors
 
 
-def label_value_errors(value: str) -> list[str]:
-    """What is wrong with a label value, as the API server words it; [] when valid."""
+def label_value_errors(value: str, *, unit: str = "characters") -> list[str]:
+    """What is wrong with a label value, as the API server words it; [] when valid. unit: as for keys."""
     errors: list[str] = []
     if len(value) > 63:
-        errors.append("must be no more than 63 characters")
+        errors.append(f"must be no more than 63 {unit}")
     if not _VALUE_RE.fullmatch(value):
         errors.append(_VALUE_MSG)
     return errors
@@ -317,18 +334,67 @@ class FieldSelector:
 
 
 def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FIELDS) -> FieldSelector:
-    """Parse ``metadata.name=x,metadata.namespace!=y``; BadRequest on syntax or an unsupported field."""
+    """Parse ``metadata.name=x,metadata.namespace!=y`` as apimachinery's ``fields.ParseSelector`` does (terms split on
+    unescaped commas, sorted; ``\\``, ``\\,`` and ``\\=`` escapes in values); BadRequest in its words on a syntax
+    error, then on an unsupported field."""
     if not selector or not selector.strip():
         return FieldSelector()
-    requirements: list[FieldRequirement] = []
-    for clause in selector.split(","):
-        if not clause:  # `metadata.name=a,`: apimachinery skips an empty term
+    parsed: list[tuple[str, str, str]] = []
+    for term in sorted(_split_terms(selector)):
+        if not term:  # `metadata.name=a,`: apimachinery skips an empty term
             continue
-        match = re.fullmatch(r"\s*([^=!\s]+)\s*(==|!=|=)\s*(\S*)\s*", clause)
-        if match is None:
-            raise BadRequest(f"invalid field selector {selector!r}: invalid selector: {clause.strip()!r}")
-        path, operator, value = match.groups()
+        split = _split_term(term)
+        if split is None:
+            raise BadRequest(f"invalid selector: '{selector}'; can't understand '{term}'")
+        parsed.append((split[0], split[1], _unescape(split[2])))
+    requirements: list[FieldRequirement] = []
+    for path, operator, value in parsed:
         if path not in supported:
-            raise BadRequest(f'field label not supported: {path}')
+            raise BadRequest(f"field label not supported: {path}")
         requirements.append(FieldRequirement(path, "!=" if operator == "!=" else "=", value))
     return FieldSelector(tuple(requirements))
+
+
+def _split_terms(selector: str) -> list[str]:
+    """The terms of a field selector: split on commas not escaped by a backslash."""
+    terms, start, escaped = [], 0, False
+    for i, char in enumerate(selector):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            terms.append(selector[start:i])
+            start = i + 1
+    terms.append(selector[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """(field, operator, raw value) at the first ``!=``, ``==`` or ``=``; None without one."""
+    for i in range(len(term)):
+        for operator in ("!=", "==", "="):
+            if term.startswith(operator, i):
+                return term[:i], operator, term[i + len(operator):]
+    return None
+
+
+def _unescape(value: str) -> str:
+    """A term's value with its escapes undone; BadRequest on a bad escape or a bare ``,`` or ``=``."""
+    out: list[str] = []
+    escaped = False
+    for char in value:
+        if escaped:
+            if char not in "\\,=":
+                raise BadRequest(f"invalid field selector: invalid escape sequence: \\{char}")
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in ",=":
+            raise BadRequest(f"invalid field selector: unescaped character in value: {ord(char)}")
+        else:
+            out.append(char)
+    if escaped:
+        raise BadRequest("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
