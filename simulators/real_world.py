@@ -158,11 +158,20 @@ def simulators_on(cluster: Cluster) -> list[Simulator]:
 
 @dataclass
 class RealWorld:
-    """The world on real servers: a live client per cluster (by context name) and the running controllers."""
+    """The world on real servers: a live client per cluster (by context name), the running controllers, and a
+    sentence saying what the world is (the launcher prints it)."""
 
     clusters: dict[str, KubeCluster]
     management: KubeCluster
     controllers: Controllers
+    description: str = ""
+
+
+def description(management: str, targets: Sequence[str]) -> str:
+    """What ``real_world`` made, in a sentence."""
+    where = f"{management} and {', '.join(targets)} (registered in c5c3-clusters)" if targets else management
+    return (f"With the embedded world: our CRDs and the external stand-ins, ControlPlane openstack/cp assigning "
+            f"tenant-a on {where}; K-ORC, ESO and the RabbitMQ topology operator are simulated here.")
 
 
 @contextlib.contextmanager
@@ -189,7 +198,7 @@ def real_world(servers: Mapping[str, RealServer], crds: Path, *, user: str = "ad
             seed(live[management_name], registration(target, servers[target].kubeconfig(target, user=user)))
         lab = client(MANAGEMENT_CLUSTER, servers[management_name].kubeconfig(management_name, user=user), cache=True)
         controllers = Controllers(simulators_on(ReadsItsWrites(lab, cluster_name=MANAGEMENT_CLUSTER))).start()
-        yield RealWorld(live, live[management_name], controllers)
+        yield RealWorld(live, live[management_name], controllers, description(management_name, targets))
     finally:
         if controllers is not None:
             controllers.stop()

@@ -73,9 +73,11 @@ def test_a_test_tool_is_declared_as_one_and_imported_only_by_its_tier(module: st
 
 
 def test_the_lab_is_found_by_entry_point() -> None:
-    """The embedded clusters and the demo are the lab's entry points, not imports of the engine."""
+    """The embedded clusters, the demo and the world on real servers are the lab's entry points, not imports of the
+    engine."""
     found = {ep.name: ep.value for ep in entry_points(group=cli.LAB_ENTRY_POINTS)}
-    assert found == {"embedded": "simulators.embedded:main", "demo": "simulators.demo:main"}
+    assert found == {"embedded": "simulators.embedded:main", "demo": "simulators.demo:main",
+                     "real-world": "simulators.real_world:real_world"}
     assert PYPROJECT["project"]["entry-points"][cli.LAB_ENTRY_POINTS] == found
 
 

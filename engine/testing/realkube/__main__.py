@@ -2,9 +2,9 @@
 
 Starts one cluster per ``--cluster`` (default: ``management`` and ``edge-1``, as ``engine run``'s embedded
 clusters), writes one kubeconfig with a context per cluster, prints how to use it, and stops everything on
-SIGINT or SIGTERM. With ``--world`` the clusters get what ``engine run``'s embedded clusters have (our CRDs, the
-external stand-ins, ControlPlane ``openstack/cp``, the registration of each further cluster, simulated K-ORC,
-ESO and topology operator: the lab's entry point ``real-world``), so ``engine run --kubeconfig`` and the README's
+SIGINT or SIGTERM. With ``--world`` the clusters get what ``engine run``'s embedded clusters have (the CRDs, the
+world the orders need, the registration of each further cluster, the simulated external controllers: the lab's
+entry point ``real-world``, which also says what it made), so ``engine run --kubeconfig`` and the README's
 walkthrough run against real servers; the kubeconfig is written once the world is ready.
 """
 
@@ -46,8 +46,8 @@ def parser() -> argparse.ArgumentParser:
                             "terminating), as envtest does")
     parse.add_argument("--world", action="store_true",
                        help="install the CRDs and the embedded world (the first cluster is the management cluster, "
-                            "each other one a registered target cluster) and run the simulated K-ORC, ESO and "
-                            "topology operator, so that `engine run --kubeconfig` serves orders on these servers")
+                            "each other one a registered target cluster) and run the simulated external "
+                            "controllers, so that `engine run --kubeconfig` serves orders on these servers")
     parse.add_argument("--crds", type=Path, metavar="DIR",
                        help="with --world: the CRDs to install, and DIR/external (default: deploy/crds/, else the "
                             "installed CRDs)")
@@ -98,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
             if halt.is_set():
                 return 130
         with contextlib.ExitStack() as world:
+            described: str | None = None
             if world_of is not None:
                 print(f"kube-cluster: installing the CRDs of {crds} and the embedded world ...", file=sys.stderr)
-                world.enter_context(world_of(servers, crds))
+                described = str(getattr(world.enter_context(world_of(servers, crds)), "description", ""))
             write_kubeconfig(kubeconfig, servers, names[0])
-            print(banner(servers, kubeconfig, world=world_of is not None), flush=True)
+            print(banner(servers, kubeconfig, world=described), flush=True)
             halt.wait()
         return 0
     except (BinariesMissing, ServerFailed, TimeoutError) as error:
@@ -113,21 +114,16 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
 
 
-def banner(servers: dict[str, KubeServer], kubeconfig: Path, *, world: bool) -> str:
-    """What is running and how to use it."""
+def banner(servers: dict[str, KubeServer], kubeconfig: Path, *, world: str | None) -> str:
+    """What is running and how to use it; ``world``: what the lab's world says of itself, when there is one."""
     binaries = next(iter(servers.values())).binaries
-    names = list(servers)
     lines = [f"\nReal API servers ({', '.join(f'{n} at {s.url}' for n, s in servers.items())}).", "In another shell:",
              "", f"  export KUBECONFIG={kubeconfig}",
              f"  export PATH={binaries.folder}:$PATH      # kubectl {binaries.folder.name.split('_')[0]}"]
-    if world:
-        targets = ", ".join(names[1:]) or "no target cluster"
-        lines[1:1] = [f"With the embedded world: our CRDs, ControlPlane openstack/cp assigning tenant-a on {names[0]} "
-                      f"and {targets} (registered in c5c3-clusters); K-ORC, ESO and the RabbitMQ topology operator "
-                      "are simulated here."]
+    if world is not None:
+        lines[1:1] = [world] if world else []
         lines += ["  ./scripts/engine run --kubeconfig $KUBECONFIG    # the operator, on these servers", "",
-                  "and in a third, the README's walkthrough (kubectl apply --server-side -f "
-                  "examples/orders/keystoneuser.yaml ...)."]
+                  "and in a third, the README's walkthrough (its kubectl commands)."]
     else:
         lines += ["  kubectl get namespaces"]
     lines += ["", "Ctrl-C stops them and removes their data."]
