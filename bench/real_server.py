@@ -279,7 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for obj in management_world(targets=()):
             real_world.seed(cluster, obj)
         controllers = real_world.Controllers(
-            real_world.simulators_on(real_world.ReadsItsWrites(lab, cluster_name="")), every=args.react_every).start()
+            real_world.simulators_on(lab), every=args.react_every).start()
         readiness = Readiness(cluster)
         kubeconfig = work / "kubeconfig"
         write_kubeconfig(kubeconfig, {"bench": _As(server, OPERATOR)}, "bench")

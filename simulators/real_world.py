@@ -10,8 +10,8 @@ management cluster on a thread. ``python -m engine.testing.realkube --world`` re
 entry point ``real-world``; the README walkthrough's test and the integration tests use its parts.
 
 The simulated controllers act through any Cluster. On a real server they read through a cached client
-(watches, not a list per round) that waits, after each of its own writes, until its cache has seen it
-(``ReadsItsWrites``): a controller must never decide twice on a state it already changed.
+(watches, not a list per round), whose reads after one of its writes wait until its cache holds that write
+(``KubeCluster``): a controller never decides twice on a state it already changed.
 """
 
 from __future__ import annotations
@@ -24,19 +24,17 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from engine.clock import SystemClock
-from engine.cluster.api import MANAGEMENT_CLUSTER, AlreadyExists, Cluster, Obj, Verb
+from engine.cluster.api import MANAGEMENT_CLUSTER, AlreadyExists, Cluster, Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.config import api_client_from_kubeconfig
-from engine.cluster.wrapper import WRITES, ClusterWrapper
 from simulators import eso, korc, topology
 from simulators.base import Simulator, react
 from simulators.embedded import crd_documents, management_world, registration, target_world
 
 LOG = logging.getLogger("simulators.real_world")
-T = TypeVar("T")
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 SERVED_PATIENCE = 60.0
@@ -100,21 +98,6 @@ def seed(cluster: Cluster, obj: Obj) -> Obj:
     meta = created["metadata"]
     return cluster.patch(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"], {"status": status},
                          status=True)
-
-
-class ReadsItsWrites(ClusterWrapper):
-    """A cached cluster (``KubeCluster``) whose reads wait, after each of its writes, until its cache holds what the
-    write answered: no stale read of one's own write. Over a cluster without a cache, a plain pass-through."""
-
-    def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
-              send: Callable[[], T], **extra: Any) -> T:
-        answer = send()
-        expect_seen = getattr(self.inner, "expect_seen", None)
-        if verb in WRITES and expect_seen is not None and isinstance(answer, dict):
-            version = (answer.get("metadata") or {}).get("resourceVersion")
-            if version:
-                expect_seen(api_version, kind, namespace, str(version), answer)
-        return answer
 
 
 class Controllers:
@@ -197,7 +180,7 @@ def real_world(servers: Mapping[str, RealServer], crds: Path, *, user: str = "ad
                 seed(live[target], obj)
             seed(live[management_name], registration(target, servers[target].kubeconfig(target, user=user)))
         lab = client(MANAGEMENT_CLUSTER, servers[management_name].kubeconfig(management_name, user=user), cache=True)
-        controllers = Controllers(simulators_on(ReadsItsWrites(lab, cluster_name=MANAGEMENT_CLUSTER))).start()
+        controllers = Controllers(simulators_on(lab)).start()
         yield RealWorld(live, live[management_name], controllers, description(management_name, targets))
     finally:
         if controllers is not None:

@@ -11,7 +11,7 @@ reacting on a background thread. It stands on one of two backends (``BACKENDS``)
 - ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``) from a pool that starts
   them ahead (``ServerPool``), the world written and read through a client of the ``world`` user, the operator
   connecting as the ``operator`` user, whose requests the server's audit log records (the real server's request
-  log); the simulated controllers read through a cached client that waits for its own writes.
+  log); the simulated controllers read through a cached client (which reads its own writes).
 
 The operator reaches the clusters only through the kubeconfig it is given (and the registration Secrets, which
 carry a target's CA and a token on the real backend), as it would real API servers; the tests read and write
@@ -285,7 +285,7 @@ class Served:
             self.stop()
             raise
         self.cluster = self._clients[0]
-        self.lab = real_world.ReadsItsWrites(self._clients[1], cluster_name=name)
+        self.lab = self._clients[1]
         self.server = RealServer(self._real)
 
     @property
