@@ -21,7 +21,9 @@ repair probe (delivered Secrets deleted and edited, timed until restored), stead
   readiness watch, audit log reading) and the API server's (etcd, kube-apiserver, kube-controller-manager);
 - time-to-Ready per order: from its create to the first watch event showing it Ready.
 
-The simulated controllers react within ``--react-every`` seconds (the shared harness's K-ORC and ESO after 0.2 s).
+The simulated controllers react within ``--react-every`` seconds (the shared harness's K-ORC and ESO after 0.2 s),
+each writing a round's reactions on ``--controller-workers`` threads; the orders are created on ``--create-workers``
+threads (the shared harness writes both in-process, without a request).
 Timings depend on the machine and its load: compare in one sitting. Everything stays on 127.0.0.1 and stops.
 """
 
@@ -41,6 +43,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -269,6 +272,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary: dict[str, Any] = {"backend": "real kube-apiserver", "n": n, "workdir": str(work), "problems": [],
                                "host": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
                                "params": {"react_every": args.react_every,
+                                          "controller_workers": args.controller_workers,
+                                          "create_workers": args.create_workers,
                                           "engine_args": os.environ.get("ENGINE_ARGS", "")}}
     with KubeServer("bench", users=users, audit_users=(OPERATOR,)) as server:
         as_harness = server.kubeconfig("bench", user=HARNESS)
@@ -279,7 +284,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for obj in management_world(targets=()):
             real_world.seed(cluster, obj)
         controllers = real_world.Controllers(
-            real_world.simulators_on(lab), every=args.react_every).start()
+            real_world.simulators_on(lab), every=args.react_every, workers=args.controller_workers).start()
         readiness = Readiness(cluster)
         kubeconfig = work / "kubeconfig"
         write_kubeconfig(kubeconfig, {"bench": _As(server, OPERATOR)}, "bench")
@@ -307,9 +312,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 harness_before = harness_cpu()
                 t_converge, m_converge = time.time(), time.monotonic()
-                for name in names:
+
+                def create(name: str) -> None:
                     readiness.created[name] = time.monotonic()
                     cluster.create(order(name))
+
+                with ThreadPoolExecutor(args.create_workers) as creating:
+                    list(creating.map(create, names))
                 created_in = time.time() - t_converge
                 deadline, last_log = time.monotonic() + args.converge_timeout, 0.0
                 while readiness.count() < n and time.monotonic() < deadline and process.poll() is None:
@@ -380,6 +389,10 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--converge-timeout", type=float, default=900.0)
     parse.add_argument("--react-every", type=float, default=0.2,
                        help="seconds between two rounds of the simulated controllers (default 0.2)")
+    parse.add_argument("--controller-workers", type=int, default=8,
+                       help="threads each simulated controller writes a round's reactions on (default 8)")
+    parse.add_argument("--create-workers", type=int, default=8,
+                       help="threads the N orders are created on (default 8; the shared harness creates in-process)")
     parse.add_argument("--json", type=Path, help="also write the JSON summary here")
     return parse
 
