@@ -12,7 +12,6 @@ What normalisation ignores is listed in ``IGNORED`` with the reason; everything 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import http.client
 import json
 import re
@@ -31,6 +30,8 @@ MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
+USER_AGENT = "differential-harness"
+"""The harness's User-Agent: the field manager of a write that names none (the memory leg passes it as one)."""
 
 IGNORED: Mapping[str, str] = {
     "metadata.uid": "random per server: replaced by <uid:N>, N the order of first appearance in the case, so an "
@@ -152,7 +153,7 @@ class HttpLeg:
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
     def _headers_for(self, request: Call) -> dict[str, str]:
-        headers = {**self._headers, "Accept": request.accept, "User-Agent": "differential-harness"}
+        headers = {**self._headers, "Accept": request.accept, "User-Agent": f"{USER_AGENT}/1.0"}
         if request.body is not None:
             headers["Content-Type"] = request.content_type
         return headers
@@ -276,19 +277,44 @@ class Divergence:
 
     def __str__(self) -> str:
         names = list(self.answers)
-        first = json.dumps(self.answers[names[0]], indent=1, sort_keys=True).splitlines()
+        reference = self.answers[names[0]]
+        first = json.dumps(reference, indent=1, sort_keys=True).splitlines()
         lines = [f"case {self.case!r}, step {self.step}: {self.request.describe()}"]
         for other in names[1:]:
-            second = json.dumps(self.answers[other], indent=1, sort_keys=True).splitlines()
-            if first == second:
+            if self.answers[other] == reference:
                 continue
-            lines.append(f"--- {names[0]} vs {other}:")
-            lines += list(difflib.unified_diff(first, second, names[0], other, n=2, lineterm=""))
+            lines.append(f"--- {names[0]} vs {other}, where they differ:")
+            for path, mine, theirs in differences(reference, self.answers[other])[:40]:
+                lines.append(f"  {path}: {names[0]} {_short(mine)} / {other} {_short(theirs)}")
         lines.append(f"{names[0]} answered (normalised):")
         lines += ["  " + line for line in first[:60]]
         if len(first) > 60:
             lines.append(f"  ... ({len(first) - 60} more lines)")
         return "\n".join(lines)
+
+
+_ABSENT = "<absent>"
+
+
+def differences(one: Any, two: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, one's value, two's value) for every leaf or shape where two JSON documents differ."""
+    if isinstance(one, dict) and isinstance(two, dict):
+        found = []
+        for key in sorted(set(one) | set(two)):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in one or key not in two:
+                found.append((where, one.get(key, _ABSENT), two.get(key, _ABSENT)))
+            else:
+                found += differences(one[key], two[key], where)
+        return found
+    if isinstance(one, list) and isinstance(two, list) and len(one) == len(two):
+        return [d for at, (a, b) in enumerate(zip(one, two, strict=True)) for d in differences(a, b, f"{path}[{at}]")]
+    return [] if one == two else [(path, one, two)]
+
+
+def _short(value: Any) -> str:
+    text = value if value == _ABSENT else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 @dataclass

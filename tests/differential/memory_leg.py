@@ -13,8 +13,20 @@ import yaml
 
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator.rest import list_item
 from engine.testing.emulator.routes import Target, parse_route
-from tests.differential.harness import APPLY, JSON, JSON_PATCH, MERGE, STRATEGIC, UNMAPPED, Answer, Call, Obj
+from tests.differential.harness import (
+    APPLY,
+    JSON,
+    JSON_PATCH,
+    MERGE,
+    STRATEGIC,
+    UNMAPPED,
+    USER_AGENT,
+    Answer,
+    Call,
+    Obj,
+)
 
 _PATCH_TYPES = {MERGE: "merge", JSON_PATCH: "json", STRATEGIC: "strategic"}
 _UNMAPPED_QUERY = {"dryRun", "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "sendInitialEvents",
@@ -52,7 +64,7 @@ class MemoryLeg:
         return None
 
     def _send(self, request: Call, route: Target, info: ResourceInfo, query: dict[str, str]) -> Answer:
-        method, manager = request.method, query.get("fieldManager")
+        method, manager = request.method, query.get("fieldManager") or USER_AGENT
         status = route.subresource == "status"
         body = _body(request)
         if route.name is None:
@@ -64,7 +76,7 @@ class MemoryLeg:
                 listed = self.cluster.list(info.api_version, info.kind, route.namespace,
                                            labels=query.get("labelSelector") or None,
                                            fields=query.get("fieldSelector") or None)
-                items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in listed.items]
+                items = [list_item(info, obj) for obj in listed.items]
                 return Answer(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                                     "metadata": {"resourceVersion": listed.resource_version}, "items": items})
             return UNMAPPED
@@ -76,7 +88,7 @@ class MemoryLeg:
                 return Answer(200, self.cluster.update_status(obj, field_manager=manager))
             return Answer(200, self.cluster.update(obj, field_manager=manager))
         if method == "PATCH" and request.content_type == APPLY:
-            if not manager:
+            if not query.get("fieldManager"):
                 return UNMAPPED
             existed = self._exists(info, route)
             applied = self.cluster.apply(_addressed(body, info, route), field_manager=manager,
@@ -91,9 +103,9 @@ class MemoryLeg:
             held = self.cluster.delete(info.api_version, info.kind, route.namespace, route.name)
             if held is not None:
                 return Answer(200, held)
+            details = {"name": route.name, "group": info.group, "kind": info.plural, "uid": live["metadata"]["uid"]}
             return Answer(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                "details": {"name": route.name, "group": info.group, "kind": info.plural,
-                                            "uid": live["metadata"]["uid"]}})
+                                "details": {key: value for key, value in details.items() if value}})
         return UNMAPPED
 
     def _exists(self, info: ResourceInfo, route: Target) -> bool:
@@ -117,7 +129,7 @@ class MemoryLeg:
                 return Answer(200, None, (), [{"type": "ERROR", "object": err.status()}])
             raise
         if request.sentinel is not None:
-            self.cluster.create(_addressed(request.sentinel, info, route))
+            self.cluster.create(_addressed(request.sentinel, info, route), field_manager=USER_AGENT)
         seen: list[Obj] = []
         for event in events:
             obj = event["object"]
