@@ -444,6 +444,11 @@ def normalise(answer: Answer, context: _Context) -> Obj:
     return out
 
 
+def normalised(doc: Any) -> Any:
+    """One document normalised on its own (uids and resourceVersions numbered from 1)."""
+    return _document(doc, _Context({}))
+
+
 def _event(event: Obj, context: _Context) -> Obj | None:
     kind, obj = event.get("type"), event.get("object")
     if kind == "BOOKMARK":
