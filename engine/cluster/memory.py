@@ -36,6 +36,7 @@ from engine.cluster.api import (
     Gone,
     Invalid,
     LabelSelector,
+    NoSuchResource,
     NotFound,
     Obj,
     ObjectList,
@@ -47,7 +48,7 @@ from engine.cluster.api import (
 )
 from engine.cluster.crd_names import names_causes
 from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
+from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.printer_columns import column_causes
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
@@ -105,7 +106,7 @@ STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - acc
 
 
 def _no_resource() -> NotFound:
-    return NotFound("the server could not find the requested resource")
+    return NoSuchResource()
 
 
 @dataclass(frozen=True)
@@ -456,7 +457,8 @@ class MemoryCluster:
                 try:
                     cursor = int(str(resource_version))
                 except ValueError:
-                    raise BadRequest(f"invalid resource version {resource_version!r}") from None
+                    raise Unexplained(f'resourceVersion: Invalid value: "{resource_version}": strconv.ParseUint: '
+                                      f'parsing "{resource_version}": invalid syntax') from None
                 self._check_not_compacted(cursor)
         return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
 
@@ -645,9 +647,11 @@ class MemoryCluster:
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
         ):
             return self._out(k, old)
-        if not attributed:
+        if not attributed and old["metadata"].get("managedFields"):
             new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
                                     subresource=subresource, list_map_keys=k.list_keys)
+        elif not attributed:
+            new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
     def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
@@ -741,13 +745,14 @@ class MemoryCluster:
     def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
         """Store new under a fresh resourceVersion and log its event. The write that removes the
         last finalizer of a deleting object removes the object instead."""
-        new = builtin.stored(new)
         meta = new["metadata"]
         if old is not None and not seeded and meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(k, new)
             return self._out(k, new)
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
+        new = builtin.stored(new)  # also puts a built-in object's fields in its type's order, as answers have them
+        meta = new["metadata"]
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":

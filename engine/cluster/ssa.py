@@ -75,7 +75,7 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     mine: _Key = (manager, "Apply", subresource)
     entries = _read_entries(live)
     entry = entries.setdefault(mine, _Entry(*mine, "", None, frozenset()))
-    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists))
+    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists, empty_maps=True)) - _NEVER_OWNED
 
     before = _body(live)
     after = _merge(before, config, (), lists)
@@ -265,13 +265,14 @@ def _item_token(item: Any, keys: tuple[str, ...], where: Path) -> str:
     return "k:" + _canonical({k: item[k] if item.get(k) is not None else defaults[k] for k in keys})
 
 
-def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
-    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves."""
+def _nodes(value: Obj, lists: ListKeys, *, empty_maps: bool = False) -> dict[Path, str]:
+    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves. ``empty_maps``: an
+    empty map is a leaf (an applied config owns the empty maps it sets, as structured-merge-diff records them)."""
     out: dict[Path, str] = {}
 
     def visit(path: Path, node: Any) -> None:
         keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
-        if isinstance(node, dict) and keys != ATOMIC_MAP:
+        if isinstance(node, dict) and keys != ATOMIC_MAP and not (empty_maps and not node):
             out[path] = _MAP
             for key, child in node.items():
                 visit((*path, "f:" + key), child)

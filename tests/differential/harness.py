@@ -309,8 +309,12 @@ def differences(one: Any, two: Any, path: str = "") -> list[tuple[str, Any, Any]
             else:
                 found += differences(one[key], two[key], where)
         return found
-    if isinstance(one, list) and isinstance(two, list) and len(one) == len(two):
-        return [d for at, (a, b) in enumerate(zip(one, two, strict=True)) for d in differences(a, b, f"{path}[{at}]")]
+    if isinstance(one, list) and isinstance(two, list):
+        found = [d for at, (a, b) in enumerate(zip(one, two, strict=False)) for d in differences(a, b, f"{path}[{at}]")]
+        for at in range(min(len(one), len(two)), max(len(one), len(two))):
+            found.append((f"{path}[{at}]", one[at] if at < len(one) else _ABSENT,
+                          two[at] if at < len(two) else _ABSENT))
+        return found
     return [] if one == two else [(path, one, two)]
 
 
@@ -384,10 +388,15 @@ class Runner:
         return found
 
     def _diverge(self, request: Call, answers: dict[str, Any]) -> bool:
-        """Whether some leg differs from the first where no kept difference covers it."""
+        """Whether some leg differs from the first where no kept difference covers it (a leg that gives no
+        warnings is compared without them)."""
         names = list(answers)
+        warns = {leg.name: getattr(leg, "warns", True) for leg in self.legs}
         for other in names[1:]:
-            for path, _, _ in differences(answers[names[0]], answers[other]):
+            one, two = answers[names[0]], answers[other]
+            if not warns.get(other, True):
+                one, two = _without_warnings(one), _without_warnings(two)
+            for path, _, _ in differences(one, two):
                 covering = next((k for k in self.kept if k.covers(request, path)), None)
                 if covering is None:
                     return True
@@ -398,6 +407,10 @@ class Runner:
         for leg in self.legs:
             with contextlib.suppress(Exception):
                 leg.close()
+
+
+def _without_warnings(answer: Any) -> Any:
+    return {key: value for key, value in answer.items() if key != "warnings"} if isinstance(answer, dict) else answer
 
 
 def context_free(step: Call, names: Mapping[str, str]) -> Call:
@@ -545,8 +558,10 @@ def _message(text: str, context: _Context) -> str:
     for uid in sorted(context.uids, key=len, reverse=True):
         text = text.replace(uid, context.uid(uid))
     text = re.sub(r"too old resource version: \d+ \(\d+\)", "too old resource version: <rv> (<rv>)", text)
-    return re.sub(r"(ResourceVersion in (?:precondition|object meta): )(\d+)",
-                  lambda m: m.group(1) + context.rv(m.group(2)), text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", "<time>", text)
+    text = re.sub(r'(\\"resourceVersion\\":\\")(\d+)', lambda m: m.group(1) + context.rv(m.group(2)), text)
+    return re.sub(r"(ResourceVersion in (?:precondition|object meta): |ResourceVersion in the precondition \(|"
+                  r"ResourceVersion in record \()(\d+)", lambda m: m.group(1) + context.rv(m.group(2)), text)
 
 
 def _table(doc: Obj, context: _Context) -> Obj:

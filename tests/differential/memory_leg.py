@@ -7,13 +7,14 @@ field-selected watches, DeleteOptions) answer ``UNMAPPED`` and are compared on t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import yaml
 
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.rest import list_item
+from engine.testing.emulator.rest import addressed, list_item
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
@@ -29,12 +30,17 @@ from tests.differential.harness import (
 )
 
 _PATCH_TYPES = {MERGE: "merge", JSON_PATCH: "json", STRATEGIC: "strategic"}
-_UNMAPPED_QUERY = {"dryRun", "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "sendInitialEvents",
-                   "resourceVersionMatch", "limit", "continue"}
+_UNMAPPED_QUERY = {"propagationPolicy", "gracePeriodSeconds", "sendInitialEvents", "resourceVersionMatch", "limit",
+                   "continue"}
+"""Parameters the interface has no counterpart for."""
 
 
 class MemoryLeg:
-    """A leg answering through ``MemoryCluster``'s methods rather than HTTP."""
+    """A leg answering through ``MemoryCluster``'s methods rather than HTTP. It has no warnings to give: its
+    answers are compared without them. Fields validation is the HTTP layer's: a write it would refuse for
+    undeclared fields (Strict, or any server-side apply of a built-in kind) is not made here."""
+
+    warns = False
 
     def __init__(self, cluster: MemoryCluster, name: str = "memory") -> None:
         self.name = name
@@ -44,18 +50,52 @@ class MemoryLeg:
         pass
 
     def send(self, request: Call) -> Answer:
+        answer = self._answer(request)
+        if answer is UNMAPPED and request.is_watch and request.sentinel is not None:
+            self._make_sentinel(request)  # the HTTP legs make it whether or not the watch is compared here
+        return answer
+
+    def _make_sentinel(self, request: Call) -> None:
+        route = parse_route(request.path)
+        info = self._info(route) if isinstance(route, Target) else None
+        if info is not None and isinstance(route, Target) and request.sentinel is not None:
+            self.cluster.create(_addressed(request.sentinel, info, route), field_manager=USER_AGENT)
+
+    def _answer(self, request: Call) -> Answer:
         route = parse_route(request.path)
         query = dict(request.query)
         if (not isinstance(route, Target) or "Table" in request.accept or set(query) & _UNMAPPED_QUERY
                 or route.subresource not in (None, "status")):
             return UNMAPPED
         info = self._info(route)
-        if info is None:
+        if info is None or query.get("fieldValidation") not in (None, "", "Ignore", "Warn", "Strict"):
             return UNMAPPED
+        if "dryRun" in query:
+            return self._dry_run(request, route, query)
         try:
             return self._send(request, route, info, query)
         except ApiError as err:
             return Answer(err.code, err.status())
+
+    def _dry_run(self, request: Call, route: Target, query: dict[str, str]) -> Answer:
+        """``dryRun=All`` through the interface: the write on ``scratch()``, answered as nothing was stored."""
+        if query["dryRun"] != "All":
+            return UNMAPPED
+        plain = replace(request, query=tuple((key, value) for key, value in request.query if key != "dryRun"))
+        answer = MemoryLeg(self.cluster.scratch(), self.name).send(plain)
+        body = answer.body
+        if answer is UNMAPPED or answer.code not in (200, 201) or not isinstance(body, dict) or (
+                body.get("kind") == "Status"):
+            return answer
+        meta = dict(body.get("metadata") or {})
+        info = self._info(route)
+        try:
+            assert info is not None
+            live = self.cluster.get(info.api_version, info.kind, route.namespace, str(meta.get("name") or ""))
+            meta["resourceVersion"] = live["metadata"]["resourceVersion"]
+        except (ApiError, AssertionError):
+            meta.pop("resourceVersion", None)
+        return Answer(answer.code, {**body, "metadata": meta})
 
     def _info(self, route: Target) -> ResourceInfo | None:
         for info in self.cluster.resources():
@@ -67,6 +107,10 @@ class MemoryLeg:
         method, manager = request.method, query.get("fieldManager") or USER_AGENT
         status = route.subresource == "status"
         body = _body(request)
+        if method in ("POST", "PUT", "PATCH") and isinstance(body, dict) and request.content_type != JSON_PATCH:
+            strict = query.get("fieldValidation") == "Strict" or request.content_type == APPLY
+            if strict and self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind}):
+                return UNMAPPED
         if route.name is None:
             if method == "POST" and not status:
                 return Answer(201, self.cluster.create(_addressed(body, info, route), field_manager=manager))
@@ -149,17 +193,9 @@ def _body(request: Call) -> Any:
 
 
 def _addressed(body: Any, info: ResourceInfo, route: Target) -> Obj:
-    """The body as the HTTP layer hands it on: kind and apiVersion filled, namespace and name from the URL."""
-    obj: Obj = dict(body) if isinstance(body, dict) else {}
-    obj.setdefault("apiVersion", info.api_version)
-    obj.setdefault("kind", info.kind)
-    meta = dict(obj.get("metadata") or {})
-    if info.namespaced and route.namespace:
-        meta.setdefault("namespace", route.namespace)
-    if route.name is not None:
-        meta.setdefault("name", route.name)
-    obj["metadata"] = meta
-    return obj
+    """The body as the HTTP layer hands it on (kind, apiVersion, namespace and name checked against the URL and
+    filled from it): the same function, so a mismatch is refused alike."""
+    return addressed(body, info, route)
 
 
 __all__ = ["JSON", "MemoryLeg"]

@@ -4,7 +4,8 @@ an empty value of an ``omitempty`` field is dropped, and a by-value field that i
 its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``).
 
 The schema (``engine.cluster.builtin.schema``) tells a struct from a map and names each struct's Go type; the
-encoding data says, per field, what Go's encoder does with it when it is empty.
+encoding data says, per field, what Go's encoder does with it when it is empty, and gives the fields in the
+order Go writes them (so answers list them as the API server does).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def _struct(value: Obj, schema: Schema, path: str, unknown: list[str], stored: b
             sub = Schema(fields[key])
             out[key] = _struct({}, sub, f"{path}.{key}" if path else key, unknown, stored) if (
                 isinstance(rule, dict) and "properties" in sub.node) else copy.deepcopy(rule)
+    if written:  # the type's order, as Go encodes it
+        out = {**{key: out[key] for key in written if key in out}, **out}
     return out
 
 
