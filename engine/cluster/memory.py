@@ -216,6 +216,12 @@ class MemoryCluster:
             return k.admission.unknown_fields(obj)
         return builtin.unknown_fields(obj) or []
 
+    def compact(self) -> None:
+        """Forget every event so far, as etcd's compaction does: a watch from an older resourceVersion is Gone."""
+        with self._lock:
+            self._events.clear()
+            self._compacted = self._rv
+
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
         resourceVersion, no watchers and no event log. Stored objects are shared: no write changes one

@@ -30,6 +30,8 @@ MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
+COMPACT = "COMPACT"
+"""A step that is no request: each leg compacts its storage (etcd's compaction; the memory cluster's event log)."""
 USER_AGENT = "differential-harness"
 """The harness's User-Agent: the field manager of a write that names none (the memory leg passes it as one)."""
 
@@ -138,8 +140,9 @@ class HttpLeg:
     """A server spoken to over HTTP(S) with a keep-alive connection; watches get connections of their own."""
 
     def __init__(self, name: str, url: str, *, token: str | None = None, ca_pem: bytes | None = None,
-                 watch_patience: float = 10.0) -> None:
+                 watch_patience: float = 10.0, compact: Callable[[], None] | None = None) -> None:
         self.name = name
+        self.compact = compact
         self.url = url
         scheme, _, rest = url.partition("://")
         host, _, port = rest.partition(":")
@@ -171,6 +174,11 @@ class HttpLeg:
         return request.body.encode() if isinstance(request.body, str) else json.dumps(request.body).encode()
 
     def send(self, request: Call) -> Answer:
+        if request.method == COMPACT:
+            if self.compact is None:
+                raise AssertionError(f"{self.name}: this leg cannot compact its storage")
+            self.compact()
+            return Answer(0, "compacted")
         if request.is_watch:
             return self._watch(request)
         for attempt in (1, 2):
@@ -341,6 +349,8 @@ class Kept:
     reason: str
     covers: Callable[[Call, str], bool]
     case: Case
+    where: str = "shared"
+    """The runner whose real server shows it: "shared" (the session's), "compaction" (no watch cache)."""
 
 
 class Runner:

@@ -18,6 +18,7 @@ from engine.testing.emulator.rest import addressed, list_item
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
+    COMPACT,
     JSON,
     JSON_PATCH,
     MERGE,
@@ -50,6 +51,9 @@ class MemoryLeg:
         pass
 
     def send(self, request: Call) -> Answer:
+        if request.method == COMPACT:
+            self.cluster.compact()
+            return Answer(0, "compacted")
         answer = self._answer(request)
         if answer is UNMAPPED and request.is_watch and request.sentinel is not None:
             self._make_sentinel(request)  # the HTTP legs make it whether or not the watch is compared here
