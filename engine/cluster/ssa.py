@@ -90,7 +90,9 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     _release(entries, mine, changed | removed)
     entry.fields = applied_set
     entry.api_version = str(applied.get("apiVersion") or (live or {}).get("apiVersion", ""))
-    entry.touched = _canonical(after) != _canonical(before) or applied_set != last
+    # The entry is dated only when the apply changed the object (structured-merge-diff's managedFieldsUpdater):
+    # an apply that only takes ownership keeps the entry's time, and a new entry of one has none.
+    entry.touched = _canonical(after) != _canonical(before)
 
     result = _with_identity(after, live if live is not None else applied, create=live is None)
     _store(result, live, entries, now)
@@ -312,12 +314,56 @@ def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
         wanted = {_item_token(item, keys, path): item for item in config}
         if len(wanted) != len(config):
             raise Invalid(f"{_path_text(path)}: duplicate entries in a list merged by key")
-        merged = []
-        for item in live:
-            token = _item_token(item, keys, path)
-            merged.append(_merge(item, wanted.pop(token), (*path, token), lists) if token in wanted else item)
-        return merged + [copy.deepcopy(item) for item in wanted.values()]
+        return _merge_items(live, config, keys, path, lists)
     return copy.deepcopy(config)
+
+
+def _merge_items(live: list[Any], config: list[Any], keys: tuple[str, ...], path: Path, lists: ListKeys) -> list[Any]:
+    """A keyed list's items merged in structured-merge-diff's order (``visitListItems``): the config's items in
+    its order, the live items it does not name kept where they stood among them."""
+    left = [_item_token(item, keys, path) for item in live]
+    right = [_item_token(item, keys, path) for item in config]
+    left_items, right_items = dict(zip(left, live, strict=True)), dict(zip(right, config, strict=True))
+    shared = [token for token in right if token in left_items]
+    next_shared = shared.pop(0) if shared else None
+    out: list[Any] = []
+    merged: set[str] = set()
+
+    def both(token: str) -> Any:
+        if token in left_items:
+            return _merge(left_items[token], right_items[token], (*path, token), lists)
+        return copy.deepcopy(right_items[token])
+
+    at_left = at_right = 0
+    while at_left < len(left) or at_right < len(right):
+        if at_left < len(left) and at_right < len(right):
+            token = left[at_left]
+            if token == right[at_right]:
+                merged.add(token)
+                out.append(both(token))
+                at_left += 1
+                at_right += 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if token in right_items and next_shared is not None and next_shared != token:
+                at_left += 1
+                continue
+        if at_left < len(left):
+            token = left[at_left]
+            if token not in right_items:
+                out.append(live[at_left])
+                at_left += 1
+                continue
+            if token in merged:
+                at_left += 1
+        if at_right < len(right):
+            token = right[at_right]
+            merged.add(token)
+            out.append(both(token))
+            at_right += 1
+            if next_shared is not None and next_shared == token:
+                next_shared = shared.pop(0) if shared else None
+    return out
 
 
 def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKeys) -> None:
@@ -473,13 +519,19 @@ def _manager_text(entry: _Entry) -> str:
     return text + (f" using {entry.api_version}" if entry.operation == "Update" else "")
 
 
+def _set_order(path: Path) -> tuple[tuple[int, str], ...]:
+    """The order structured-merge-diff iterates a field set in: at each level the fields that end there (sorted),
+    then those that go deeper (sorted)."""
+    return tuple((0 if at == len(path) - 1 else 1, token) for at, token in enumerate(path))
+
+
 def _conflict_error(conflicts: Mapping[_Entry, frozenset[Path]]) -> Conflict:
     """A 409 worded like the API server's: one cause per field, grouped by manager."""
     causes: list[Cause] = []
     lines: list[str] = []
     for entry in sorted(conflicts, key=lambda e: (e.manager, e.operation, e.api_version, e.subresource or "")):
         who = _manager_text(entry)
-        paths = [_path_text(p) for p in sorted(conflicts[entry])]
+        paths = [_path_text(p) for p in sorted(conflicts[entry], key=_set_order)]
         causes += [Cause(field=p, message=f"conflict with {who}", reason="FieldManagerConflict") for p in paths]
         lines += [f"conflicts with {who}:", *(f"- {p}" for p in paths)]
     if len(causes) == 1:

@@ -106,6 +106,8 @@ class Answer:
     body: Any = None
     warnings: tuple[str, ...] = ()
     events: list[Obj] | None = None
+    compared: bool = True
+    """False: an answer kept for later references (``$rv(step)``) but not compared (a leg's stand-in)."""
 
     def as_json(self) -> Obj:
         out: Obj = {"code": self.code}
@@ -391,7 +393,7 @@ class Runner:
                 self.requests += 1
                 context.record(step.name, answer)
                 raw[leg.name] = answer
-                if answer is not UNMAPPED:
+                if answer is not UNMAPPED and answer.compared:
                     answers[leg.name] = normalise(answer, context)
             if step.compare and self._diverge(context_free(step, names), answers):
                 found.append(Divergence(case.name, index, context_free(step, names), answers, raw))

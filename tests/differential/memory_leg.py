@@ -66,6 +66,9 @@ class MemoryLeg:
             self.cluster.create(_addressed(request.sentinel, info, route), field_manager=USER_AGENT)
 
     def _answer(self, request: Call) -> Answer:
+        if "Table" in request.accept and request.method == "GET" and not request.is_watch:
+            plain = self._answer(replace(request, accept=JSON))  # the same read, for the steps that refer to it
+            return replace(plain, compared=False) if plain is not UNMAPPED else plain
         route = parse_route(request.path)
         query = dict(request.query)
         if (not isinstance(route, Target) or "Table" in request.accept or set(query) & _UNMAPPED_QUERY
