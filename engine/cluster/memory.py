@@ -312,6 +312,18 @@ class MemoryCluster:
             _take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
+    def scale(self, api_version: str, kind: str, namespace: str | None, name: str, replicas: int, *,
+              field_manager: str | None = None, resource_version: str | None = None) -> Obj:
+        """Set ``spec.replicas`` through the scale subresource (recorded as a ``scale`` write, as the API server
+        records it); ``resource_version``, when given, must be the stored one."""
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            old = self._existing(k, self._scope(k, namespace), name)
+            self._check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
+            new = json_copy(old)
+            new.setdefault("spec", {})["replicas"] = replicas
+            return self._update(k, old, new, field_manager, subresource="scale")
+
     def patch(
         self,
         api_version: str,
@@ -654,7 +666,9 @@ class MemoryCluster:
         ):
             return self._out(k, old)
         if not attributed and old["metadata"].get("managedFields"):
-            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+            # A scale write's entry carries no time: the API server converts it from the Scale's field set.
+            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER,
+                                    now=None if subresource == "scale" else self._now(),
                                     subresource=subresource, list_map_keys=k.list_keys)
         elif not attributed:
             new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update

@@ -99,7 +99,7 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     return result
 
 
-def record_update(old: Obj | None, new: Obj, manager: str, *, now: str,
+def record_update(old: Obj | None, new: Obj, manager: str, *, now: str | None,
                   subresource: str | None = None, list_map_keys: ListKeys = _NO_KEYS) -> Obj:
     """``new`` with managedFields brought up to date after a write that was not an apply.
 
@@ -477,7 +477,7 @@ def _fields_tree(fields: frozenset[Path]) -> Obj:
     return build(())
 
 
-def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str) -> None:
+def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str | None) -> None:
     """Write the entries into result; untouched, they stay exactly as they were in ``before``."""
     rows_before = ((before or {}).get("metadata") or {}).get("managedFields") or []
     kept = [e for e in entries.values() if e.fields]

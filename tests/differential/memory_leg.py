@@ -14,7 +14,8 @@ import yaml
 
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.rest import addressed, list_item
+from engine.cluster.patches import json_patch, merge_patch
+from engine.testing.emulator.rest import SCALED, addressed, list_item, scale_of
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
@@ -72,7 +73,7 @@ class MemoryLeg:
         route = parse_route(request.path)
         query = dict(request.query)
         if (not isinstance(route, Target) or "Table" in request.accept or set(query) & _UNMAPPED_QUERY
-                or route.subresource not in (None, "status")):
+                or route.subresource not in (None, "status", "scale")):
             return UNMAPPED
         info = self._info(route)
         if info is None or query.get("fieldValidation") not in (None, "", "Ignore", "Warn", "Strict"):
@@ -114,6 +115,8 @@ class MemoryLeg:
         method, manager = request.method, query.get("fieldManager") or USER_AGENT
         status = route.subresource == "status"
         body = _body(request)
+        if route.subresource == "scale":
+            return self._scale(request, route, info, body, manager)
         if method in ("POST", "PUT", "PATCH") and isinstance(body, dict) and request.content_type != JSON_PATCH:
             strict = query.get("fieldValidation") == "Strict" or request.content_type == APPLY
             if strict and self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind}):
@@ -158,6 +161,27 @@ class MemoryLeg:
             return Answer(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                 "details": {key: value for key, value in details.items() if value}})
         return UNMAPPED
+
+    def _scale(self, request: Call, route: Target, info: ResourceInfo, body: Any, manager: str) -> Answer:
+        """``/scale`` through the interface: the Scale read from the object, replicas written with ``scale``."""
+        if (info.api_version, info.kind) not in SCALED or route.name is None:
+            return UNMAPPED
+        current = scale_of(self.cluster.get(info.api_version, info.kind, route.namespace, route.name))
+        if request.method == "GET":
+            return Answer(200, current)
+        if request.method == "PUT" and isinstance(body, dict):
+            wanted = body
+        elif request.method == "PATCH" and request.content_type == MERGE and isinstance(body, dict):
+            wanted = merge_patch(current, body)
+        elif request.method == "PATCH" and request.content_type == JSON_PATCH:
+            wanted = json_patch(current, body)
+        else:
+            return UNMAPPED
+        spec, meta = wanted.get("spec") or {}, wanted.get("metadata") or {}
+        scaled = self.cluster.scale(info.api_version, info.kind, route.namespace, route.name,
+                                    int(spec.get("replicas") or 0), field_manager=manager,
+                                    resource_version=str(meta.get("resourceVersion") or "") or None)
+        return Answer(200, scale_of(scaled))
 
     def _exists(self, info: ResourceInfo, route: Target) -> bool:
         assert route.name is not None

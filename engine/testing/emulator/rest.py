@@ -35,7 +35,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import Unexplained, json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
-from engine.testing.emulator.printers import builtin_table
+from engine.testing.emulator.printers import builtin_table, selector_text
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
@@ -241,6 +241,8 @@ class Rest:
         method, query = request.method, request.query
         if events.is_core(info):
             return self._core_events(request, info, target, body)
+        if target.subresource == "scale" and target.name is not None and (info.api_version, info.kind) in SCALED:
+            return self._scale(request, info, target, body)
         if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
                                                or target.name is None):
             raise not_served()
@@ -430,6 +432,34 @@ class Rest:
         return Reply(200, self.cluster.patch(info.api_version, info.kind, target.namespace, target.name, body,
                                              patch_type=patch_type, status=status, field_manager=manager))
 
+    def _scale(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        """A Deployment's ``/scale``: its replicas as an autoscaling/v1 Scale, read, replaced or patched."""
+        assert target.name is not None
+        current = scale_of(self.cluster.get(info.api_version, info.kind, target.namespace, target.name))
+        if request.method == "GET":
+            return Reply(200, current)
+        if request.method == "PUT":
+            wanted = body if isinstance(body, dict) else {}
+        elif request.method == "PATCH":
+            media = request.content_type.partition(";")[0].strip().lower()
+            if media == JSON_PATCH:
+                wanted = json_patch(current, body)
+            elif media in MERGE:
+                wanted = merge_patch(current, body)
+            else:
+                raise UnsupportedMediaType(
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{JSON_PATCH}, {MERGE[0]}, {APPLY}, {MERGE[1]}")
+        else:
+            raise MethodNotAllowed("the server does not allow this method on the requested resource")
+        meta: Obj = wanted["metadata"] if isinstance(wanted.get("metadata"), dict) else {}
+        spec: Obj = wanted["spec"] if isinstance(wanted.get("spec"), dict) else {}
+        replicas = spec.get("replicas")
+        scaled = self.cluster.scale(info.api_version, info.kind, target.namespace, target.name, int(replicas or 0),
+                                    field_manager=request.field_manager,
+                                    resource_version=str(meta.get("resourceVersion") or "") or None)
+        return Reply(200, scale_of(scaled))
+
     def _exists(self, info: ResourceInfo, target: Target) -> bool:
         assert target.name is not None
         try:
@@ -518,6 +548,22 @@ def _go_map(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "<nil>" if value is None else str(value)
+
+
+SCALED = {("apps/v1", "Deployment")}
+"""Built-in kinds with a scale subresource."""
+
+
+def scale_of(obj: Obj) -> Obj:
+    """An object's autoscaling/v1 Scale: its identity, desired and observed replicas and its pod selector."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if key in meta},
+            "spec": {"replicas": int(spec.get("replicas") or 0)},
+            "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0),
+                       "selector": selector_text(spec.get("selector"))}}
 
 
 def list_item(info: ResourceInfo, obj: Obj) -> Obj:
