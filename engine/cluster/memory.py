@@ -3,7 +3,8 @@
 Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
 server, so it has to get right what a naive dict store gets wrong: resourceVersion and
 conflicts, generation, the status subresource, finalizers, ownerReference garbage
-collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``),
+collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``), built-in kinds
+decoded, defaulted and encoded as their Go types (``builtin``), strategic merge patch (``strategic``),
 no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
 
 Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
@@ -771,8 +772,9 @@ class MemoryCluster:
             return self._out(k, new)
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
-        new = builtin.stored(new)  # also puts a built-in object's fields in its type's order, as answers have them
-        meta = new["metadata"]
+        if not seeded:  # a seeded object is stored as given
+            new = builtin.stored(new)  # also puts a built-in object's fields in its type's order, as answers have
+            meta = new["metadata"]
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
