@@ -50,6 +50,8 @@ IGNORED: Mapping[str, str] = {
                                  "priorities compare",
     "PartialObjectMetadata managedFields in Table rows": "kubectl get never prints them; the object's own compare",
     "Warning header agent": "the '299 -' prefix is kept; only the text is compared",
+    "Service cluster IPs": "allocated at random on both sides: spec.clusterIP(s) and the Table's Cluster-IP cell "
+                           "are numbered <ip:N> by first appearance",
     "bookmarks before a watch's end": "a server sends them when it likes (the real one about once a minute and "
                                       "before a timeout; the emulator once caught up); the initial-events-end "
                                       "bookmark compares",
@@ -472,6 +474,12 @@ class _Context:
     def rv(self, value: str) -> str:
         return f"<rv:{self.rvs.setdefault(value, len(self.rvs) + 1)}>"
 
+    def ip(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in ("None", "", "<none>"):
+            return value
+        self.ips = getattr(self, "ips", {})
+        return f"<ip:{self.ips.setdefault(value, len(self.ips) + 1)}>"
+
 
 def _fill(text: str, names: Mapping[str, str]) -> str:
     for key, value in names.items():
@@ -547,6 +555,10 @@ def _object(obj: Obj, context: _Context) -> Obj:
             meta["ownerReferences"] = [{**r, "uid": context.uid(str(r.get("uid")))} if isinstance(r, dict) else r
                                        for r in meta["ownerReferences"]]
         obj["metadata"] = meta
+    spec = obj.get("spec")
+    if obj.get("kind") == "Service" and isinstance(spec, dict) and "clusterIP" in spec:
+        obj["spec"] = {**spec, "clusterIP": context.ip(spec["clusterIP"]),
+                       "clusterIPs": [context.ip(ip) for ip in spec.get("clusterIPs") or []]}
     return obj
 
 
@@ -579,9 +591,11 @@ def _message(text: str, context: _Context) -> str:
 def _table(doc: Obj, context: _Context) -> Obj:
     columns = [{k: c.get(k) for k in ("name", "type", "format", "priority")} for c in doc.get("columnDefinitions", [])]
     ages = {i for i, c in enumerate(columns) if c["name"] in TIME_COLUMNS or c["type"] == "date"}
+    ips = {i for i, c in enumerate(columns) if c["name"] == "Cluster-IP"}
     rows = []
     for row in doc.get("rows") or []:
-        cells = ["<age>" if i in ages and cell is not None else cell for i, cell in enumerate(row.get("cells", []))]
+        cells = ["<age>" if i in ages and cell is not None else context.ip(cell) if i in ips else cell
+                 for i, cell in enumerate(row.get("cells", []))]
         out: Obj = {"cells": cells}
         if isinstance(row.get("object"), dict):
             obj = _object(row["object"], context)
