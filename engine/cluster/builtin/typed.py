@@ -1,7 +1,8 @@
 """A built-in object's round trip through its Go type, as the API server decodes every write and encodes every
 answer: fields the type does not declare are dropped (and named, for ``fieldValidation``), ``null`` means unset,
 an empty value of an ``omitempty`` field is dropped, and a by-value field that is not set is written as Go writes
-its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``).
+its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``); quantities
+are written in canonical form (``0.5`` CPU is ``500m``).
 
 The schema (``engine.cluster.builtin.schema``) tells a struct from a map and names each struct's Go type; the
 encoding data says, per field, what Go's encoder does with it when it is empty, and gives the fields in the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from engine.cluster.builtin.quantity import QUANTITY, canonical
 from engine.cluster.builtin.schema import Schema, encoding
 
 Obj = dict[str, Any]
@@ -47,6 +49,8 @@ def _granular_lists_empty(value: Obj, schema: Schema) -> Obj:
 
 
 def _value(value: Any, schema: Schema | None, path: str, unknown: list[str], stored: bool) -> Any:
+    if schema is not None and schema.ref == QUANTITY:
+        return canonical(value)
     if schema is None or schema.open or schema.int_or_string:
         return value
     if schema.type == "array":
