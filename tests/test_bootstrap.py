@@ -84,7 +84,8 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def start(clone: Path, *command: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PATH": f"{clone.parent / 'fakebin'}:{os.environ['PATH']}"}
+    # The clone has no tools/kube-binaries: what is under test is the install, not the real-server tier's build.
+    env = {**os.environ, "PATH": f"{clone.parent / 'fakebin'}:{os.environ['PATH']}", "C5C3_REAL_SERVER": "skip"}
     return subprocess.Popen(
         [str(clone / command[0]), *command[1:]], cwd=clone, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,

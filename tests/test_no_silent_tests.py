@@ -31,8 +31,6 @@ REVIEWED: dict[tuple[str, str, str], str] = {
     ("conftest.py", "<module>", "skip"):
         "the real-server tier needs the binaries of scripts/kube-binaries (Go); scripts/test builds them when Go is"
         " there and then sets C5C3_REAL_SERVER=require, which turns this skip into a failure",
-    ("cluster/contract/conftest.py", "<module>", "skip"):
-        "garbage collection seen through a cache is asynchronous; the live `kube` run checks it",
 }
 """(file under tests/, enclosing test function or <module>, silencer) -> why it is right."""
 

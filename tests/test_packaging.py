@@ -25,13 +25,16 @@ OWN = {"engine", "simulators"}
 
 def imported_top_levels(package: str) -> set[str]:
     """Top-level module names imported anywhere in a package (lazy imports in functions included)."""
+    return {name for path in (ROOT / package).rglob("*.py") for name in imported_top_levels_of(path)}
+
+
+def imported_top_levels_of(path: Path) -> set[str]:
     names: set[str] = set()
-    for path in (ROOT / package).rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names.add(node.module.split(".")[0])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
     return names
 
 
@@ -44,13 +47,29 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+TEST_TOOLS = {"cryptography": "engine/testing/realkube"}
+"""Imports of the test tier alone, declared in the ``test`` extra, each only below the folder named: the real
+API servers' certificates are made by the tests' launcher, never by the operator or the lab."""
+
+
 def test_every_imported_distribution_is_declared() -> None:
     """What engine/ and simulators/ import is the standard library, ourselves, or a declared dependency."""
     by_module = packages_distributions()
     third_party = {n for p in OWN for n in imported_top_levels(p)} - set(sys.stdlib_module_names) - OWN
-    undeclared = sorted(f"{name} ({', '.join(by_module.get(name, ['no distribution']))})" for name in third_party
+    undeclared = sorted(f"{name} ({', '.join(by_module.get(name, ['no distribution']))})"
+                        for name in third_party - set(TEST_TOOLS)
                         if not {_normal(d) for d in by_module.get(name, [])} & declared())
     assert undeclared == []
+
+
+@pytest.mark.parametrize("module", sorted(TEST_TOOLS))
+def test_a_test_tool_is_declared_as_one_and_imported_only_by_its_tier(module: str) -> None:
+    test_extra = {_normal(re.split(r"[<>=!~\[; ]", spec, maxsplit=1)[0])
+                  for spec in PYPROJECT["project"]["optional-dependencies"]["test"]}
+    assert _normal(module) in test_extra
+    importers = sorted(str(path.relative_to(ROOT)) for p in OWN for path in (ROOT / p).rglob("*.py")
+                       if module in imported_top_levels_of(path))
+    assert importers and all(path.startswith(TEST_TOOLS[module] + "/") for path in importers), importers
 
 
 def test_the_lab_is_found_by_entry_point() -> None:

@@ -9,7 +9,10 @@ no-op writes that change nothing, and watch from a resourceVersion with a bounde
 
 Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
 not exist, and deleting a Namespace does not empty it), no version conversion (every
-served version of a CRD reads the same stored object), no deletecollection, no paging.
+served version of a CRD reads the same stored object), no deletecollection, no paging, no
+schemas for built-in kinds; garbage collection and a CRD's (un)serving happen in the write
+itself, where a real server's controllers act moments later. The contract suite
+(tests/cluster/contract) holds the rest to a real API server.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from engine.cluster.api import (
     PatchType,
     PrinterColumn,
     ResourceInfo,
+    ServerError,
     UnsupportedMediaType,
     WatchEvent,
 )
@@ -58,6 +62,7 @@ from engine.cluster.selectors import (
     is_subdomain,
     label_key_errors,
     label_value_errors,
+    namespace_name_errors,
     parse_fields,
     parse_labels,
 )
@@ -105,6 +110,16 @@ STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - acc
                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 """What the API server answers a strategic merge patch of a custom resource (415)."""
 
+_GENERATION_BUILTINS = frozenset({("apps", "Deployment"), ("policy", "PodDisruptionBudget"),
+                                  ("networking.k8s.io", "NetworkPolicy"), ("apiextensions.k8s.io", CRD_KIND)})
+"""Built-in kinds (group, kind) whose objects carry metadata.generation; Secrets, ConfigMaps and the other
+built-ins served here have none. Every custom resource has one."""
+_CONDITIONAL_UPDATE_BUILTINS = frozenset({("coordination.k8s.io", "Lease"), ("policy", "PodDisruptionBudget"),
+                                          ("apiextensions.k8s.io", CRD_KIND)})
+"""Built-in kinds (group, kind) an update must name a resourceVersion for, as every custom resource."""
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server puts on every Namespace: its name."""
+
 
 def _no_resource() -> NotFound:
     return NoSuchResource()
@@ -117,11 +132,26 @@ class _Kind:
     info: ResourceInfo
     admission: admission.CrdAdmission | None = None
     list_keys: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    custom: bool = False
+    """A custom resource (served for a CRD, or permissively), not a built-in kind."""
 
     @property
     def store(self) -> tuple[str, str]:
         """Where its objects live: every version of a group's kind shares one store."""
         return (self.info.group, self.info.kind)
+
+    @property
+    def has_generation(self) -> bool:
+        return self.custom or self.store in _GENERATION_BUILTINS
+
+    @property
+    def needs_resource_version(self) -> bool:
+        """Whether an update must name the resourceVersion it read (no unconditional update)."""
+        return self.custom or self.store in _CONDITIONAL_UPDATE_BUILTINS
+
+    @property
+    def is_namespace(self) -> bool:
+        return self.store == ("", "Namespace")
 
 
 @dataclass(frozen=True)
@@ -259,9 +289,11 @@ class MemoryCluster:
         reads: Collection[tuple[str, ...]] | None = None,
     ) -> ObjectList:
         """reads: ignored (every object is at hand whole)."""
-        selector, field_selector = parse_labels(labels), parse_fields(fields)
+        selector = parse_labels(labels)
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
+            # A custom resource's fields are refused in its own words; a built-in kind's by the default conversion.
+            field_selector = parse_fields(fields, labelled=k.custom)
             scope = namespace if k.info.namespaced else None
             items = [
                 handed_out(self._out(k, obj))
@@ -278,11 +310,14 @@ class MemoryCluster:
         with self._lock:
             k, namespace, _ = self._identify(obj, need_name=False)
             new = json_copy(obj)
+            given_version = (obj.get("metadata") or {}).get("resourceVersion")
             self._prepare_create(k, new, namespace, keep_managed=False)
             new = self._admit(k, new, None)
+            if given_version not in (None, "", "0"):
+                raise ServerError("resourceVersion should not be set on objects to be created")
             new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
                                     field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
-            builtin.prepare_for_create(new)
+            builtin.prepare_for_create(new)  # the strategy's own fields (a Namespace's finalizer): nobody owns them
             return self._commit(k, None, new)
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
@@ -290,7 +325,7 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             old = self._existing(k, namespace, name)
-            self._check_precondition(k, obj, old)
+            self._check_update_preconditions(k, obj, old)
             new = json_copy(obj)
             _keep_server_fields(new, old)
             if k.info.status_subresource:
@@ -308,7 +343,7 @@ class MemoryCluster:
             if not k.info.status_subresource:
                 raise _no_resource()
             old = self._existing(k, namespace, name)
-            self._check_precondition(k, obj, old)
+            self._check_update_preconditions(k, obj, old)
             new = json_copy(old)
             _take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
@@ -363,6 +398,11 @@ class MemoryCluster:
                 raise Invalid("the patched object is not a JSON object")
             self._check_precondition(k, patched, old)
             meta: Obj = patched["metadata"] if isinstance(patched.get("metadata"), dict) else {}
+            if k.needs_resource_version and not meta.get("resourceVersion"):
+                raise self._unconditional(k, name)
+            if meta.get("uid") and meta["uid"] != old["metadata"].get("uid"):
+                cause = Cause("metadata.uid", f'Invalid value: "{meta["uid"]}": field is immutable')
+                raise self._invalid(k, name, [cause] * _metadata_repeats(k))
             if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
@@ -390,8 +430,6 @@ class MemoryCluster:
             if live is None:
                 if status:
                     raise self._not_found(k, name)
-                if applied["metadata"].get("resourceVersion"):
-                    raise self._conflict(k, name)
                 if k.info.status_subresource:
                     applied.pop("status", None)
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
@@ -438,7 +476,8 @@ class MemoryCluster:
                 meta.pop("namespace", None)
             meta.pop("resourceVersion", None)
             meta.setdefault("uid", self._new_uid())
-            meta.setdefault("generation", 1)
+            if k.has_generation:
+                meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", self._now())
             if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
                 new = self._admit_crd(new, None)
@@ -548,7 +587,7 @@ class MemoryCluster:
         if not self._permissive or any(k.store == (group, kind) for k in self._kinds.values()):
             raise _no_resource()
         lower = kind.lower()
-        return _Kind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower))
+        return _Kind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower), custom=True)
 
     def _install_crd(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
@@ -624,7 +663,7 @@ class MemoryCluster:
                                 details=self._details(k, meta["name"]))
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
-        if builtin.tracks_generation(k.info.api_version, k.info.kind):
+        if k.has_generation:
             meta["generation"] = 1
         if k.info.status_subresource:
             new.pop("status", None)
@@ -635,6 +674,24 @@ class MemoryCluster:
             name = prefix[:58] + "".join(random.choices(_GENERATED_CHARS, k=5))
             if (namespace or "", name) not in taken:
                 return name
+
+    def _check_update_preconditions(self, k: _Kind, body: Obj, old: Obj) -> None:
+        """An update's preconditions: the body's uid, if any, is the stored one's; its resourceVersion, if any
+        (and it must give one where the kind allows no unconditional update), is the stored one."""
+        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+        uid, stored_uid = meta.get("uid"), old["metadata"].get("uid")
+        name = old["metadata"]["name"]
+        if uid and uid != stored_uid:
+            namespace = old["metadata"].get("namespace")
+            key = "/".join(["/registry", *([k.info.group] if k.custom or k.info.kind == CRD_KIND else []),
+                            k.info.plural, *([namespace] if namespace else []), name])
+            raise Conflict(f'Operation cannot be fulfilled on {k.info.resource} "{name}": StorageError: invalid'
+                           f" object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition"
+                           f" failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
+                           details=self._details(k, name))
+        if k.needs_resource_version and not meta.get("resourceVersion"):
+            raise self._unconditional(k, name)
+        self._check_precondition(k, body, old)
 
     def _check_precondition(self, k: _Kind, body: Obj, old: Obj) -> None:
         """A resourceVersion in the body must be the stored one (optimistic concurrency)."""
@@ -658,9 +715,13 @@ class MemoryCluster:
         old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
+        if k.is_namespace:  # as the API server's namespace strategy: spec.finalizers and status are its own
+            for key in ("spec", "status"):
+                if key in old:
+                    new[key] = json_copy(old[key])
         new = self._admit(k, new, old)
         builtin.prepare_for_update(new, old)
-        if _spec(new, k) != _spec(old, k) and builtin.tracks_generation(k.info.api_version, k.info.kind):
+        if k.has_generation and _spec(new, k) != _spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         if _content(builtin.stored(new)) == _content(old) and (
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
@@ -677,7 +738,7 @@ class MemoryCluster:
 
     def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        self._validate_metadata(k, new)
+        self._validate_metadata(k, new, updating=old is not None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return self._admit_crd(new, old)
         if k.admission is not None:
@@ -705,15 +766,15 @@ class MemoryCluster:
         }
         return crd
 
-    def _validate_metadata(self, k: _Kind, obj: Obj) -> None:
+    def _validate_metadata(self, k: _Kind, obj: Obj, *, updating: bool) -> None:
         meta = obj["metadata"]
         name = str(meta.get("name") or "")
         causes: list[Cause] = []
-        if k.info.kind == "Namespace" and not k.info.group:
-            if len(name) > 63 or "." in name or not is_subdomain(name):
-                causes.append(Cause("metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 label must'
-                                    " consist of lower case alphanumeric characters or '-', and must start and end"
-                                    " with an alphanumeric character"))
+        if k.is_namespace:
+            if isinstance(meta.get("labels"), dict) or meta.get("labels") is None:
+                meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: name}
+            causes += [Cause("metadata.name", f'Invalid value: "{name}": {problem}')
+                       for problem in namespace_name_errors(name)]
         elif not is_subdomain(name):
             causes.append(Cause("metadata.name", f'Invalid value: "{name}": {SUBDOMAIN_MSG}'))
         labels = meta.get("labels") or {}
@@ -721,14 +782,16 @@ class MemoryCluster:
             causes.append(Cause("metadata.labels", "Invalid value: must be a map of strings", "FieldValueTypeInvalid"))
             labels = {}
         for key, value in labels.items():
-            for problem in label_key_errors(str(key)):
+            for problem in label_key_errors(str(key), unit="bytes"):
                 causes.append(Cause("metadata.labels", f'Invalid value: "{key}": {problem}'))
             if not isinstance(value, str):
                 causes.append(Cause(f"metadata.labels.{key}", "Invalid value: must be a string",
                                     "FieldValueTypeInvalid"))
                 continue
-            for problem in label_value_errors(value):
+            for problem in label_value_errors(value, unit="bytes"):
                 causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
+        if causes and updating and k.custom:
+            causes = [c for c in causes for _ in range(3)]  # the custom resource strategy reports each three times
         if causes:
             raise self._invalid(k, name, causes)
 
@@ -740,12 +803,9 @@ class MemoryCluster:
         added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
         if added:
             found = ", ".join(f'"{f}"' for f in added)
-            raise self._invalid(k, old["metadata"]["name"], [Cause(
-                "metadata.finalizers",
-                "Forbidden: no new finalizers can be added if the object is being deleted, "
-                f"found new finalizers []string{{{found}}}",
-                "FieldValueForbidden",
-            )])
+            cause = Cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being"
+                          f" deleted, found new finalizers []string{{{found}}}", "FieldValueForbidden")
+            raise self._invalid(k, old["metadata"]["name"], [cause] * _metadata_repeats(k))
 
     def _delete(self, k: _Kind, old: Obj) -> Obj | None:
         """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
@@ -832,7 +892,7 @@ class MemoryCluster:
             return found
         lower = store[1].lower()
         return _Kind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s", bool(obj["metadata"].get("namespace")),
-                                  True, lower))
+                                  True, lower), custom=True)
 
     def _log(self, kind: str, k: _Kind, obj: Obj, old: Obj | None) -> None:
         self._events.append(_Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
@@ -857,6 +917,12 @@ class MemoryCluster:
     def _not_found(self, k: _Kind, name: str) -> NotFound:
         return NotFound(f'{k.info.resource} "{name}" not found', details=self._details(k, name))
 
+    def _unconditional(self, k: _Kind, name: str) -> Invalid:
+        """An update of a kind that needs a resourceVersion, without one."""
+        cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
+        return Invalid(f'{k.info.resource} "{name}" is invalid: {cause.field}: {cause.message}', causes=[cause],
+                       details=self._details(k, name))
+
     def _conflict(self, k: _Kind, name: str) -> Conflict:
         return Conflict(
             f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
@@ -871,7 +937,7 @@ class MemoryCluster:
 def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
     """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
     qualified = f"{info.kind}.{info.group}" if info.group else info.kind
-    parts = [f"{c.field}: {c.message}" for c in causes]
+    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
     text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
     return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
                    details={"name": name, "group": info.group, "kind": info.kind})
@@ -951,7 +1017,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
             tuple(names.get("shortNames") or ()), columns, tuple(names.get("categories") or ()),
         )
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
-        kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema)))
+        kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema), custom=True))
     return kinds
 
 
@@ -977,6 +1043,12 @@ def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
 
 # ---------------------------------------------------------------------------
 # Object helpers.
+
+
+def _metadata_repeats(k: _Kind) -> int:
+    """How often an update's metadata error is among the causes: twice for a custom resource, whose strategy checks
+    the metadata again (a label error even three times), once for a built-in kind. The message names it once."""
+    return 2 if k.custom else 1
 
 
 def _spec(obj: Obj, k: _Kind) -> Obj:

@@ -33,6 +33,12 @@ _VALUE_MSG = (
     " start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used"
     " for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
+_LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and"
+    " end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is"
+    " '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must"
     " start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is"
@@ -45,9 +51,19 @@ def is_subdomain(text: str) -> bool:
     return len(text) <= 253 and _SUBDOMAIN_RE.fullmatch(text) is not None
 
 
-def label_key_errors(key: str) -> list[str]:
+def namespace_name_errors(name: str) -> list[str]:
+    """What is wrong with a Namespace's name (an RFC 1123 label), as the API server words it; [] when valid."""
+    if "." in name:
+        return ["must not contain dots"]
+    errors = ["must be no more than 63 characters"] if len(name) > 63 else []
+    if not _LABEL_RE.fullmatch(name):
+        errors.append(LABEL_MSG)
+    return errors
+
+
+def label_key_errors(key: str, *, unit: str = "bytes") -> list[str]:
     """What is wrong with a label key (a qualified name), as the API server words it (apimachinery's
-    ``content.IsLabelKey``); [] when valid."""
+    ``content.IsLabelKey``); [] when valid. unit: how a length limit is worded."""
     parts = key.split("/")
     errors: list[str] = []
     if len(parts) > 2:
@@ -59,31 +75,31 @@ def label_key_errors(key: str) -> list[str]:
         if not prefix:
             errors.append("prefix part must be non-empty")
         else:
-            errors += ["prefix part " + problem for problem in subdomain_errors(prefix)]
+            errors += ["prefix part " + problem for problem in subdomain_errors(prefix, unit=unit)]
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:
-        errors.append("name part must be no more than 63 bytes")
+        errors.append(f"name part must be no more than 63 {unit}")
     if not _NAME_RE.fullmatch(name):
         errors.append(_NAME_MSG)
     return errors
 
 
-def subdomain_errors(text: str) -> list[str]:
+def subdomain_errors(text: str, *, unit: str = "bytes") -> list[str]:
     """What is wrong with a DNS-1123 subdomain, as ``content.IsDNS1123Subdomain`` words it; [] when valid."""
     errors = []
     if len(text.encode()) > 253:
-        errors.append("must be no more than 253 bytes")
+        errors.append(f"must be no more than 253 {unit}")
     if not _SUBDOMAIN_RE.fullmatch(text):
         errors.append(SUBDOMAIN_MSG)
     return errors
 
 
-def label_value_errors(value: str) -> list[str]:
-    """What is wrong with a label value, as the API server words it; [] when valid."""
+def label_value_errors(value: str, *, unit: str = "bytes") -> list[str]:
+    """What is wrong with a label value, as the API server words it; [] when valid. unit: as for keys."""
     errors: list[str] = []
     if len(value.encode()) > 63:
-        errors.append("must be no more than 63 bytes")
+        errors.append(f"must be no more than 63 {unit}")
     if not _VALUE_RE.fullmatch(value):
         errors.append(_VALUE_MSG)
     return errors

@@ -34,10 +34,10 @@ def verbs(faulty: FaultyCluster) -> list[tuple[str, str | None, bool]]:
 class TestRecording:
     def test_every_verb_is_recorded(self, faulty: FaultyCluster) -> None:
         """Each call through the wrapper is one Call with its cluster, verb and target."""
-        faulty.create(widget("a"))
+        created = faulty.create(widget("a"))
         faulty.get(WIDGET, "Widget", "default", "a")
         faulty.list(WIDGET, "Widget", "default")
-        faulty.update(widget("a", spec={"size": 2}))
+        faulty.update(widget("a", spec={"size": 2}, resourceVersion=created["metadata"]["resourceVersion"]))
         faulty.patch(WIDGET, "Widget", "default", "a", {"spec": {"size": 3}})
         faulty.apply(widget("a"), field_manager="m", force=True)
         list(faulty.watch(WIDGET, "Widget", timeout=0))
@@ -50,8 +50,8 @@ class TestRecording:
 
     def test_status_writes_count_as_their_verb(self, faulty: FaultyCluster) -> None:
         """update_status is an update, a status patch a patch, a status apply an apply; the subresource is noted."""
-        faulty.create(widget("a"))
-        faulty.update_status(widget("a", status={"x": 1}))
+        created = faulty.create(widget("a"))
+        faulty.update_status(widget("a", status={"x": 1}, resourceVersion=created["metadata"]["resourceVersion"]))
         faulty.patch(WIDGET, "Widget", "default", "a", {"status": {"x": 2}}, status=True)
         faulty.apply(widget("a", status={"x": 3}), field_manager="m", force=True, status=True)
         assert [(c.verb, c.extra.get("subresource")) for c in faulty.calls[1:]] == [

@@ -66,3 +66,18 @@ def test_served_kinds_expire_only_unserved_answers() -> None:
     assert (kinds.known("a/v1", "Served"), kinds.known("a/v1", "Missing")) == (True, None)
     kinds.forget("a/v1", "Served")
     assert kinds.known("a/v1", "Served") is None
+
+
+def test_after_a_crd_write_nothing_is_remembered_while_the_server_settles() -> None:
+    """A real API server serves a new CRD's kind (and drops a deleted one) a moment after the write: for the
+    settle time after a CRD written through the cluster, discovery is asked every time."""
+    now = [0.0]
+    kinds = ServedKinds(recheck=10.0, settle=5.0, clock=lambda: now[0])
+    kinds.forget()  # a CRD written through the cluster
+    kinds.note("a/v1", "Thing", False)
+    assert kinds.known("a/v1", "Thing") is None
+    kinds.note("a/v1", "Thing", True)
+    assert kinds.known("a/v1", "Thing") is None
+    now[0] = 5.0
+    kinds.note("a/v1", "Thing", True)
+    assert kinds.known("a/v1", "Thing") is True

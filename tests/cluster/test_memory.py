@@ -105,7 +105,9 @@ class TestPermissive:
         status = permissive.patch(EXTERNAL, "Store", "default", "s", {"status": {"ok": True}, "spec": {"a": 3}},
                                   status=True)
         assert (status["spec"], status["status"], status["metadata"]["generation"]) == ({"a": 2}, {"ok": True}, 2)
-        updated = permissive.update(external("s", spec={"a": 2}, status={"ok": False}))
+        body = external("s", spec={"a": 2}, status={"ok": False})
+        body["metadata"]["resourceVersion"] = status["metadata"]["resourceVersion"]
+        updated = permissive.update(body)
         assert updated["status"] == {"ok": True}
 
     def test_not_found_names_guessed_resource(self, permissive: MemoryCluster) -> None:

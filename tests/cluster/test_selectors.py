@@ -237,14 +237,17 @@ class TestLabelSyntax:
 
 class TestParseFields:
     def test_name_and_namespace(self) -> None:
-        """metadata.name and metadata.namespace clauses parse, with =, == and !=, in apimachinery's order (the
-        terms sorted)."""
-        selector = parse_fields("metadata.name=a,metadata.namespace!=b,metadata.name==c")
+        """metadata.name and metadata.namespace clauses parse, with =, == and !=, in sorted order (as apimachinery
+        sorts the terms); a space is part of the field or value, as there."""
+        selector = parse_fields("metadata.namespace!=b,metadata.name==c,metadata.name=a")
         assert selector.requirements == (
-            FieldRequirement("metadata.name", "=", "c"),
+            FieldRequirement("metadata.name", "=", "c"),  # "metadata.name==c" sorts before "metadata.name=a"
             FieldRequirement("metadata.name", "=", "a"),
             FieldRequirement("metadata.namespace", "!=", "b"),
         )
+        assert parse_fields("metadata.name= a").requirements == (FieldRequirement("metadata.name", "=", " a"),)
+        with pytest.raises(BadRequest, match=r"^field label not supported:  metadata\.namespace$"):
+            parse_fields("metadata.name=a, metadata.namespace!=b", labelled=True)
 
     def test_matches(self) -> None:
         """A field selector compares the object's field; a missing namespace reads as empty."""
@@ -273,5 +276,5 @@ class TestParseFields:
 
     def test_malformed(self) -> None:
         """A clause without an operator is a BadRequest."""
-        with pytest.raises(BadRequest, match=r"invalid selector: 'metadata\.name'; can't understand 'metadata\.name'"):
+        with pytest.raises(BadRequest, match=r"^invalid selector: 'metadata\.name'; can't understand 'metadata\.name"):
             parse_fields("metadata.name")

@@ -147,7 +147,7 @@ class TestHappyPath:
                   - count: {kind: ConfigMap, namespace: shop, equals: 2}
                     cluster: edge-1
                   - count: {kind: ConfigMap, namespace: shop, equals: 0}
-                  - present: {kind: ConfigMap, metadata: {name: two, namespace: shop, uid: fixed-uid, generation: 1,
+                  - present: {kind: ConfigMap, metadata: {name: two, namespace: shop, uid: fixed-uid,
                               creationTimestamp: "2030-05-01T10:00:00Z"}}
                     cluster: edge-1
             """)

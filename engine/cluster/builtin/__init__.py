@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.builtin.defaults import prepare_for_create, prepare_for_update, set_defaults, tracks_generation
+from engine.cluster.builtin.defaults import prepare_for_create, prepare_for_update, set_defaults
 from engine.cluster.builtin.schema import Schema, kind_schema, list_keys
 from engine.cluster.builtin.typed import decode, zero
 
 __all__ = ["admit", "empty", "encoded", "kind_schema", "list_keys", "prepare_for_create", "prepare_for_update",
-           "stored", "tracks_generation", "unknown_fields"]
+           "stored", "unknown_fields"]
 
 
 def admit(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:

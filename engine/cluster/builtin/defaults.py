@@ -16,23 +16,11 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from engine.cluster.builtin.schema import Schema, kind_schema
+from engine.cluster.builtin.schema import Schema
 
 Obj = dict[str, Any]
 
-GENERATION_KINDS = frozenset({
-    ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget"), ("networking.k8s.io/v1", "NetworkPolicy"),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
-})
-"""Built-in kinds whose registry strategy keeps ``metadata.generation`` (set to 1 on create, bumped when the spec
-changes); every other built-in kind has none."""
-
 RBAC = "rbac.authorization.k8s.io"
-
-
-def tracks_generation(api_version: str, kind: str) -> bool:
-    """Whether objects of the kind have a generation: custom resources and the built-in kinds named above."""
-    return kind_schema(api_version, kind) is None or (api_version, kind) in GENERATION_KINDS
 
 
 def prepare_for_create(obj: Obj) -> None:

@@ -516,8 +516,8 @@ FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {
 def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
     """A list's or watch's field selector, checked against the fields the kind selects by."""
     own = FIELD_LABELS.get((info.api_version, info.kind))
-    if own is None:
-        return parse_fields(text or None)
+    if own is None:  # a custom resource's refusal is worded as a kind with its own conversion words it
+        return parse_fields(text or None, labelled=builtin.kind_schema(info.api_version, info.kind) is None)
     return parse_fields(text or None, own, labelled=True)
 
 

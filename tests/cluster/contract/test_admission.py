@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from contract_kit import WIDGET, WIDGET_CRD, widget
+from contract_kit import WIDGET, WIDGET_CRD, Settled, widget
 
 from engine.cluster.api import Cluster, Invalid
 
@@ -44,22 +44,24 @@ class TestAdmission:
         with pytest.raises(Invalid):
             cluster.update_status(widget("a", status="broken"))  # type: ignore[arg-type]
 
-    def test_defaults_and_pruning(self, bare: Cluster) -> None:
+    def test_defaults_and_pruning(self, bare: Cluster, settled: Settled) -> None:
         """Defaults fill in and unknown fields are pruned, and the object reads back that way."""
         bare.create(OPTIONS_CRD)
+        settled("asynchronous-crd", lambda: bare.serves(WIDGET, "Widget"), "Widget served")
         created = bare.create(widget("a", spec={"size": 1, "options": {}, "unknown": True}))
         assert created["spec"] == {"size": 1, "options": {"retries": 3}}
         assert bare.get(WIDGET, "Widget", "default", "a")["spec"] == created["spec"]
 
-    def test_apply_creates_through_admission(self, bare: Cluster) -> None:
+    def test_apply_creates_through_admission(self, bare: Cluster, settled: Settled) -> None:
         """An apply that creates the object is defaulted like a create."""
         bare.create(OPTIONS_CRD)
+        settled("asynchronous-crd", lambda: bare.serves(WIDGET, "Widget"), "Widget served")
         applied = bare.apply(widget("a", spec={"options": {}}), field_manager="m")
         assert applied["spec"] == {"options": {"retries": 3}}
 
     def test_kinds_without_crd_are_not_admitted(self, cluster: Cluster) -> None:
-        """Core kinds carry any data, but only the fields their type declares: no CRD schema applies to them,
-        and a field their Go type lacks is dropped, as the API server decodes them."""
+        """No CRD schema applies to a core kind: a ConfigMap's data takes any key. A field the kind does not have
+        is dropped, as the API server decodes the object into its type."""
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "d"},
                 "data": {"anything": "goes"}, "extra": {"kept": True}}
         created = cluster.create(body)

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from contract_kit import WIDGET, Clock, gadget, rv, secret, widget
+from contract_kit import WIDGET, Clock, exists, gadget, rv, secret, widget
 
 from engine.cluster import readonly
-from engine.cluster.api import AlreadyExists, Cluster, Conflict, Invalid, NotFound
+from engine.cluster.api import AlreadyExists, Cluster, Conflict, Invalid, NotFound, ServerError
 from engine.cluster.patches import json_copy
 
 
 class TestCreate:
-    def test_server_fields(self, cluster: Cluster) -> None:
+    def test_server_fields(self, cluster: Cluster, clock: Clock) -> None:
         """Create sets uid, creationTimestamp (the clock, whole seconds, Z), generation 1 and a resourceVersion."""
-        created = cluster.create(widget("a"))
+        with clock.span() as span:
+            created = cluster.create(widget("a"))
         meta = created["metadata"]
         assert meta["uid"]
-        assert meta["creationTimestamp"] == "2026-01-01T00:00:00Z"
+        assert span.holds(meta["creationTimestamp"])
         assert meta["generation"] == 1
         assert rv(created) > 0
         assert created["spec"] == {"size": 1}
@@ -26,14 +29,33 @@ class TestCreate:
         created = cluster.create(widget("a", labels={"app": "web"}))
         assert cluster.get(WIDGET, "Widget", "default", "a") == created
 
-    def test_server_fields_in_the_body_are_ignored(self, cluster: Cluster) -> None:
-        """uid, resourceVersion, generation and creationTimestamp in a create body do not stick."""
-        body = widget("a", uid="mine", resourceVersion="999999", generation=7, creationTimestamp="2000-01-01T00:00:00Z")
-        meta = cluster.create(body)["metadata"]
+    def test_server_fields_in_the_body_are_ignored(self, cluster: Cluster, clock: Clock) -> None:
+        """uid, generation and creationTimestamp in a create body do not stick."""
+        body = widget("a", uid="mine", generation=7, creationTimestamp="2000-01-01T00:00:00Z")
+        with clock.span() as span:
+            meta = cluster.create(body)["metadata"]
         assert meta["uid"] != "mine"
         assert meta["generation"] == 1
-        assert meta["creationTimestamp"] == "2026-01-01T00:00:00Z"
-        assert meta["resourceVersion"] != "999999"
+        assert span.holds(meta["creationTimestamp"])
+
+    def test_a_resource_version_in_the_body_is_refused(self, cluster: Cluster) -> None:
+        """A create body carrying a resourceVersion (an object read back and sent again) is an internal error (500)
+        of the API server's storage, and nothing is created."""
+        for body in (widget("a", resourceVersion="999999"), secret("s", resourceVersion="5")):
+            with pytest.raises(ServerError) as caught:
+                cluster.create(body)
+            assert (caught.value.code, caught.value.message) == (
+                500, "resourceVersion should not be set on objects to be created")
+        assert cluster.list(WIDGET, "Widget").items == []
+
+    def test_generation_only_where_the_kind_keeps_one(self, cluster: Cluster) -> None:
+        """A custom resource carries metadata.generation; a Secret or ConfigMap has none, not even after a change."""
+        assert cluster.create(widget("a"))["metadata"]["generation"] == 1
+        created = cluster.create(secret("s"))
+        changed = cluster.update(secret("s", data={"k": "eA=="}))
+        assert rv(changed) > rv(created)
+        assert "generation" not in created["metadata"]
+        assert "generation" not in changed["metadata"]
 
     def test_uids_are_unique(self, cluster: Cluster) -> None:
         """Every created object gets its own uid."""
@@ -110,10 +132,17 @@ class TestCreate:
         assert "namespace" not in created["metadata"]
         assert cluster.get(WIDGET, "Gadget", None, "g")["spec"] == {"a": 1}
 
-    def test_namespace_need_not_exist(self, cluster: Cluster) -> None:
-        """Objects can be created in a namespace no Namespace object stands for."""
-        cluster.create(secret("s", "nowhere"))
-        assert cluster.get("v1", "Secret", "nowhere", "s")["metadata"]["namespace"] == "nowhere"
+    def test_namespace_must_exist(self, cluster: Cluster, differs: Callable[[str], bool]) -> None:
+        """A real server refuses an object in a namespace no Namespace stands for (404, naming the namespace); the
+        emulators keep no namespace lifecycle and store it."""
+        if differs("namespace-lifecycle"):
+            cluster.create(secret("s", "nowhere"))
+            assert cluster.get("v1", "Secret", "nowhere", "s")["metadata"]["namespace"] == "nowhere"
+        else:
+            with pytest.raises(NotFound) as caught:
+                cluster.create(secret("s", "nowhere"))
+            assert caught.value.message == 'namespaces "nowhere" not found'
+            assert not exists(cluster, "v1", "Secret", "nowhere", "s")
 
     def test_write_answers_are_copies(self, cluster: Cluster) -> None:
         """Mutating what a write returned never changes the stored object."""
@@ -162,7 +191,7 @@ class TestUpdate:
         """An update carrying an old resourceVersion is a Conflict and changes nothing."""
         created = cluster.create(widget("a"))
         stale = created["metadata"]["resourceVersion"]
-        cluster.update(widget("a", spec={"size": 2}))
+        cluster.update(widget("a", spec={"size": 2}, resourceVersion=stale))
         with pytest.raises(Conflict) as caught:
             cluster.update(widget("a", spec={"size": 3}, resourceVersion=stale))
         assert caught.value.code == 409
@@ -180,25 +209,63 @@ class TestUpdate:
         assert cluster.update(live)["data"] == {"k": "dw=="}
 
     def test_server_fields_are_preserved(self, cluster: Cluster) -> None:
-        """uid, creationTimestamp and generation cannot be changed through an update."""
-        clock_moved = cluster.create(widget("a"))["metadata"]
-        body = widget("a", spec={"size": 5}, uid="other", creationTimestamp="2000-01-01T00:00:00Z", generation=40)
+        """creationTimestamp and generation cannot be changed through an update."""
+        created = cluster.create(widget("a"))["metadata"]
+        body = widget("a", spec={"size": 5}, uid=created["uid"], creationTimestamp="2000-01-01T00:00:00Z",
+                      generation=40, resourceVersion=created["resourceVersion"])
         meta = cluster.update(body)["metadata"]
-        assert meta["uid"] == clock_moved["uid"]
-        assert meta["creationTimestamp"] == clock_moved["creationTimestamp"]
+        assert meta["uid"] == created["uid"]
+        assert meta["creationTimestamp"] == created["creationTimestamp"]
         assert meta["generation"] == 2
+
+    def test_a_uid_in_the_body_is_a_precondition(self, cluster: Cluster) -> None:
+        """An update naming another uid than the stored object's is a Conflict worded by the API server's storage,
+        and changes nothing."""
+        created = cluster.create(secret("s"))
+        with pytest.raises(Conflict) as caught:
+            cluster.update(secret("s", data={"k": "eA=="}, uid="other"))
+        assert caught.value.message == (
+            'Operation cannot be fulfilled on secrets "s": StorageError: invalid object, Code: 4, Key:'
+            " /registry/secrets/default/s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in"
+            f" precondition: other, UID in object meta: {created['metadata']['uid']}")
+        stored = cluster.create(widget("a"))["metadata"]
+        with pytest.raises(Conflict, match=f"Key: /registry/example.com/widgets/default/a, .* {stored['uid']}$"):
+            cluster.update(widget("a", spec={"size": 2}, uid="other", resourceVersion=stored["resourceVersion"]))
+        assert cluster.get("v1", "Secret", "default", "s") == created
+
+    def test_custom_resources_need_a_resource_version(self, cluster: Cluster) -> None:
+        """A custom resource (or a CRD, or a Lease) cannot be updated without the resourceVersion it was read at:
+        Invalid (422), in the resource's own words; a Secret or ConfigMap can."""
+        created = cluster.create(widget("a"))
+        with pytest.raises(Invalid) as caught:
+            cluster.update(widget("a", spec={"size": 2}))
+        assert caught.value.message == (
+            'widgets.example.com "a" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for'
+            " an update")
+        assert [(c.field, c.message) for c in caught.value.causes] == [
+            ("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")]
+        crd = json_copy(cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com"))
+        del crd["metadata"]["resourceVersion"]
+        with pytest.raises(Invalid, match=r'^customresourcedefinitions\.apiextensions\.k8s\.io "widgets\.example\.com"'
+                                          " is invalid: metadata.resourceVersion"):
+            cluster.update(crd)
+        assert cluster.get(WIDGET, "Widget", "default", "a") == created
+        cluster.create(secret("s"))
+        assert cluster.update(secret("s", data={"k": "eA=="}))["data"] == {"k": "eA=="}
 
     def test_metadata_change_keeps_generation(self, cluster: Cluster) -> None:
         """Labels and annotations are metadata: generation stays, resourceVersion moves."""
         created = cluster.create(widget("a"))
-        updated = cluster.update(widget("a", labels={"app": "web"}, annotations={"note": "x"}))
+        updated = cluster.update(widget("a", labels={"app": "web"}, annotations={"note": "x"},
+                                        resourceVersion=created["metadata"]["resourceVersion"]))
         assert updated["metadata"]["generation"] == 1
         assert rv(updated) > rv(created)
 
     def test_no_op_keeps_resource_version(self, cluster: Cluster) -> None:
         """An update that changes nothing stores nothing: same resourceVersion."""
         created = cluster.create(widget("a", labels={"app": "web"}))
-        again = cluster.update(widget("a", labels={"app": "web"}))
+        again = cluster.update(widget("a", labels={"app": "web"},
+                                      resourceVersion=created["metadata"]["resourceVersion"]))
         assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
         assert again == created
 
@@ -209,8 +276,10 @@ class TestUpdate:
 
     def test_status_is_part_of_a_kind_without_subresource(self, cluster: Cluster) -> None:
         """Without a status subresource, an update writes status like any field (and bumps generation)."""
-        cluster.create(gadget("g", spec={"a": 1}))
-        updated = cluster.update(gadget("g", spec={"a": 1}, status={"phase": "Up"}))
+        created = cluster.create(gadget("g", spec={"a": 1}))
+        body = gadget("g", spec={"a": 1}, status={"phase": "Up"})
+        body["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+        updated = cluster.update(body)
         assert updated["status"] == {"phase": "Up"}
         assert updated["metadata"]["generation"] == 2
 
@@ -250,5 +319,9 @@ class TestResourceVersion:
 
     def test_timestamps_follow_the_clock(self, cluster: Cluster, clock: Clock) -> None:
         """creationTimestamp is the clock's time when the object is created."""
+        first = cluster.create(secret("s"))["metadata"]["creationTimestamp"]
         clock.advance(90)
-        assert cluster.create(secret("s"))["metadata"]["creationTimestamp"] == "2026-01-01T00:01:30Z"
+        with clock.span() as span:
+            later = cluster.create(secret("t"))["metadata"]["creationTimestamp"]
+        assert span.holds(later)
+        assert later > first

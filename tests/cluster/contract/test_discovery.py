@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
-from contract_kit import WIDGET, WIDGET_CRD, widget
+from contract_kit import WIDGET, WIDGET_CRD, Settled, eventually, exists, secret, widget
 
-from engine.cluster.api import Cluster, Invalid, NotFound, PrinterColumn, ResourceInfo
+from engine.cluster.api import Cluster, Forbidden, Invalid, NotFound, PrinterColumn, ResourceInfo
 from engine.cluster.patches import json_copy
 
 THING_CRD = copy.deepcopy(WIDGET_CRD)
 THING_CRD["metadata"]["name"] = "things.example.org"
 THING_CRD["spec"].update(group="example.org", names={"plural": "things", "kind": "Thing"})
+_OPEN = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
 THING_CRD["spec"]["versions"] = [
-    {"name": "v1alpha1", "served": False, "storage": False},
-    {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}},
+    {"name": "v1alpha1", "served": False, "storage": False, "schema": _OPEN},
+    {"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}, "schema": _OPEN},
 ]
+CRD = "apiextensions.k8s.io/v1"
+ASYNC = "asynchronous-crd"
 
 
 def thing(name: str) -> dict:  # type: ignore[type-arg]
@@ -46,9 +49,52 @@ class TestBuiltins:
         assert bare.resource_info("v1", "Secret").status_subresource is False
 
     def test_namespace_is_cluster_scoped(self, bare: Cluster) -> None:
-        """A Namespace is created and read without a namespace."""
-        bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
-        assert bare.get("v1", "Namespace", None, "team-a")["metadata"]["name"] == "team-a"
+        """A Namespace is created and read without a namespace; the server labels it with its name, gives it the
+        "kubernetes" finalizer and reports it Active."""
+        created = bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "team-"}})
+        name = created["metadata"]["name"]
+        read = bare.get("v1", "Namespace", None, name)
+        assert read["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+        assert (read["spec"], read["status"]) == ({"finalizers": ["kubernetes"]}, {"phase": "Active"})
+
+    def test_namespace_names_are_dns_labels(self, bare: Cluster) -> None:
+        """A Namespace name with a dot, an underscore or over 63 characters is Invalid, in the API server's words."""
+        label = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must"
+                 " start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for"
+                 " validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+        for name, problem in (("a.b", "must not contain dots"), ("Bad_Name", label)):
+            with pytest.raises(Invalid) as caught:
+                bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            assert caught.value.message == (
+                f'Namespace "{name}" is invalid: metadata.name: Invalid value: "{name}": {problem}')
+        long = "n" * 64
+        with pytest.raises(Invalid) as caught:
+            bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": long}})
+        assert [(c.field, c.message) for c in caught.value.causes] == [
+            ("metadata.name", f'Invalid value: "{long}": must be no more than 63 characters'),
+            ("metadata.labels", f'Invalid value: "{long}": must be no more than 63 bytes'),
+        ]
+
+    def test_deleting_a_namespace(self, bare: Cluster, settled: Settled, differs: Callable[[str], bool]) -> None:
+        """On a real server a deleted Namespace is Terminating, refuses new objects, and goes once its objects are
+        gone; the emulators keep no namespace lifecycle: it goes at once and its objects stay."""
+        name = bare.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"generateName": "gone-"}})[
+            "metadata"]["name"]
+        bare.create(secret("s", name))
+        bare.delete("v1", "Namespace", None, name)
+        if differs("namespace-lifecycle"):
+            assert not exists(bare, "v1", "Namespace", None, name)
+            assert exists(bare, "v1", "Secret", name, "s")
+        else:
+            assert bare.get("v1", "Namespace", None, name)["status"]["phase"] == "Terminating"
+            with pytest.raises(Forbidden) as caught:
+                bare.create(secret("t", name))
+            assert caught.value.message == (
+                f'secrets "t" is forbidden: unable to create new content in namespace {name} because it is being'
+                " terminated")
+            eventually(lambda: not exists(bare, "v1", "Namespace", None, name), "the namespace emptied and removed",
+                       60)
+            assert not exists(bare, "v1", "Secret", name, "s")
 
     def test_lease(self, bare: Cluster) -> None:
         """A Lease round-trips through update with its resourceVersion, as leader election uses it."""
@@ -96,36 +142,45 @@ class TestCustomKinds:
                 if isinstance(result, Iterator):  # a watch may fail when iterated rather than when called
                     list(result)
 
-    def test_installing_a_crd_serves_the_kind(self, bare: Cluster) -> None:
-        """Creating a CRD makes its kind servable at once, in its served versions only."""
+    def test_installing_a_crd_serves_the_kind(self, bare: Cluster, settled: Settled) -> None:
+        """Creating a CRD makes its kind servable (at once on the emulators), in its served versions only."""
         bare.create(THING_CRD)
-        assert bare.serves("example.org/v1", "Thing")
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served")
         assert not bare.serves("example.org/v1alpha1", "Thing")
         created = bare.create(thing("x"))
         assert created["metadata"]["generation"] == 1
 
-    def test_crd_reads_back_established(self, bare: Cluster) -> None:
-        """A created CRD reports itself Established, with its accepted names."""
-        crd = bare.create(THING_CRD)
-        conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
-        assert conditions["Established"] == "True"
-        assert crd["status"]["acceptedNames"]["kind"] == "Thing"
+    def test_crd_reads_back_established(self, bare: Cluster, settled: Settled) -> None:
+        """A created CRD reports itself Established (at once on the emulators), with its accepted names."""
+        bare.create(THING_CRD)
 
-    def test_deleting_the_crd_stops_serving_and_removes_objects(self, bare: Cluster) -> None:
+        def status() -> dict:  # type: ignore[type-arg]
+            return bare.get(CRD, "CustomResourceDefinition", None, "things.example.org").get("status") or {}
+
+        settled(ASYNC, lambda: {c["type"]: c["status"] for c in status().get("conditions") or []}.get(
+            "Established") == "True", "the CRD Established")
+        assert status()["acceptedNames"]["kind"] == "Thing"
+
+    def test_deleting_the_crd_stops_serving_and_removes_objects(self, bare: Cluster, settled: Settled) -> None:
         """Deleting a CRD stops serving its kind and takes its objects with it."""
         bare.create(THING_CRD)
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served")
         bare.create(thing("x"))
-        bare.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "things.example.org")
-        assert not bare.serves("example.org/v1", "Thing")
+        bare.delete(CRD, "CustomResourceDefinition", None, "things.example.org")
+        settled(ASYNC, lambda: not exists(bare, CRD, "CustomResourceDefinition", None, "things.example.org"),
+                "the CRD removed")
+        settled(ASYNC, lambda: not bare.serves("example.org/v1", "Thing"), "Thing no longer served")
         bare.create(THING_CRD)
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served again")
         assert bare.list("example.org/v1", "Thing").items == []
 
-    def test_updating_the_crd_changes_discovery(self, cluster: Cluster) -> None:
+    def test_updating_the_crd_changes_discovery(self, cluster: Cluster, settled: Settled) -> None:
         """An updated CRD is served as it now reads."""
-        crd = json_copy(cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com"))
+        crd = json_copy(cluster.get(CRD, "CustomResourceDefinition", None, "widgets.example.com"))
         crd["spec"]["names"]["shortNames"] = ["wd", "wdg"]
         cluster.update(crd)
-        assert cluster.resource_info(WIDGET, "Widget").short_names == ("wd", "wdg")
+        settled(ASYNC, lambda: cluster.resource_info(WIDGET, "Widget").short_names == ("wd", "wdg"),
+                "the new short name in discovery")
         assert cluster.create(widget("still-here"))["metadata"]["name"] == "still-here"
 
     def test_crd_name_must_match(self, bare: Cluster) -> None:
@@ -138,7 +193,7 @@ class TestCustomKinds:
             caught.value.message)
         assert not bare.serves("example.org/v1", "Thing")
 
-    def test_names_that_are_not_dns_labels_refuse_the_crd(self, bare: Cluster) -> None:
+    def test_names_that_are_not_dns_labels_refuse_the_crd(self, bare: Cluster, settled: Settled) -> None:
         """A plural with capitals, a kind with an underscore, a short name starting with a digit and a listKind
         equal to the kind refuse the CRD, in the API server's words; a mixed-case kind is fine."""
         label = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an"
@@ -159,9 +214,10 @@ class TestCustomKinds:
         good = copy.deepcopy(THING_CRD)
         good["spec"]["names"] = {"plural": "things", "kind": "BigThing", "shortNames": ["bt"], "categories": ["all"]}
         bare.create(good)
-        assert bare.serves("example.org/v1", "BigThing")
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "BigThing"), "BigThing served")
 
-    def test_the_longest_names_a_mixed_case_list_kind_and_an_empty_singular_install(self, bare: Cluster) -> None:
+    def test_the_longest_names_a_mixed_case_list_kind_and_an_empty_singular_install(self, bare: Cluster,
+                                                                                    settled: Settled) -> None:
         """Names of 63 characters are DNS-1035 labels; a listKind, like the kind, may have mixed case; an empty
         singular is no name to check (the API server defaults it): such a CRD installs."""
         plural = "t" * 63
@@ -170,7 +226,7 @@ class TestCustomKinds:
         crd["spec"]["names"] = {"plural": plural, "singular": "", "kind": "Thing", "listKind": "ThingList",
                                 "shortNames": ["s" * 63]}
         bare.create(crd)
-        assert bare.serves("example.org/v1", "Thing")
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served")
 
     def test_a_name_longer_than_63_characters_refuses_the_crd(self, bare: Cluster) -> None:
         """A 64-character name is refused for its length; a name with two problems has both, joined by a comma
@@ -220,13 +276,14 @@ class TestCustomKinds:
         """A version schema the API server finds not structural refuses the CRD, each cause at its field."""
         bad = copy.deepcopy(THING_CRD)
         bad["spec"]["versions"][1]["schema"] = {"openAPIV3Schema": schema}
+        del bad["spec"]["versions"][1]["subresources"]  # with a status subresource the root has more rules
         with pytest.raises(Invalid) as caught:
             bare.create(bad)
         prefix = "spec.versions[1].schema.openAPIV3Schema."
         assert {(c.field.removeprefix(prefix), c.message) for c in caught.value.causes} == causes
         assert not bare.serves("example.org/v1", "Thing")
 
-    def test_a_structural_schema_installs(self, bare: Cluster) -> None:
+    def test_a_structural_schema_installs(self, bare: Cluster, settled: Settled) -> None:
         """Types everywhere, preserved or int-or-string fields without one, metadata restricting only the name."""
         good = copy.deepcopy(THING_CRD)
         good["spec"]["versions"][1]["schema"] = {"openAPIV3Schema": {"type": "object", "properties": {
@@ -237,9 +294,9 @@ class TestCustomKinds:
                 "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                 "hosts": {"type": "array", "items": {"type": "string"}}}}}}}
         bare.create(good)
-        assert bare.serves("example.org/v1", "Thing")
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served")
 
-    def test_a_printer_column_the_api_server_refuses_refuses_the_crd(self, bare: Cluster) -> None:
+    def test_a_printer_column_the_api_server_refuses_refuses_the_crd(self, bare: Cluster, settled: Settled) -> None:
         """A printer column with an unknown type or format, or a jsonPath not starting with ".", refuses the
         whole CRD, each field named as the API server names it; valid columns install."""
         bad = copy.deepcopy(THING_CRD)
@@ -265,4 +322,5 @@ class TestCustomKinds:
             {"name": "Age", "type": "date", "format": "date-time", "jsonPath": ".metadata.creationTimestamp"},
         ]
         bare.create(bad)
+        settled(ASYNC, lambda: bare.serves("example.org/v1", "Thing"), "Thing served")
         assert [c.name for c in bare.resource_info("example.org/v1", "Thing").printer_columns] == ["Ready", "Age"]

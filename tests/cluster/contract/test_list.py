@@ -82,10 +82,11 @@ class TestLabelSelectors:
         assert names(populated, "two", labels="app") == ["two/c"]
 
     def test_bad_selector(self, populated: Cluster) -> None:
-        """A malformed selector is a BadRequest (400), not an empty list."""
+        """A malformed selector is a BadRequest (400), not an empty list, worded by the API server."""
         with pytest.raises(BadRequest) as caught:
             populated.list(WIDGET, "Widget", labels="app in web")
         assert caught.value.code == 400
+        assert caught.value.message == "unable to parse requirement: found 'web' expected: '('"
 
 
 class TestFieldSelectors:
@@ -104,5 +105,24 @@ class TestFieldSelectors:
 
     def test_unsupported_field(self, populated: Cluster) -> None:
         """Selecting on a field the API does not index is a BadRequest."""
-        with pytest.raises(BadRequest):
+        with pytest.raises(BadRequest, match=r"^field label not supported: spec\.size$"):
             populated.list(WIDGET, "Widget", fields="spec.size=1")
+
+    @pytest.mark.parametrize(("selector", "message"), [
+        ("metadata.name", "invalid selector: 'metadata.name'; can't understand 'metadata.name'"),
+        ("metadata.namespace=two,spec", "invalid selector: 'metadata.namespace=two,spec'; can't understand 'spec'"),
+        ("metadata.name===a", "invalid field selector: unescaped character in value: 61"),
+        ("metadata.name=a\\b", "invalid field selector: invalid escape sequence: \\b"),
+        ("spec.size=1,metadata.name", "invalid selector: 'spec.size=1,metadata.name'; can't understand"
+                                      " 'metadata.name'"),
+    ])
+    def test_malformed_field_selector(self, populated: Cluster, selector: str, message: str) -> None:
+        """A term without an operator, or a value with a bare "=" or an unknown escape, is a BadRequest in the
+        API server's words, before any unsupported field is."""
+        with pytest.raises(BadRequest) as caught:
+            populated.list(WIDGET, "Widget", fields=selector)
+        assert caught.value.message == message
+
+    def test_escaped_field_value(self, populated: Cluster) -> None:
+        """A value may escape "," and "=" with a backslash; such a name matches nothing here, and is no error."""
+        assert names(populated, fields="metadata.name=a\\,b") == []

@@ -7,6 +7,9 @@ from contract_kit import WIDGET, rv, secret, widget
 
 from engine.cluster.api import Cluster, Conflict, Invalid, NotFound
 
+REJECTED = "the server rejected our request due to an error in our request"
+"""What the API server says of a JSON patch that cannot apply: no path, no cause."""
+
 
 class TestMergePatch:
     def test_merges_nested_and_removes_null(self, cluster: Cluster) -> None:
@@ -44,12 +47,18 @@ class TestMergePatch:
         assert passed["spec"] == {"size": 4}
 
     def test_server_fields_survive(self, cluster: Cluster) -> None:
-        """A patch cannot rewrite uid or creationTimestamp."""
+        """A patch cannot rewrite creationTimestamp or generation (it changes nothing then), nor the uid (Invalid:
+        immutable)."""
         created = cluster.create(widget("a"))
         patched = cluster.patch(WIDGET, "Widget", "default", "a",
-                                {"metadata": {"uid": "x", "creationTimestamp": "2000-01-01T00:00:00Z"}})
-        assert patched["metadata"]["uid"] == created["metadata"]["uid"]
-        assert patched["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+                                {"metadata": {"creationTimestamp": "2000-01-01T00:00:00Z", "generation": 9}})
+        assert patched == created
+        with pytest.raises(Invalid) as caught:
+            cluster.patch(WIDGET, "Widget", "default", "a", {"metadata": {"uid": "x"}})
+        assert caught.value.message == (
+            'Widget.example.com "a" is invalid: metadata.uid: Invalid value: "x": field is immutable')
+        assert {c.field for c in caught.value.causes} == {"metadata.uid"}
+        assert cluster.get(WIDGET, "Widget", "default", "a") == created
 
     def test_core_kind(self, cluster: Cluster) -> None:
         """A Secret's data merges like any map."""
@@ -93,13 +102,29 @@ class TestJsonPatch:
         with pytest.raises(Invalid) as caught:
             cluster.patch(WIDGET, "Widget", "default", "a", ops, patch_type="json")
         assert caught.value.code == 422
+        assert caught.value.message == REJECTED
         assert cluster.get(WIDGET, "Widget", "default", "a") == created
 
     def test_missing_path(self, cluster: Cluster) -> None:
-        """Removing a path that is not there is rejected."""
+        """Removing a path that is not there is rejected, in the API server's words (which name no path)."""
         cluster.create(widget("a"))
-        with pytest.raises(Invalid):
+        with pytest.raises(Invalid) as caught:
             cluster.patch(WIDGET, "Widget", "default", "a", [{"op": "remove", "path": "/spec/nope"}], patch_type="json")
+        assert (caught.value.message, caught.value.causes) == (REJECTED, [])
+
+    def test_removing_the_resource_version_of_a_custom_resource(self, cluster: Cluster) -> None:
+        """A JSON patch that removes metadata.resourceVersion makes an unconditional update: refused for a custom
+        resource, as a PUT without one is; a Secret takes it."""
+        created = cluster.create(widget("a"))
+        unversioned = {"op": "remove", "path": "/metadata/resourceVersion"}
+        ops = [unversioned, {"op": "replace", "path": "/spec/size", "value": 3}]
+        with pytest.raises(Invalid, match=r"metadata\.resourceVersion: Invalid value: 0: must be specified for an"):
+            cluster.patch(WIDGET, "Widget", "default", "a", ops, patch_type="json")
+        assert cluster.get(WIDGET, "Widget", "default", "a") == created
+        cluster.create(secret("s"))
+        ops = [unversioned, {"op": "add", "path": "/data/x", "value": "eA=="}]
+        patched = cluster.patch("v1", "Secret", "default", "s", ops, patch_type="json")
+        assert patched["data"] == {"k": "dg==", "x": "eA=="}
 
     def test_resource_version_test_is_a_precondition(self, cluster: Cluster) -> None:
         """Replacing metadata.resourceVersion with a stale value conflicts."""

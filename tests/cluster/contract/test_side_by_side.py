@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from contract_kit import WIDGET, widget
+from contract_kit import WIDGET, Settled, widget
 
 from engine.cluster.api import Cluster, NotFound
 
@@ -28,9 +28,9 @@ class TestSideBySide:
         edge.create(widget("a"))
         assert list(management.watch(WIDGET, "Widget", timeout=0)) == []
 
-    def test_separate_discovery(self, clusters: tuple[Cluster, Cluster]) -> None:
+    def test_separate_discovery(self, clusters: tuple[Cluster, Cluster], settled: Settled) -> None:
         """Deleting a CRD in one cluster leaves the kind served in the other."""
         management, edge = clusters
         edge.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")
+        settled("asynchronous-crd", lambda: not edge.serves(WIDGET, "Widget"), "Widget gone from the edge")
         assert management.serves(WIDGET, "Widget")
-        assert not edge.serves(WIDGET, "Widget")

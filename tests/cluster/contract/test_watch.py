@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from contract_kit import GADGET, WIDGET, gadget, owner_ref, rv, secret, widget
+from contract_kit import GADGET, WIDGET, Settled, exists, gadget, owner_ref, rv, secret, widget
 
 from engine.cluster.api import Cluster, WatchEvent
 
@@ -66,12 +66,14 @@ class TestFromResourceVersion:
         assert seen(events) == [("MODIFIED", "a"), ("DELETED", "a")]
         assert events[0]["object"]["metadata"]["deletionTimestamp"]
 
-    def test_collected_dependents_are_deleted_events(self, cluster: Cluster) -> None:
+    def test_collected_dependents_are_deleted_events(self, cluster: Cluster, settled: Settled) -> None:
         """Garbage-collected dependents show up as DELETED."""
         owner = cluster.create(gadget("g"))
         cluster.create(widget("a", ownerReferences=[owner_ref(owner)]))
         start = cluster.list(WIDGET, "Widget").resource_version
         cluster.delete(GADGET, "Gadget", None, "g")
+        settled("asynchronous-garbage-collection", lambda: not exists(cluster, WIDGET, "Widget", "default", "a"),
+                "the owned Widget collected")
         assert seen(now(cluster, resource_version=start)) == [("DELETED", "a")]
 
 
