@@ -43,6 +43,9 @@ IGNORED: Mapping[str, str] = {
                                 "still compares",
     "list and bookmark resourceVersion": "a list's or bookmark's resourceVersion is the server's latest revision, "
                                          "which other writes (leases, other cases) move: replaced by <rv>",
+    "order of managedFields entries": "the server orders entries of one operation by their times (in seconds), "
+                                      "which differ between servers answering moments apart: entries are compared "
+                                      "sorted by operation, manager, apiVersion and subresource",
     "timestamps": "creationTimestamp, deletionTimestamp, managedFields[].time, Table cells of dates and ages "
                   "(Age, Created At, Last Seen, First Seen): wall clock; only their presence compares",
     "numbers in messages": "uids and resourceVersions inside messages (preconditions, 410) are replaced as above",
@@ -549,8 +552,11 @@ def _object(obj: Obj, context: _Context) -> Obj:
             if meta.get(key):
                 meta[key] = "<time>"
         if isinstance(meta.get("managedFields"), list):
-            meta["managedFields"] = [{k: ("<time>" if k == "time" else v) for k, v in row.items()}
-                                     if isinstance(row, dict) else row for row in meta["managedFields"]]
+            rows = [{k: ("<time>" if k == "time" else v) for k, v in row.items()} if isinstance(row, dict) else row
+                    for row in meta["managedFields"]]
+            meta["managedFields"] = sorted(rows, key=lambda row: json.dumps(
+                [row.get(k) for k in ("operation", "manager", "apiVersion", "subresource")]
+                if isinstance(row, dict) else row))
         if isinstance(meta.get("ownerReferences"), list):
             meta["ownerReferences"] = [{**r, "uid": context.uid(str(r.get("uid")))} if isinstance(r, dict) else r
                                        for r in meta["ownerReferences"]]
