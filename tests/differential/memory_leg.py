@@ -117,9 +117,17 @@ class MemoryLeg:
         body = _body(request)
         if route.subresource == "scale":
             return self._scale(request, route, info, body, manager)
-        if method in ("POST", "PUT", "PATCH") and isinstance(body, dict) and request.content_type != JSON_PATCH:
+        if method in ("POST", "PUT", "PATCH") and (isinstance(body, dict) or request.content_type == JSON_PATCH):
             strict = query.get("fieldValidation") == "Strict" or request.content_type == APPLY
-            if strict and self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind}):
+            result = body
+            if strict and request.content_type == JSON_PATCH and route.name is not None:
+                try:
+                    result = json_patch(self.cluster.get(info.api_version, info.kind, route.namespace, route.name),
+                                        body)
+                except ApiError:
+                    result = None
+            if strict and isinstance(result, dict) and self.cluster.unknown_fields(
+                    {**result, "apiVersion": info.api_version, "kind": info.kind}):
                 return UNMAPPED
         if route.name is None:
             if method == "POST" and not status:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.differential.harness import APPLY, MERGE, STRATEGIC, Case, Runner, call, report
+from tests.differential.harness import APPLY, JSON_PATCH, MERGE, STRATEGIC, Case, Runner, call, report
 from tests.differential.objects import CM, DEPLOYMENTS, PDBS, SECRETS, configmap, deployment
 
 OP = DEPLOYMENTS + "/op"
@@ -117,6 +117,11 @@ CASES = [
         call("PATCH", CM + "/w", {"bogus": 2}, content_type=STRATEGIC, fieldValidation="Strict"),
         call("PATCH", CM + "/w", {"bogus": 2}, content_type=STRATEGIC),
         call("POST", CM, configmap("x"), fieldValidation="Sometimes"),
+        call("PATCH", CM + "/w", [{"op": "add", "path": "/bogus", "value": 1}], content_type=JSON_PATCH,
+             fieldValidation="Strict"),
+        call("PATCH", CM + "/w", [{"op": "add", "path": "/data/b", "value": "c"}, {"op": "add", "path": "/bogus",
+                                                                                   "value": 1}],
+             content_type=JSON_PATCH),
     ]),
     Case("dry-run", [
         call("POST", CM, configmap("d", k="v"), dryRun="All"),

@@ -211,8 +211,10 @@ class Rest:
             raise options_invalid(request.method, "fieldValidation", f'Unsupported value: "{mode}": supported '
                                   'values: "", "Ignore", "Strict", "Warn"')
         media = request.content_type.partition(";")[0].strip().lower()
-        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == JSON_PATCH:
+        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH"):
             return []
+        if media == JSON_PATCH:
+            return self._json_patched_unknown(info, target, body, mode)
         if not isinstance(body, dict):
             return []
         if media in MERGE:
@@ -235,6 +237,26 @@ class Rest:
             found = ", ".join(f'unknown field "{path}"' for path in unknown)
             raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
                              f"strict decoding error: {found}")
+        return unknown
+
+    def _json_patched_unknown(self, info: ResourceInfo, target: Target, body: Any, mode: str) -> list[str]:
+        """A JSON patch's undeclared fields are those of the patched object (the API server decodes the result);
+        Strict refuses them quoting the patched object's JSON."""
+        if target.name is None or target.subresource is not None:
+            return []
+        try:
+            live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
+            patched = json_patch(live, body)
+        except ApiError:
+            return []  # the write itself answers the error
+        if not isinstance(patched, dict):
+            return []
+        unknown = self.cluster.unknown_fields({**patched, "apiVersion": info.api_version, "kind": info.kind})
+        if unknown and mode == "Strict":
+            errors = ", ".join(f'unknown field "{path}"' for path in unknown)
+            quoted = json.dumps(_touched_by_operations(patched, body), separators=(",", ":"))
+            detail = f"Invalid value: {json.dumps(quoted)}: strict decoding error: {errors}"
+            raise Invalid(f' "" is invalid: patch: {detail}', causes=[Cause("patch", detail, "FieldValueInvalid")])
         return unknown
 
     def _dispatch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply | Stream:
@@ -537,6 +559,25 @@ def _touched_sorted(value: Any, patch: Any) -> Any:
     if not isinstance(value, dict) or not isinstance(patch, dict):
         return value
     return {key: _touched_sorted(value[key], patch.get(key)) for key in sorted(value)}
+
+
+def _touched_by_operations(value: Any, operations: Any) -> Any:
+    """value with the keys of the root and of every map a JSON patch operation's path goes through sorted (the
+    levels json-patch re-encodes), the others as they are."""
+    touched: set[tuple[str, ...]] = {()}
+    for op in operations if isinstance(operations, list) else []:
+        parts = str(op.get("path", "")).split("/")[1:] if isinstance(op, dict) else []
+        touched |= {tuple(parts[:at]) for at in range(len(parts))}
+
+    def walk(node: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            keys = sorted(node) if path in touched else list(node)
+            return {key: walk(node[key], (*path, key)) for key in keys}
+        if isinstance(node, list):
+            return [walk(item, (*path, str(at))) for at, item in enumerate(node)]
+        return node
+
+    return walk(value, ())
 
 
 def _go_map(value: Any) -> str:
