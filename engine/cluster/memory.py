@@ -247,11 +247,14 @@ class MemoryCluster:
             return k.admission.unknown_fields(obj)
         return builtin.unknown_fields(obj) or []
 
-    def compact(self) -> None:
-        """Forget every event so far, as etcd's compaction does: a watch from an older resourceVersion is Gone."""
+    def compact(self, revision: int | None = None) -> None:
+        """Forget the events up to ``revision`` (default: all so far), as etcd's compaction does: a watch from an
+        older resourceVersion is Gone."""
         with self._lock:
-            self._events.clear()
-            self._compacted = self._rv
+            until = self._rv if revision is None else min(revision, self._rv)
+            while self._events and self._events[0].rv <= until:
+                self._events.popleft()
+            self._compacted = max(self._compacted, until)
 
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
@@ -723,7 +726,8 @@ class MemoryCluster:
         builtin.prepare_for_update(new, old)
         if k.has_generation and _spec(new, k) != _spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        if _content(builtin.stored(new)) == _content(old) and (
+        unchanged = _content(builtin.stored(new)) == _content(old)
+        if unchanged and (
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
         ):
             return self._out(k, old)

@@ -367,9 +367,11 @@ def _merge_items(live: list[Any], config: list[Any], keys: tuple[str, ...], path
 
 
 def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKeys) -> None:
-    """Remove the dropped paths from obj in place, keeping any that still holds an owned field
-    and the key fields of surviving list items. Parents go first, so children follow them."""
-    holders = {p[:i] for p in owned for i in range(1, len(p))}
+    """Remove the dropped paths from obj in place, keeping a field that still holds an owned field and the key
+    fields of surviving list items. Parents go first, so children follow them. A list item nobody owns goes with
+    everything in it, even fields another manager owns (structured-merge-diff's prune adds back only owned
+    paths and the fields above them, not the items above them)."""
+    holders = {p[:i] for p in owned for i in range(1, len(p)) if p[i - 1].startswith("f:")}
     for path in sorted(drop, key=len):
         if path in holders or (len(path) > 1 and path[-2].startswith("k:")
                                and path[-1][2:] in json.loads(path[-2][2:])):

@@ -31,7 +31,8 @@ STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 COMPACT = "COMPACT"
-"""A step that is no request: each leg compacts its storage (etcd's compaction; the memory cluster's event log)."""
+"""A step that is no request: each leg compacts its storage (etcd's compaction; the memory cluster's event log) at
+the body's ``revision`` (``$rv(step)``: the leg's own), so the servers' own writes do not move it."""
 USER_AGENT = "differential-harness"
 """The harness's User-Agent: the field manager of a write that names none (the memory leg passes it as one)."""
 
@@ -147,7 +148,7 @@ class HttpLeg:
     """A server spoken to over HTTP(S) with a keep-alive connection; watches get connections of their own."""
 
     def __init__(self, name: str, url: str, *, token: str | None = None, ca_pem: bytes | None = None,
-                 watch_patience: float = 10.0, compact: Callable[[], None] | None = None) -> None:
+                 watch_patience: float = 10.0, compact: Callable[[str], None] | None = None) -> None:
         self.name = name
         self.compact = compact
         self.url = url
@@ -184,7 +185,7 @@ class HttpLeg:
         if request.method == COMPACT:
             if self.compact is None:
                 raise AssertionError(f"{self.name}: this leg cannot compact its storage")
-            self.compact()
+            self.compact(str((request.body or {}).get("revision") or ""))
             return Answer(0, "compacted")
         if request.is_watch:
             return self._watch(request)

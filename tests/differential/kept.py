@@ -63,7 +63,7 @@ KEPT: list[Kept] = [
          _gone_wording,
          Case("a watch from before a compaction", [
              call("POST", CM, configmap("a"), name="a"), call("PUT", CM + "/a", configmap("a", k="v")),
-             call("POST", CM, configmap("b")), Call(COMPACT, ""),
+             call("POST", CM, configmap("b"), name="b"), Call(COMPACT, "", {"revision": "$rv(b)"}),
              call("GET", CM, watch=1, resourceVersion="$rv(a)", timeoutSeconds=2)]),
          where="compaction"),
     Kept("a list at an exact past resourceVersion shows the present",

@@ -53,7 +53,7 @@ class MemoryLeg:
 
     def send(self, request: Call) -> Answer:
         if request.method == COMPACT:
-            self.cluster.compact()
+            self.cluster.compact(int((request.body or {}).get("revision") or 0) or None)
             return Answer(0, "compacted")
         answer = self._answer(request)
         if answer is UNMAPPED and request.is_watch and request.sentinel is not None:

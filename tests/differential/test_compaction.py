@@ -25,17 +25,19 @@ from tests.differential.objects import CM, configmap
 from tests.differential.test_kept import still_happens
 
 
-def compact_etcd(etcd_url: str) -> None:
-    """Compact etcd at its current revision (read from a range request's header)."""
+def compact_etcd(etcd_url: str, revision: str) -> None:
+    """Compact etcd at a revision (a resourceVersion is one), or at its current one when none is given."""
     def post(path: str, body: dict[str, object]) -> dict[str, object]:
         request = urllib.request.Request(etcd_url + path, data=json.dumps(body).encode(), method="POST")
         with urllib.request.urlopen(request, timeout=10) as answer:
             found: dict[str, object] = json.load(answer)
             return found
 
-    header = post("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})["header"]
-    assert isinstance(header, dict)
-    post("/v3/kv/compaction", {"revision": header["revision"], "physical": True})
+    if not revision:
+        header = post("/v3/kv/range", {"key": base64.b64encode(b"\0").decode()})["header"]
+        assert isinstance(header, dict)
+        revision = str(header["revision"])
+    post("/v3/kv/compaction", {"revision": revision, "physical": True})
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +51,10 @@ def servers(kube_binaries: KubeBinaries) -> Iterator[tuple[KubeServer, Emulator,
 def runner(servers: tuple[KubeServer, Emulator, MemoryCluster], prefix: str, kept: list[Kept]) -> Runner:
     real, emulated, memory = servers
     legs = [HttpLeg("real", real.url, token=real.token(), ca_pem=real.ca_pem,
-                    compact=lambda: compact_etcd(real.etcd_url)),
-            HttpLeg("emulator", emulated.url, compact=emulated.cluster.compact), MemoryLeg(memory)]
+                    compact=lambda revision: compact_etcd(real.etcd_url, revision)),
+            HttpLeg("emulator", emulated.url,
+                    compact=lambda revision: emulated.cluster.compact(int(revision) if revision else None)),
+            MemoryLeg(memory)]
     return Runner(legs, prefix=prefix, kept=kept)
 
 
@@ -65,7 +69,7 @@ COMPACTED = Case("a watch from before a compaction is Gone; one from after it is
     call("POST", CM, configmap("a"), name="a"),
     call("POST", CM, configmap("b")),
     call("PUT", CM + "/b", configmap("b", k="v"), name="b"),
-    Call(COMPACT, ""),
+    Call(COMPACT, "", {"revision": "$rv(b)"}),
     call("GET", CM, watch=1, resourceVersion="$rv(a)", timeoutSeconds=2),
     call("GET", CM, watch=1, resourceVersion="$rv(b)", timeoutSeconds=5, sentinel=configmap("zz-sentinel")),
     call("POST", CM, configmap("c")),
