@@ -126,7 +126,7 @@ class ApiError(Exception):
 
     def status(self) -> Obj:
         """The error as a metav1 Status document."""
-        details = dict(self.details)
+        details = {key: value for key, value in self.details.items() if value != ""}  # Go's omitempty
         if self.causes:
             details["causes"] = [{"field": c.field, "message": c.message, "reason": c.reason} for c in self.causes]
         doc: Obj = {
@@ -153,6 +153,16 @@ class Forbidden(ApiError):
 
 class NotFound(ApiError):
     code, reason = 404, "NotFound"
+
+
+class NoSuchResource(NotFound):
+    """A path that names no resource the server serves: the API server's answer carries empty details."""
+
+    def __init__(self) -> None:
+        super().__init__("the server could not find the requested resource")
+
+    def status(self) -> Obj:
+        return {**super().status(), "details": {}}
 
 
 class NotCached(NotFound):

@@ -3,7 +3,8 @@
 Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
 server, so it has to get right what a naive dict store gets wrong: resourceVersion and
 conflicts, generation, the status subresource, finalizers, ownerReference garbage
-collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``),
+collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``), built-in kinds
+decoded, defaulted and encoded as their Go types (``builtin``), strategic merge patch (``strategic``),
 no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
 
 Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
@@ -26,10 +27,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.clock import Clock, format_time
-from engine.cluster import admission, ssa
+from engine.cluster import admission, builtin, ssa
 from engine.cluster.api import (
     AlreadyExists,
     BadRequest,
@@ -39,6 +40,7 @@ from engine.cluster.api import (
     Gone,
     Invalid,
     LabelSelector,
+    NoSuchResource,
     NotFound,
     Obj,
     ObjectList,
@@ -46,11 +48,12 @@ from engine.cluster.api import (
     PrinterColumn,
     ResourceInfo,
     ServerError,
+    UnsupportedMediaType,
     WatchEvent,
 )
 from engine.cluster.crd_names import names_causes
 from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import json_copy, json_patch, merge_patch
+from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.printer_columns import column_causes
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
@@ -63,6 +66,7 @@ from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
+from engine.cluster.strategic import strategic_merge
 from engine.cluster.structural import schema_causes
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
@@ -73,7 +77,7 @@ UNKNOWN_MANAGER = "unknown"
 BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     ResourceInfo("v1", "Secret", "secrets", True, False, "secret"),
     ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
-    ResourceInfo("v1", "Namespace", "namespaces", False, False, "namespace", ("ns",)),
+    ResourceInfo("v1", "Namespace", "namespaces", False, True, "namespace", ("ns",)),
     ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
     # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
     ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
@@ -102,6 +106,9 @@ _SYSTEM_META = (
 """Metadata the server owns: a create or update body cannot set it."""
 
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
+                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+"""What the API server answers a strategic merge patch of a custom resource (415)."""
 
 _GENERATION_BUILTINS = frozenset({("apps", "Deployment"), ("policy", "PodDisruptionBudget"),
                                   ("networking.k8s.io", "NetworkPolicy"), ("apiextensions.k8s.io", CRD_KIND)})
@@ -115,7 +122,7 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def _no_resource() -> NotFound:
-    return NotFound("the server could not find the requested resource")
+    return NoSuchResource()
 
 
 @dataclass(frozen=True)
@@ -178,7 +185,8 @@ class MemoryCluster:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._rv = 0
-        self._kinds: dict[tuple[str, str], _Kind] = {(i.api_version, i.kind): _Kind(i) for i in BUILTIN_KINDS}
+        self._kinds: dict[tuple[str, str], _Kind] = {
+            (i.api_version, i.kind): _Kind(i, None, builtin.list_keys(i.api_version, i.kind)) for i in BUILTIN_KINDS}
         self._crds: dict[str, list[tuple[str, str]]] = {}
         self._unserved: set[tuple[str, str]] = set()
         self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
@@ -235,7 +243,18 @@ class MemoryCluster:
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
         with self._lock:
             k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
-        return k.admission.unknown_fields(obj) if k.admission is not None else []
+        if k.admission is not None:
+            return k.admission.unknown_fields(obj)
+        return builtin.unknown_fields(obj) or []
+
+    def compact(self, revision: int | None = None) -> None:
+        """Forget the events up to ``revision`` (default: all so far), as etcd's compaction does: a watch from an
+        older resourceVersion is Gone."""
+        with self._lock:
+            until = self._rv if revision is None else min(revision, self._rv)
+            while self._events and self._events[0].rv <= until:
+                self._events.popleft()
+            self._compacted = max(self._compacted, until)
 
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
@@ -273,9 +292,11 @@ class MemoryCluster:
         reads: Collection[tuple[str, ...]] | None = None,
     ) -> ObjectList:
         """reads: ignored (every object is at hand whole)."""
-        selector, field_selector = parse_labels(labels), parse_fields(fields)
+        selector = parse_labels(labels)
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
+            # A custom resource's fields are refused in its own words; a built-in kind's by the default conversion.
+            field_selector = parse_fields(fields, labelled=k.custom)
             scope = namespace if k.info.namespaced else None
             items = [
                 handed_out(self._out(k, obj))
@@ -297,8 +318,9 @@ class MemoryCluster:
             new = self._admit(k, new, None)
             if given_version not in (None, "", "0"):
                 raise ServerError("resourceVersion should not be set on objects to be created")
-            new = ssa.record_update(None, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
-                                    list_map_keys=k.list_keys)
+            new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
+                                    field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
+            builtin.prepare_for_create(new)  # the strategy's own fields (a Namespace's finalizer): nobody owns them
             return self._commit(k, None, new)
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
@@ -329,6 +351,18 @@ class MemoryCluster:
             _take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
+    def scale(self, api_version: str, kind: str, namespace: str | None, name: str, replicas: int, *,
+              field_manager: str | None = None, resource_version: str | None = None) -> Obj:
+        """Set ``spec.replicas`` through the scale subresource (recorded as a ``scale`` write, as the API server
+        records it); ``resource_version``, when given, must be the stored one."""
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            old = self._existing(k, self._scope(k, namespace), name)
+            self._check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
+            new = json_copy(old)
+            new.setdefault("spec", {})["replicas"] = replicas
+            return self._update(k, old, new, field_manager, subresource="scale")
+
     def patch(
         self,
         api_version: str,
@@ -337,10 +371,11 @@ class MemoryCluster:
         name: str,
         patch: Any,
         *,
-        patch_type: PatchType = "merge",
+        patch_type: PatchType | Literal["strategic"] = "merge",
         status: bool = False,
         field_manager: str | None = None,
     ) -> Obj:
+        """patch_type "strategic" (a strategic merge patch) is for built-in kinds only, as on the API server."""
         check_depth(patch, "the patch")
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
@@ -350,8 +385,14 @@ class MemoryCluster:
             old = self._existing(k, namespace, name)
             if patch_type == "merge":
                 if not isinstance(patch, dict):
-                    raise BadRequest("a merge patch must be a JSON object")
+                    raise BadRequest("error decoding patch: json: cannot unmarshal "
+                                     f"{go_json_type(patch)} into Go value of type map[string]interface {{}}")
                 patched = merge_patch(old, patch)
+            elif patch_type == "strategic":
+                schema = builtin.kind_schema(k.info.api_version, k.info.kind)
+                if schema is None:
+                    raise UnsupportedMediaType(STRATEGIC_UNSUPPORTED)
+                patched = strategic_merge(old, patch, schema)
             elif patch_type == "json":
                 patched = json_patch(old, patch)
             else:
@@ -397,7 +438,9 @@ class MemoryCluster:
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                return self._commit(k, None, self._admit(k, new, None))
+                new = self._admit(k, new, None)
+                builtin.prepare_for_create(new)
+                return self._commit(k, None, new)
             self._check_precondition(k, applied, live)
             subresource = "status" if status else None
             if k.info.status_subresource and not status:
@@ -475,7 +518,8 @@ class MemoryCluster:
                 try:
                     cursor = int(str(resource_version))
                 except ValueError:
-                    raise BadRequest(f"invalid resource version {resource_version!r}") from None
+                    raise Unexplained(f'resourceVersion: Invalid value: "{resource_version}": strconv.ParseUint: '
+                                      f'parsing "{resource_version}": invalid syntax') from None
                 self._check_not_compacted(cursor)
         return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
 
@@ -626,12 +670,6 @@ class MemoryCluster:
             meta["generation"] = 1
         if k.info.status_subresource:
             new.pop("status", None)
-        if k.is_namespace:
-            spec = new["spec"] if isinstance(new.get("spec"), dict) else {}
-            new["spec"] = {**spec, "finalizers": spec.get("finalizers") or ["kubernetes"]}
-            new["status"] = {"phase": "Active"}
-        if (k.info.api_version, k.info.kind) == ("v1", "Secret"):
-            new.setdefault("type", "Opaque")  # the API server's default for a Secret created without a type
 
     def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
         taken = self._stores.get(k.store, {})
@@ -685,15 +723,21 @@ class MemoryCluster:
                 if key in old:
                     new[key] = json_copy(old[key])
         new = self._admit(k, new, old)
+        builtin.prepare_for_update(new, old)
         if k.has_generation and _spec(new, k) != _spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        if _content(new) == _content(old) and (
+        unchanged = _content(builtin.stored(new)) == _content(old)
+        if unchanged and (
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
         ):
             return self._out(k, old)
-        if not attributed:
-            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+        if not attributed and old["metadata"].get("managedFields"):
+            # A scale write's entry carries no time: the API server converts it from the Scale's field set.
+            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER,
+                                    now=None if subresource == "scale" else self._now(),
                                     subresource=subresource, list_map_keys=k.list_keys)
+        elif not attributed:
+            new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
     def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
@@ -703,7 +747,7 @@ class MemoryCluster:
             return self._admit_crd(new, old)
         if k.admission is not None:
             return k.admission.admit(int64_or_float(new), old)
-        return new
+        return builtin.admit(k.info.api_version, k.info.kind, new)
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
         """Validate a CRD by compiling it, and fill the status the API server's controllers write."""
@@ -776,7 +820,7 @@ class MemoryCluster:
             new = json_copy(old)
             new["metadata"]["deletionTimestamp"] = self._now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            # As the API server's markAsDeleting: marking an object deleted bumps its generation, if it has one.
+            # As the API server's BeforeDelete: marking an object deleted bumps its generation, if it has one.
             if meta.get("generation"):
                 new["metadata"]["generation"] = int(meta["generation"]) + 1
             return self._commit(k, old, new)
@@ -792,6 +836,9 @@ class MemoryCluster:
             return self._out(k, new)
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
+        if not seeded:  # a seeded object is stored as given
+            new = builtin.stored(new)  # also puts a built-in object's fields in its type's order, as answers have
+            meta = new["metadata"]
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":

@@ -5,7 +5,8 @@ apply conflicts and ``metadata.managedFields`` behave as against a real cluster.
 state, no input mutated. A field set holds paths of fieldsV1 tokens (``f:name`` a map key,
 ``k:{"uid":"u1"}`` a keyed list item, ``v:"x"`` a set item), so it becomes ``fieldsV1`` with
 no schema. Lists are atomic (owned and replaced whole) except ``metadata.finalizers`` (a set),
-``metadata.ownerReferences`` (keyed by ``uid``) and whatever ``list_map_keys`` adds.
+``metadata.ownerReferences`` (keyed by ``uid``) and whatever ``list_map_keys`` adds; a map is granular unless
+``list_map_keys`` names it ``ATOMIC_MAP``.
 
 Status contract: with ``subresource="status"`` only ``status`` is taken from the applied
 config. With ``subresource=None`` the applied ``status`` is ignored, for value and for
@@ -40,6 +41,21 @@ _META_UNOWNED = ("name", "namespace", "uid", "resourceVersion", "generation", "c
                  "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink")
 _NEVER_OWNED: frozenset[Path] = frozenset({("f:metadata",)})
 _MAP, _LIST = "\0map", "\0list"  # node markers; leaves are canonical JSON, which never starts with \0
+ATOMIC_MAP: tuple[str, ...] = ("\0atomic",)
+
+
+class Keys(tuple[str, ...]):
+    """The key fields of a list map, with the defaults its schema gives a key field an item may omit (a container
+    port's ``protocol``: ``TCP``), which stand in for the missing value, as structured-merge-diff reads them."""
+
+    defaults: dict[str, Any]
+
+    def __new__(cls, keys: Iterable[str], defaults: Mapping[str, Any] | None = None) -> Keys:
+        made = super().__new__(cls, keys)
+        made.defaults = dict(defaults or {})
+        return made
+
+"""A ``list_map_keys`` value naming a map that is owned and replaced whole (``x-kubernetes-map-type: atomic``)."""
 _ABSENT = object()
 _NO_KEYS: ListKeys = {}
 
@@ -59,7 +75,7 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     mine: _Key = (manager, "Apply", subresource)
     entries = _read_entries(live)
     entry = entries.setdefault(mine, _Entry(*mine, "", None, frozenset()))
-    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists))
+    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists, empty_maps=True)) - _NEVER_OWNED
 
     before = _body(live)
     after = _merge(before, config, (), lists)
@@ -74,14 +90,16 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     _release(entries, mine, changed | removed)
     entry.fields = applied_set
     entry.api_version = str(applied.get("apiVersion") or (live or {}).get("apiVersion", ""))
-    entry.touched = _canonical(after) != _canonical(before) or applied_set != last
+    # The entry is dated only when the apply changed the object (structured-merge-diff's managedFieldsUpdater):
+    # an apply that only takes ownership keeps the entry's time, and a new entry of one has none.
+    entry.touched = _canonical(after) != _canonical(before)
 
     result = _with_identity(after, live if live is not None else applied, create=live is None)
     _store(result, live, entries, now)
     return result
 
 
-def record_update(old: Obj | None, new: Obj, manager: str, *, now: str,
+def record_update(old: Obj | None, new: Obj, manager: str, *, now: str | None,
                   subresource: str | None = None, list_map_keys: ListKeys = _NO_KEYS) -> Obj:
     """``new`` with managedFields brought up to date after a write that was not an apply.
 
@@ -241,24 +259,26 @@ def _item_token(item: Any, keys: tuple[str, ...], where: Path) -> str:
         if isinstance(item, (dict, list)):
             raise Invalid(f"{_path_text(where)}: items of a set must be scalars")
         return "v:" + _canonical(item)
-    missing = [k for k in keys if not isinstance(item, dict) or item.get(k) is None]
+    defaults: dict[str, Any] = getattr(keys, "defaults", {})
+    missing = [k for k in keys if (not isinstance(item, dict) or item.get(k) is None) and k not in defaults]
     if missing:
         raise Invalid(f"{_path_text(where)}: associative list with keys has an element that omits key field "
                       f"{json.dumps(missing[0])}")
-    return "k:" + _canonical({k: item[k] for k in keys})
+    return "k:" + _canonical({k: item[k] if item.get(k) is not None else defaults[k] for k in keys})
 
 
-def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
-    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves."""
+def _nodes(value: Obj, lists: ListKeys, *, empty_maps: bool = False) -> dict[Path, str]:
+    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves. ``empty_maps``: an
+    empty map is a leaf (an applied config owns the empty maps it sets, as structured-merge-diff records them)."""
     out: dict[Path, str] = {}
 
     def visit(path: Path, node: Any) -> None:
-        keys = _list_keys(path, lists) if isinstance(node, list) else None
-        if isinstance(node, dict):
+        keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
+        if isinstance(node, dict) and keys != ATOMIC_MAP and not (empty_maps and not node):
             out[path] = _MAP
             for key, child in node.items():
                 visit((*path, "f:" + key), child)
-        elif isinstance(node, list) and keys is not None:
+        elif isinstance(node, list) and keys is not None and keys != ATOMIC_MAP:
             out[path] = _LIST
             for item in node:
                 visit((*path, _item_token(item, keys, path)), item)
@@ -283,29 +303,75 @@ def _compare(before: dict[Path, str], after: dict[Path, str]) -> tuple[set[Path]
 
 def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
     """config laid over live: maps key by key, granular lists item by item, the rest replaced."""
-    if isinstance(live, dict) and isinstance(config, dict):
+    if isinstance(live, dict) and isinstance(config, dict) and _list_keys(path, lists) != ATOMIC_MAP:
         out = dict(live)
         for key, value in config.items():
             child = live.get(key, _ABSENT)
             out[key] = copy.deepcopy(value) if child is _ABSENT else _merge(child, value, (*path, "f:" + key), lists)
         return out
     keys = _list_keys(path, lists)
-    if isinstance(live, list) and isinstance(config, list) and keys is not None:
+    if isinstance(live, list) and isinstance(config, list) and keys is not None and keys != ATOMIC_MAP:
         wanted = {_item_token(item, keys, path): item for item in config}
         if len(wanted) != len(config):
             raise Invalid(f"{_path_text(path)}: duplicate entries in a list merged by key")
-        merged = []
-        for item in live:
-            token = _item_token(item, keys, path)
-            merged.append(_merge(item, wanted.pop(token), (*path, token), lists) if token in wanted else item)
-        return merged + [copy.deepcopy(item) for item in wanted.values()]
+        return _merge_items(live, config, keys, path, lists)
     return copy.deepcopy(config)
 
 
+def _merge_items(live: list[Any], config: list[Any], keys: tuple[str, ...], path: Path, lists: ListKeys) -> list[Any]:
+    """A keyed list's items merged in structured-merge-diff's order (``visitListItems``): the config's items in
+    its order, the live items it does not name kept where they stood among them."""
+    left = [_item_token(item, keys, path) for item in live]
+    right = [_item_token(item, keys, path) for item in config]
+    left_items, right_items = dict(zip(left, live, strict=True)), dict(zip(right, config, strict=True))
+    shared = [token for token in right if token in left_items]
+    next_shared = shared.pop(0) if shared else None
+    out: list[Any] = []
+    merged: set[str] = set()
+
+    def both(token: str) -> Any:
+        if token in left_items:
+            return _merge(left_items[token], right_items[token], (*path, token), lists)
+        return copy.deepcopy(right_items[token])
+
+    at_left = at_right = 0
+    while at_left < len(left) or at_right < len(right):
+        if at_left < len(left) and at_right < len(right):
+            token = left[at_left]
+            if token == right[at_right]:
+                merged.add(token)
+                out.append(both(token))
+                at_left += 1
+                at_right += 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if token in right_items and next_shared is not None and next_shared != token:
+                at_left += 1
+                continue
+        if at_left < len(left):
+            token = left[at_left]
+            if token not in right_items:
+                out.append(live[at_left])
+                at_left += 1
+                continue
+            if token in merged:
+                at_left += 1
+        if at_right < len(right):
+            token = right[at_right]
+            merged.add(token)
+            out.append(both(token))
+            at_right += 1
+            if next_shared is not None and next_shared == token:
+                next_shared = shared.pop(0) if shared else None
+    return out
+
+
 def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKeys) -> None:
-    """Remove the dropped paths from obj in place, keeping any that still holds an owned field
-    and the key fields of surviving list items. Parents go first, so children follow them."""
-    holders = {p[:i] for p in owned for i in range(1, len(p))}
+    """Remove the dropped paths from obj in place, keeping a field that still holds an owned field and the key
+    fields of surviving list items. Parents go first, so children follow them. A list item nobody owns goes with
+    everything in it, even fields another manager owns (structured-merge-diff's prune adds back only owned
+    paths and the fields above them, not the items above them)."""
+    holders = {p[:i] for p in owned for i in range(1, len(p)) if p[i - 1].startswith("f:")}
     for path in sorted(drop, key=len):
         if path in holders or (len(path) > 1 and path[-2].startswith("k:")
                                and path[-1][2:] in json.loads(path[-2][2:])):
@@ -413,7 +479,7 @@ def _fields_tree(fields: frozenset[Path]) -> Obj:
     return build(())
 
 
-def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str) -> None:
+def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str | None) -> None:
     """Write the entries into result; untouched, they stay exactly as they were in ``before``."""
     rows_before = ((before or {}).get("metadata") or {}).get("managedFields") or []
     kept = [e for e in entries.values() if e.fields]
@@ -455,13 +521,19 @@ def _manager_text(entry: _Entry) -> str:
     return text + (f" using {entry.api_version}" if entry.operation == "Update" else "")
 
 
+def _set_order(path: Path) -> tuple[tuple[int, str], ...]:
+    """The order structured-merge-diff iterates a field set in: at each level the fields that end there (sorted),
+    then those that go deeper (sorted)."""
+    return tuple((0 if at == len(path) - 1 else 1, token) for at, token in enumerate(path))
+
+
 def _conflict_error(conflicts: Mapping[_Entry, frozenset[Path]]) -> Conflict:
     """A 409 worded like the API server's: one cause per field, grouped by manager."""
     causes: list[Cause] = []
     lines: list[str] = []
     for entry in sorted(conflicts, key=lambda e: (e.manager, e.operation, e.api_version, e.subresource or "")):
         who = _manager_text(entry)
-        paths = [_path_text(p) for p in sorted(conflicts[entry])]
+        paths = [_path_text(p) for p in sorted(conflicts[entry], key=_set_order)]
         causes += [Cause(field=p, message=f"conflict with {who}", reason="FieldManagerConflict") for p in paths]
         lines += [f"conflicts with {who}:", *(f"- {p}" for p in paths)]
     if len(causes) == 1:

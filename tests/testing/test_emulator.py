@@ -264,11 +264,13 @@ class TestCrud:
                                 body=[{"op": "add", "path": "/metadata/labels", "value": {"k": "v"}}])
         assert patched.metadata.labels.k == "v" and patched.metadata.generation == 2
 
-    def test_strategic_merge_patch_acts_as_merge(self, widgets: Any) -> None:
-        """The client's default strategic-merge patch is applied as a merge patch."""
+    def test_strategic_merge_patch_of_a_custom_resource_is_refused(self, widgets: Any) -> None:
+        """The client's default strategic-merge patch is refused for a custom resource (415), as the API server
+        refuses it: custom resources have no merge keys."""
         widgets.create(body=widget("w1", size=1), namespace="ns")
-        patched = widgets.patch(name="w1", namespace="ns", body={"spec": {"size": 4}})
-        assert patched.spec.size == 4
+        with pytest.raises(dyn_errors.DynamicApiError) as refused:
+            widgets.patch(name="w1", namespace="ns", body={"spec": {"size": 4}})
+        assert refused.value.status == 415
 
     def test_status_subresource(self, widgets: Any) -> None:
         """Status is written only through /status, which leaves spec and generation alone."""
@@ -582,12 +584,13 @@ class TestTables:
                            headers={"Accept": "application/json"})
         assert code == 200 and doc["kind"] == "Widget"
 
-    def test_kind_without_columns_shows_name_and_age(self, emulator: Emulator, cluster: MemoryCluster) -> None:
-        """A kind without printer columns gets Name and Age."""
-        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}})
+    def test_a_built_in_kind_has_the_servers_columns(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """A built-in kind prints the API server's own columns: a ConfigMap its number of keys."""
+        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"},
+                        "data": {"a": "1", "b": "2"}})
         _, _, doc = raw(emulator, "GET", "/api/v1/namespaces/ns/configmaps/c", headers={"Accept": TABLE})
-        assert [c["name"] for c in doc["columnDefinitions"]] == ["Name", "Age"]
-        assert doc["rows"][0]["cells"] == ["c", "0s"]
+        assert [c["name"] for c in doc["columnDefinitions"]] == ["Name", "Data", "Age"]
+        assert doc["rows"][0]["cells"] == ["c", 2, "0s"]
 
 
 class TestRobustness:
@@ -622,12 +625,13 @@ class TestRobustness:
         assert code == 415 and doc["reason"] == "UnsupportedMediaType"
 
     def test_dry_run_answers_and_writes_nothing(self, emulator: Emulator, cluster: MemoryCluster) -> None:
-        """dryRun=All answers as the write would (201 and the object), and stores nothing; other values: 400."""
+        """dryRun=All answers as the write would (201 and the object), and stores nothing; other values: 422, as the
+        API server refuses CreateOptions it does not support."""
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
         code, _, _ = raw(emulator, "POST", "/api/v1/namespaces/ns/configmaps?dryRun=All", body)
         assert code == 201 and cluster.list("v1", "ConfigMap").items == []
         code, _, _ = raw(emulator, "POST", "/api/v1/namespaces/ns/configmaps?dryRun=Some", body)
-        assert code == 400 and cluster.list("v1", "ConfigMap").items == []
+        assert code == 422 and cluster.list("v1", "ConfigMap").items == []
 
     def test_server_fault_is_a_500_status(self, emulator: Emulator, cluster: MemoryCluster,
                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from engine.clock import Clock
+from engine.cluster import builtin
 from engine.cluster.api import (
     ApiError,
     BadRequest,
@@ -23,6 +24,7 @@ from engine.cluster.api import (
     Conflict,
     Invalid,
     MethodNotAllowed,
+    NoSuchResource,
     NotFound,
     Obj,
     PatchType,
@@ -30,14 +32,16 @@ from engine.cluster.api import (
     UnsupportedMediaType,
 )
 from engine.cluster.memory import MemoryCluster
-from engine.cluster.patches import json_patch, merge_patch
+from engine.cluster.patches import Unexplained, json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
+from engine.testing.emulator.printers import builtin_table, selector_text
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
 
 MERGE = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+STRATEGIC = MERGE[1]
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 TRUE = ("true", "1")
@@ -54,6 +58,12 @@ class Request:
     content_type: str = ""
     accept: str = ""
     body: bytes = b""
+    user_agent: str = ""
+
+    @property
+    def field_manager(self) -> str | None:
+        """The fieldManager parameter or, as the API server falls back, the User-Agent up to its first ``/``."""
+        return self.query.get("fieldManager") or self.user_agent.split("/", 1)[0][:128] or None
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ class Stream:
 
 
 def not_served() -> NotFound:
-    return NotFound("the server could not find the requested resource")
+    return NoSuchResource()
 
 
 def status_document(code: int, reason: str, message: str) -> Obj:
@@ -151,7 +161,7 @@ class Rest:
             return self._dry_run(request, target)
         info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
-        unknown = self._unknown_fields(request, info, body)
+        unknown = self._unknown_fields(request, info, body, target)
         answer = self._dispatch(request, info, target, body)
         if unknown and isinstance(answer, Reply):  # fieldValidation=Warn: written, each field dropped is told
             return replace(answer, warnings=tuple(f'unknown field "{path}"' for path in unknown))
@@ -162,30 +172,64 @@ class Rest:
         real one (admission, conflicts, defaults) and nothing is stored or watched."""
         wanted = request.query.get("dryRun", "All")
         if wanted != "All":
-            raise BadRequest(f'dryRun: Unsupported value: "{wanted}": supported values: "All"')
+            raise options_invalid(request.method, "dryRun", f'Unsupported value: ["{wanted}"]: supported values: "All"')
         query = {key: value for key, value in request.query.items() if key != "dryRun"}
         if _delete_options_dry_run(request):  # the rest of the DeleteOptions (preconditions) still holds
             options = {key: value for key, value in _parse_body(request).items() if key != "dryRun"}
             request = replace(request, content_type="application/json", body=json.dumps(options).encode())
         scratch = Rest(self.cluster.scratch(), clock=self.clock)
-        return scratch._resource(replace(request, query=query), target)
+        answer = scratch._resource(replace(request, query=query), target)
+        if isinstance(answer, Reply) and isinstance(answer.body, dict) and answer.code in (200, 201) and (
+                answer.body.get("kind") != "Status"):
+            answer = replace(answer, body=self._unstored(answer.body, target, request.method))
+        return answer
 
-    def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any) -> list[str]:
+    def _unstored(self, obj: Obj, target: Target, method: str) -> Obj:
+        """A dry run's answer as the API server gives it: nothing was stored, so a new object has no
+        resourceVersion and a changed one keeps the stored one."""
+        meta = dict(obj.get("metadata") or {})
+        live = None
+        if target.name is not None or method != "POST":
+            try:
+                info = self._resolve(target, Request("GET", ""))
+                live = self.cluster.get(info.api_version, info.kind, target.namespace,
+                                        target.name or str(meta.get("name") or ""))
+            except ApiError:
+                live = None
+        if live is None:
+            meta.pop("resourceVersion", None)
+        else:
+            meta["resourceVersion"] = live["metadata"].get("resourceVersion")
+        return {**obj, "metadata": meta}
+
+    def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any, target: Target) -> list[str]:
         """Fields of a write's body the kind's schema does not declare, under ``fieldValidation``: Strict
         (kubectl's default) refuses them with their paths, Warn (the API server's default) returns them
         to be sent as warnings, Ignore drops them silently."""
         mode = request.query.get("fieldValidation") or "Warn"
-        if mode not in FIELD_VALIDATION:
-            raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: '
-                             + ", ".join(f'"{m}"' for m in FIELD_VALIDATION))
+        if mode not in FIELD_VALIDATION and request.method in OPTIONS and request.method != "DELETE":
+            raise options_invalid(request.method, "fieldValidation", f'Unsupported value: "{mode}": supported '
+                                  'values: "", "Ignore", "Strict", "Warn"')
         media = request.content_type.partition(";")[0].strip().lower()
-        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == JSON_PATCH:
+        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH"):
             return []
+        if media == JSON_PATCH:
+            return self._json_patched_unknown(info, target, body, mode)
         if not isinstance(body, dict):
             return []
         if media in MERGE:
             body = _without_nulls(body)  # a null removes a field: it is not one the object will have
+        if media == STRATEGIC:
+            body = _without_directives(body)
         unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
+        if unknown and media == APPLY and builtin.kind_schema(info.api_version, info.kind) is not None:
+            name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else ""
+            found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
+            raise Unexplained(f"failed to create typed patch object (/{name or ''}; {info.group}/{info.version}, "
+                              f"Kind={info.kind}): {found}")
+        if unknown and mode == "Strict" and media in (MERGE[0], STRATEGIC) and request.method == "PATCH":
+            live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name or "")
+            raise _strict_patch_refusal(live, body, unknown, media)
         if unknown and mode == "Strict":
             if media == APPLY:
                 found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
@@ -195,10 +239,32 @@ class Rest:
                              f"strict decoding error: {found}")
         return unknown
 
+    def _json_patched_unknown(self, info: ResourceInfo, target: Target, body: Any, mode: str) -> list[str]:
+        """A JSON patch's undeclared fields are those of the patched object (the API server decodes the result);
+        Strict refuses them quoting the patched object's JSON."""
+        if target.name is None or target.subresource is not None:
+            return []
+        try:
+            live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
+            patched = json_patch(live, body)
+        except ApiError:
+            return []  # the write itself answers the error
+        if not isinstance(patched, dict):
+            return []
+        unknown = self.cluster.unknown_fields({**patched, "apiVersion": info.api_version, "kind": info.kind})
+        if unknown and mode == "Strict":
+            errors = ", ".join(f'unknown field "{path}"' for path in unknown)
+            quoted = json.dumps(_touched_by_operations(patched, body), separators=(",", ":"))
+            detail = f"Invalid value: {json.dumps(quoted)}: strict decoding error: {errors}"
+            raise Invalid(f' "" is invalid: patch: {detail}', causes=[Cause("patch", detail, "FieldValueInvalid")])
+        return unknown
+
     def _dispatch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply | Stream:
         method, query = request.method, request.query
         if events.is_core(info):
             return self._core_events(request, info, target, body)
+        if target.subresource == "scale" and target.name is not None and (info.api_version, info.kind) in SCALED:
+            return self._scale(request, info, target, body)
         if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
                                                or target.name is None):
             raise not_served()
@@ -216,7 +282,7 @@ class Rest:
                 return self._delete_collection(request, info, target)
         elif method == "GET":
             obj = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
-            return Reply(200, self._view(request, info, [obj], None) or obj)
+            return Reply(200, self._view(request, info, [obj], obj["metadata"].get("resourceVersion")) or obj)
         elif method == "PUT":
             return self._update(request, info, target, body)
         elif method == "PATCH":
@@ -247,13 +313,16 @@ class Rest:
         version = wanted_table(request.accept)
         if version is None:
             return None
-        if events.is_event(info):  # the API server's own printer: last seen, type, reason, object, message
-            info, objects = replace(info, printer_columns=events.COLUMNS), [events.for_table(o) for o in objects]
+        include = request.query.get("includeObject", "Metadata")
+        printed = builtin_table(info.api_version, info.kind, objects, table_version=version, now=self.clock.now(),
+                                resource_version=rv, include_object=include)
+        if printed is not None:
+            return printed
         return to_table(info, objects, api_version=version, now=self.clock.now(), resource_version=rv,
                         include_object=request.query.get("includeObject", "Metadata"))
 
     def _list(self, request: Request, info: ResourceInfo, target: Target) -> Reply:
-        fields = parse_fields(request.query.get("fieldSelector") or None, events.supported_fields(info))
+        fields = field_selector(info, request.query.get("fieldSelector"))
         stored = self._stored(info)
         listed = self.cluster.list(stored.api_version, stored.kind, target.namespace,
                                    labels=request.query.get("labelSelector") or None)
@@ -262,7 +331,7 @@ class Rest:
         table = self._view(request, info, found, listed.resource_version)
         if table is not None:
             return Reply(200, table)
-        items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in found]
+        items = [list_item(info, obj) for obj in found]
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
 
@@ -279,13 +348,13 @@ class Rest:
         if method == "GET":
             assert target.name is not None
             obj = events.to_core(self.cluster.get(stored.api_version, stored.kind, target.namespace, target.name))
-            return Reply(200, self._view(request, info, [obj], None) or obj)
-        manager = request.query.get("fieldManager") or None
+            return Reply(200, self._view(request, info, [obj], obj["metadata"].get("resourceVersion")) or obj)
+        manager = request.field_manager
         if method == "POST" and target.name is None:
-            created = self.cluster.create(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            created = self.cluster.create(events.to_stored(addressed(body, info, target)), field_manager=manager)
             return Reply(201, events.to_core(created))
         if method == "PUT" and target.subresource is None:
-            updated = self.cluster.update(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            updated = self.cluster.update(events.to_stored(addressed(body, info, target)), field_manager=manager)
             return Reply(200, events.to_core(updated))
         if method == "DELETE" and target.subresource is None:
             return self._delete(stored, target, body) if target.name else self._delete_collection(
@@ -309,8 +378,8 @@ class Rest:
         patched = json_patch(live, body) if media == JSON_PATCH else merge_patch(live, body)
         if not isinstance(patched, dict):
             raise BadRequest("the patch does not leave an object")
-        manager = request.query.get("fieldManager") or None
-        updated = self.cluster.update(events.to_stored(_addressed(patched, info, target)), field_manager=manager)
+        manager = request.field_manager
+        updated = self.cluster.update(events.to_stored(addressed(patched, info, target)), field_manager=manager)
         return Reply(200, events.to_core(updated))
 
     def _watch(self, request: Request, info: ResourceInfo, target: Target) -> Stream:
@@ -321,7 +390,7 @@ class Rest:
                 timeout = float(int(query["timeoutSeconds"]))
             except ValueError:
                 raise BadRequest(f"invalid timeoutSeconds {query['timeoutSeconds']!r}") from None
-        fields = parse_fields(query.get("fieldSelector") or None, events.supported_fields(info))
+        fields = field_selector(info, query.get("fieldSelector"))
         stored = self._stored(info)
         spec = WatchSpec(
             info=stored, namespace=target.namespace, resource_version=query.get("resourceVersion") or None,
@@ -345,12 +414,12 @@ class Rest:
         return Stream(tables)
 
     def _create(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
-        obj = _addressed(body, info, target)
-        return Reply(201, self.cluster.create(obj, field_manager=request.query.get("fieldManager") or None))
+        obj = addressed(body, info, target)
+        return Reply(201, self.cluster.create(obj, field_manager=request.field_manager))
 
     def _update(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
-        obj = _addressed(body, info, target)
-        manager = request.query.get("fieldManager") or None
+        obj = addressed(body, info, target)
+        manager = request.field_manager
         if target.subresource == "status":
             return Reply(200, self.cluster.update_status(obj, field_manager=manager))
         return Reply(200, self.cluster.update(obj, field_manager=manager))
@@ -358,20 +427,23 @@ class Rest:
     def _patch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
         assert target.name is not None
         media = request.content_type.partition(";")[0].strip().lower()
-        manager = request.query.get("fieldManager") or None
+        manager = request.field_manager
         force = request.query.get("force")
         status = target.subresource == "status"
         if media == APPLY:
+            manager = request.query.get("fieldManager") or None  # no User-Agent fallback for apply
             if not manager:
                 raise _patch_options_invalid("fieldManager", "Required value: is required for apply patch")
-            obj = _addressed(body, info, target)
+            obj = addressed(body, info, target)
             existed = self._exists(info, target)
             applied = self.cluster.apply(obj, field_manager=manager, force=force in TRUE, status=status)
             return Reply(200 if existed else 201, applied)
         if force:
             raise _patch_options_invalid("force", "Forbidden: may not be specified for non-apply patch")
-        patch_type: PatchType
-        if media in MERGE:
+        patch_type: PatchType | Literal["strategic"]
+        if media == STRATEGIC:
+            patch_type = "strategic"
+        elif media in MERGE:
             patch_type = "merge"
         elif media == JSON_PATCH:
             patch_type = "json"
@@ -381,6 +453,34 @@ class Rest:
                 f"{MERGE[0]}, {APPLY}, {MERGE[1]}")
         return Reply(200, self.cluster.patch(info.api_version, info.kind, target.namespace, target.name, body,
                                              patch_type=patch_type, status=status, field_manager=manager))
+
+    def _scale(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        """A Deployment's ``/scale``: its replicas as an autoscaling/v1 Scale, read, replaced or patched."""
+        assert target.name is not None
+        current = scale_of(self.cluster.get(info.api_version, info.kind, target.namespace, target.name))
+        if request.method == "GET":
+            return Reply(200, current)
+        if request.method == "PUT":
+            wanted = body if isinstance(body, dict) else {}
+        elif request.method == "PATCH":
+            media = request.content_type.partition(";")[0].strip().lower()
+            if media == JSON_PATCH:
+                wanted = json_patch(current, body)
+            elif media in MERGE:
+                wanted = merge_patch(current, body)
+            else:
+                raise UnsupportedMediaType(
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{JSON_PATCH}, {MERGE[0]}, {APPLY}, {MERGE[1]}")
+        else:
+            raise MethodNotAllowed("the server does not allow this method on the requested resource")
+        meta: Obj = wanted["metadata"] if isinstance(wanted.get("metadata"), dict) else {}
+        spec: Obj = wanted["spec"] if isinstance(wanted.get("spec"), dict) else {}
+        replicas = spec.get("replicas")
+        scaled = self.cluster.scale(info.api_version, info.kind, target.namespace, target.name, int(replicas or 0),
+                                    field_manager=request.field_manager,
+                                    resource_version=str(meta.get("resourceVersion") or "") or None)
+        return Reply(200, scale_of(scaled))
 
     def _exists(self, info: ResourceInfo, target: Target) -> bool:
         assert target.name is not None
@@ -395,12 +495,14 @@ class Rest:
         live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
         preconditions = body.get("preconditions") if isinstance(body, dict) else None
         if isinstance(preconditions, dict):
-            for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            for key, label, hint in (("uid", "UID", "deleted and then recreated"),
+                                     ("resourceVersion", "ResourceVersion", "modified")):
                 wanted, actual = preconditions.get(key), live["metadata"].get(key)
                 if wanted and str(wanted) != str(actual):
-                    raise Conflict(f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta:"
-                                   f" {actual}", details={"name": target.name, "group": info.group,
-                                                          "kind": info.plural})
+                    raise Conflict(f'Operation cannot be fulfilled on {info.kind} "{target.name}": the {label} in the '
+                                   f"precondition ({wanted}) does not match the {label} in record ({actual}). The "
+                                   f"object might have been {hint}", details={"name": target.name,
+                                                                             "group": info.group, "kind": info.kind})
         held = self.cluster.delete(info.api_version, info.kind, target.namespace, target.name)
         if held is not None:
             return Reply(200, held)
@@ -422,16 +524,117 @@ class Rest:
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
 
 
+FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("v1", "Secret"): ("type", "metadata.namespace", "metadata.name"),
+    ("v1", "Namespace"): ("status.phase", "metadata.name"),
+    ("v1", "Service"): ("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"),
+    events.CORE: events.CORE_FIELDS,
+    events.STORED: events.STORED_FIELDS,
+}
+"""The kinds with field label conversions of their own, and the fields each selects by (Kubernetes'
+``AddFieldLabelConversionsFor*``); every other kind selects by name and namespace."""
+
+
+def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
+    """A list's or watch's field selector, checked against the fields the kind selects by."""
+    own = FIELD_LABELS.get((info.api_version, info.kind))
+    if own is None:  # a custom resource's refusal is worded as a kind with its own conversion words it
+        return parse_fields(text or None, labelled=builtin.kind_schema(info.api_version, info.kind) is None)
+    return parse_fields(text or None, own, labelled=True)
+
+
+def _strict_patch_refusal(live: Obj, body: Any, unknown: list[str], media: str) -> Invalid:
+    """A Strict patch whose result has undeclared fields, as the API server refuses it (422, field ``patch``):
+    a strategic merge patch quoted as Go prints the decoded patch, a merge patch as the patched object's JSON
+    (json-patch re-encodes the levels the patch touched, keys sorted; the others keep the stored order)."""
+    errors = ", ".join(f'unknown field "{path}"' for path in unknown)
+    quoted = _go_map(body) if media == STRATEGIC else json.dumps(
+        _touched_sorted(merge_patch(live, body), body), separators=(",", ":"))
+    detail = f"Invalid value: {json.dumps(quoted)}: strict decoding error: {errors}"
+    return Invalid(f' "" is invalid: patch: {detail}', causes=[Cause("patch", detail, "FieldValueInvalid")])
+
+
+def _touched_sorted(value: Any, patch: Any) -> Any:
+    """value with the keys of every map the merge patch reaches sorted, the others as they are."""
+    if not isinstance(value, dict) or not isinstance(patch, dict):
+        return value
+    return {key: _touched_sorted(value[key], patch.get(key)) for key in sorted(value)}
+
+
+def _touched_by_operations(value: Any, operations: Any) -> Any:
+    """value with the keys of the root and of every map a JSON patch operation's path goes through sorted (the
+    levels json-patch re-encodes), the others as they are."""
+    touched: set[tuple[str, ...]] = {()}
+    for op in operations if isinstance(operations, list) else []:
+        parts = str(op.get("path", "")).split("/")[1:] if isinstance(op, dict) else []
+        touched |= {tuple(parts[:at]) for at in range(len(parts))}
+
+    def walk(node: Any, path: tuple[str, ...]) -> Any:
+        if isinstance(node, dict):
+            keys = sorted(node) if path in touched else list(node)
+            return {key: walk(node[key], (*path, key)) for key in keys}
+        if isinstance(node, list):
+            return [walk(item, (*path, str(at))) for at, item in enumerate(node)]
+        return node
+
+    return walk(value, ())
+
+
+def _go_map(value: Any) -> str:
+    """A decoded JSON value as Go's ``%+v`` prints it (``map[a:1 b:[x y]]``)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{key}:{_go_map(item)}" for key, item in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_map(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "<nil>" if value is None else str(value)
+
+
+SCALED = {("apps/v1", "Deployment")}
+"""Built-in kinds with a scale subresource."""
+
+
+def scale_of(obj: Obj) -> Obj:
+    """An object's autoscaling/v1 Scale: its identity, desired and observed replicas and its pod selector."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if key in meta},
+            "spec": {"replicas": int(spec.get("replicas") or 0)},
+            "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0),
+                       "selector": selector_text(spec.get("selector"))}}
+
+
+def list_item(info: ResourceInfo, obj: Obj) -> Obj:
+    """An item of a list answer: a built-in kind's items carry no apiVersion and kind (the API server encodes its
+    typed lists so), a custom resource's carry both."""
+    if builtin.kind_schema(info.api_version, info.kind) is not None:
+        return {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+    return {"apiVersion": info.api_version, "kind": info.kind, **obj}
+
+
 def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
+    details = {"name": name, "group": info.group, "kind": info.plural, "uid": uid}
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+            "details": {key: value for key, value in details.items() if value}}
 
 
 def _patch_options_invalid(field_name: str, message: str) -> Invalid:
-    return Invalid(f'PatchOptions.meta.k8s.io "" is invalid: {field_name}: {message}',
-                   causes=[Cause(field_name, message, "FieldValueRequired" if "Required" in message
-                                 else "FieldValueForbidden")],
-                   details={"group": "meta.k8s.io", "kind": "PatchOptions"})
+    return options_invalid("PATCH", field_name, message)
+
+
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+
+
+def options_invalid(method: str, field_name: str, message: str) -> Invalid:
+    """A request option the API server refuses (422), named by the options kind of the verb."""
+    kind = OPTIONS.get(method, "CreateOptions")
+    reason = ("FieldValueRequired" if message.startswith("Required") else "FieldValueNotSupported"
+              if message.startswith("Unsupported") else "FieldValueForbidden")
+    return Invalid(f'{kind}.meta.k8s.io "" is invalid: {field_name}: {message}',
+                   causes=[Cause(field_name, message, reason)], details={"group": "meta.k8s.io", "kind": kind})
 
 
 def _parse_body(request: Request) -> Any:
@@ -493,7 +696,8 @@ def _delete_options_dry_run(request: Request) -> bool:
         return False
     wanted = options.get("dryRun") if isinstance(options, dict) else None
     if isinstance(wanted, list) and wanted and wanted != ["All"]:
-        raise BadRequest(f'dryRun: Unsupported value: "{wanted[0]}": supported values: "All"')
+        raise options_invalid("DELETE", "dryRun", f'Unsupported value: {json.dumps(wanted, separators=(",", ":"))}: '
+                              'supported values: "All"')
     return bool(wanted)
 
 
@@ -504,7 +708,17 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
+def _without_directives(value: Any) -> Any:
+    """A strategic merge patch without its directives (``$patch``, ``$setElementOrder/...``, ``$retainKeys``):
+    what remains are the fields the patched object will have."""
+    if isinstance(value, dict):
+        return {key: _without_directives(item) for key, item in value.items() if not key.startswith("$")}
+    if isinstance(value, list):
+        return [_without_directives(item) for item in value]
+    return value
+
+
+def addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
     """The body as an object of the URL's kind, in the URL's namespace and under its name, or
     BadRequest where they disagree (as the API server checks)."""
     if not isinstance(body, dict):

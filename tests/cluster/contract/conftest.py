@@ -19,9 +19,10 @@ What the emulators (memory cluster, HTTP emulator) keep different from the real 
 |                                 |                           | later (kube-cached sees it later, as on a real one)  |
 | asynchronous-crd                | memory, kube, kube-cached | a CRD's kind is served, changed and dropped in the   |
 |                                 |                           | CRD's write, not moments later                       |
-| built-in-kinds-have-no-schema   | memory, kube, kube-cached | a field a built-in kind lacks is kept, not dropped   |
 
-Beyond what the Cluster interface reaches (so not asserted here): no paging (``limit`` is ignored, a list
+Built-in kinds are decoded, defaulted and encoded as their Go types (engine/cluster/builtin; tests/differential
+compares them with a real server request by request). Beyond what the Cluster interface reaches (so not asserted
+here): no paging (``limit`` is ignored, a list
 answers every item), no webhook conversion (every served version reads the stored object, as the API
 server's ``None`` strategy), and the watch log is compacted by count (10000 events), not by time.
 """

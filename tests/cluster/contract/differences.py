@@ -36,11 +36,6 @@ KEPT_DIFFERENCES: dict[str, Difference] = {
         "The emulators serve a CRD's kind, its changes and its removal in the write itself. A real server"
         " establishes names and updates discovery moments later. Code that waits for a CRD to be served works"
         " with both.")),
-    "built-in-kinds-have-no-schema": Difference(EMULATORS, (
-        "The emulators store built-in kinds (Secret, ConfigMap, ...) without their OpenAPI schema: a field the"
-        " kind does not have is kept. A real server drops it (with a warning, or refuses it under Strict field"
-        " validation). The engine writes only fields those kinds have; carrying every built-in schema is out of"
-        " scope.")),
 }
 """The differences from the real server the emulators keep on purpose; each is asserted by the tests that name it
 (``differs``, ``settled``), so the list stays true (test_differences.py)."""
