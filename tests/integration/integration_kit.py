@@ -28,10 +28,8 @@ import contextlib
 import contextvars
 import os
 import queue
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -53,7 +51,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.testing.emulator import Emulator, write_kubeconfig
 from engine.testing.emulator.requestlog import RequestRecord
-from engine.testing.realkube import KubeBinaries, KubeServer, User
+from engine.testing.realkube import KubeBinaries, KubeServer, User, ports
 from simulators import real_world
 from simulators.base import Simulator
 from simulators.embedded import crd_documents, management_world, registration
@@ -82,37 +80,11 @@ def wait_for(what: Callable[[], Any], timeout: float = PATIENCE, message: str = 
 
 
 def free_port() -> int:
-    """A port on 127.0.0.1 free now for an ``engine run`` to bind later, below the kernel's ephemeral range and
-    never handed out twice in this process. A port the kernel picks for a bind to port 0 is from that range, so
-    until the operator binds it the kernel may give it to another socket (an emulator's, or a connection's
-    source port): the operator then failed to start with "address already in use"."""
-    first_ephemeral = _first_ephemeral_port()
-    for _ in range(1000):
-        port = random.randrange(PORTS_FROM, first_ephemeral)
-        if port in _HANDED_OUT:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue  # someone's: try another
-        _HANDED_OUT.add(port)
-        return port
-    raise RuntimeError(f"no free port on 127.0.0.1 between {PORTS_FROM} and {first_ephemeral}")
-
-
-PORTS_FROM = 20000
-"""The lowest port ``free_port`` hands out (below it, well-known services' ports)."""
-
-_HANDED_OUT: set[int] = set()
-
-
-def _first_ephemeral_port() -> int:
-    """The lowest port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
+    """A port on 127.0.0.1 free now for an ``engine run`` to bind later (``engine.testing.realkube.ports``): below
+    the kernel's ephemeral range and never handed out twice in this process, the real servers' ports included.
+    The real-server pool starts servers on a thread of its own, so one registry must hand out both: with two, a
+    server's etcd took a port handed to an operator that had not bound it yet, which then failed to start."""
+    return ports.free_port()
 
 
 def get(cluster: Cluster, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:

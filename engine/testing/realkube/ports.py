@@ -2,19 +2,22 @@
 
 A port the kernel hands out for a bind to port 0 is from its ephemeral range, which it also uses for the source
 ports of new connections: between our check and the server's bind it may be taken. Ports below that range,
-picked at random and never twice in this process, are not handed out by the kernel at all.
+picked at random and never twice in this process, are not handed out by the kernel at all. Every part of a
+process that starts servers (the launcher, the tests' operators) takes its ports here, from any thread.
 """
 
 from __future__ import annotations
 
 import random
 import socket
+import threading
 from pathlib import Path
 
 LOWEST = 20000
 """The lowest port handed out (below it, well-known services' ports)."""
 
 _handed_out: set[int] = set()
+_lock = threading.Lock()
 
 
 def free_port() -> int:
@@ -22,15 +25,16 @@ def free_port() -> int:
     highest = _first_ephemeral_port()
     for _ in range(1000):
         port = random.randrange(LOWEST, highest)
-        if port in _handed_out:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
+        with _lock:
+            if port in _handed_out:
                 continue
-        _handed_out.add(port)
-        return port
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
     raise RuntimeError(f"no free port on 127.0.0.1 between {LOWEST} and {highest}")
 
 
