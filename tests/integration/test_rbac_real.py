@@ -3,7 +3,8 @@ the management cluster and of deploy/target-cluster/rbac.yaml on a target cluste
 real world runs the operator so). Two ``engine run --sharded`` replicas (membership Leases, leader election)
 take orders of both kinds on both clusters through their whole life: Ready and delivered, a password rotation
 asked in the spec (the superseded generation removed), deletion down to nothing, and a graceful stop that gives
-the Leases up. No request of theirs is forbidden."""
+the Leases up; a refused order on the target cluster gets its Warning Event there. No request of theirs is
+forbidden."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from integration_kit import (
     condition,
     example,
     get,
+    order,
     secret_value,
     wait_for,
 )
@@ -94,6 +96,16 @@ def test_both_kinds_live_their_whole_life_on_both_clusters_as_the_service_accoun
             cluster.create(made)
             orders.append((cluster_name, cluster, kind, made["metadata"]["name"]))
 
+    # An order on the target cluster naming a ControlPlane that does not exist: refused (as not assigned, which
+    # is how a target cluster sees a missing ControlPlane), its Warning Event written there.
+    refused = order("KeystoneUser", "refused")
+    refused["spec"]["controlPlaneRef"] = {"name": "missing", "namespace": "openstack"}
+    edge1.cluster.create(refused)
+    wait_for(lambda: [e for e in edge1.cluster.list("events.k8s.io/v1", "Event", TENANT).items
+                      if e["regarding"]["name"] == "refused" and e["reason"] == "NamespaceNotAssigned"],
+             timeout=PATIENCE, message="a Warning Event on the refused order on edge-1")
+    edge1.cluster.delete(API, "KeystoneUser", TENANT, "refused")
+
     first = {}
     for cluster_name, cluster, kind, name in orders:
         wait_for(lambda c=cluster, k=kind, n=name: ready_at(c, k, n, 1), timeout=PATIENCE,
@@ -107,9 +119,9 @@ def test_both_kinds_live_their_whole_life_on_both_clusters_as_the_service_accoun
 
     # A rotation asked in the spec: a new password delivered, the superseded generation removed.
     for _, cluster, kind, name in orders:
-        order = json_copy(cluster.get(API, kind, TENANT, name))
-        order["spec"]["passwordGeneration"] = 2
-        cluster.update(order)
+        raised = json_copy(cluster.get(API, kind, TENANT, name))
+        raised["spec"]["passwordGeneration"] = 2
+        cluster.update(raised)
     for cluster_name, cluster, kind, name in orders:
         wait_for(lambda c=cluster, k=kind, n=name: ready_at(c, k, n, 2), timeout=PATIENCE,
                  message=f"{kind} {name} on {cluster_name!r} rotated to generation 2")
