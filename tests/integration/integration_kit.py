@@ -42,6 +42,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -267,6 +268,7 @@ class ServerPool:
             try:
                 server.start()
                 real_world.install_crds(server.kubeconfig("pool", user=WORLD), self.crds)
+                warm_storage(server.kubeconfig("pool", user=WORLD), self.crds)
             except BaseException as error:
                 server.stop()
                 self._ready.put(error)
@@ -276,6 +278,21 @@ class ServerPool:
             left = self._ready.get()
             if isinstance(left, KubeServer):
                 left.stop()
+
+
+def warm_storage(kubeconfig: Obj, crds: list[Obj]) -> None:
+    """List each kind the CRDs serve once. The API server builds a custom kind's storage at its first request and
+    answers 429 ("storage is (re)initializing") until its watch cache has listed etcd: the first operator to ask
+    would wait a Retry-After second for each kind, as on no long-running cluster. All at once: each waits that
+    second too."""
+    kinds = [(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]) for crd in crds
+             for version in crd["spec"].get("versions") or () if version.get("served", True)]
+    client = real_world.client("", kubeconfig, cache=False)
+    try:
+        with ThreadPoolExecutor(len(kinds) or 1, thread_name_prefix="warm storage") as pool:
+            list(pool.map(lambda kind: client.list(*kind), kinds))
+    finally:
+        client.stop()
 
 
 class Served:
