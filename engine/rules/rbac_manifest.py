@@ -26,9 +26,10 @@ class Identity:
 CLUSTER_RUNTIME: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("events.k8s.io", "events", ("create", "patch"),
      "Warning Events on refused or failing orders (a series is patched)"),
-    ("apiextensions.k8s.io", "customresourcedefinitions", ("get",), "printer columns of the served kinds"),
 )
-"""What the runtime itself needs cluster-wide, whatever the rules: (group, resource, verbs, why)."""
+"""What the runtime itself needs cluster-wide, whatever the rules: (group, resource, verbs, why). Discovery (which
+kinds are served) needs no grant: every authenticated user may read it. CRDs are not read (a client reading a
+kind's printer columns does without them when it may not)."""
 
 LEASE_RIGHTS = ("coordination.k8s.io", "leases", ("get", "create", "update"),
                 "leader election and shard membership: read, create and renew the Lease")
@@ -105,8 +106,8 @@ def render(rights: Rights, who: Identity, source: str) -> str:
 
 
 TARGET_RUNTIME = CLUSTER_RUNTIME
-"""On a target cluster the runtime records Events on the orders served there and reads their CRDs too; no
-Lease and no registration Secrets (those live on the management cluster)."""
+"""On a target cluster the runtime records Events on the orders served there too; no Lease and no registration
+Secrets (those live on the management cluster)."""
 
 
 def render_target(rights: Rights, who: Identity, source: str) -> str:

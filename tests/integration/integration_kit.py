@@ -10,8 +10,11 @@ reacting on a background thread. It stands on one of two backends (``BACKENDS``)
 - ``emulator``: each cluster an in-memory store served by its own emulator in the test process;
 - ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``) from a pool that starts
   them ahead (``ServerPool``), the world written and read through a client of the ``world`` user, the operator
-  connecting as the ``operator`` user, whose requests the server's audit log records (the real server's request
-  log); the simulated controllers read through a cached client (which reads its own writes).
+  connecting as the ServiceAccount the shipped RBAC binds (``OPERATOR_ACCOUNT``), held to that RBAC: the
+  management cluster gets deploy/operator/rbac.yaml, each target cluster deploy/target-cluster/rbac.yaml. The
+  server's audit log records the operator's requests (the real server's request log); a world that saw one of
+  them forbidden fails when it closes. The simulated controllers read through a cached client (which reads its
+  own writes).
 
 The operator reaches the clusters only through the kubeconfig it is given (and the registration Secrets, which
 carry a target's CA and a token on the real backend), as it would real API servers; the tests read and write
@@ -37,6 +40,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,6 +53,7 @@ from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster, NotFound, Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
+from engine.rules.rbac_manifest import Identity
 from engine.testing.emulator import Emulator, write_kubeconfig
 from engine.testing.emulator.requestlog import RequestRecord
 from engine.testing.realkube import KubeBinaries, KubeServer, User, ports
@@ -122,7 +127,28 @@ OPERATOR, WORLD = "operator", "world"
 """The real servers' users: the operator's (in its kubeconfig and the registration Secrets; the audit log records
 its requests) and the one the tests and the simulated controllers act as."""
 
-REAL_USERS = {name: User(name, ("system:masters",)) for name in (OPERATOR, WORLD)}
+ACCOUNT = Identity()
+"""The ServiceAccount `engine rbac` binds (deploy/operator/rbac.yaml, deploy/target-cluster/rbac.yaml)."""
+
+OPERATOR_ACCOUNT = User(f"system:serviceaccount:{ACCOUNT.namespace}:{ACCOUNT.name}",
+                        ("system:serviceaccounts", f"system:serviceaccounts:{ACCOUNT.namespace}"))
+"""The operator on a real server: that ServiceAccount as the server knows a pod's token of it (its user name and
+groups), so the RBAC bindings' ServiceAccount subjects match it and nothing else grants it a right."""
+
+REAL_USERS = {OPERATOR: OPERATOR_ACCOUNT, WORLD: User(WORLD, ("system:masters",))}
+
+MANAGEMENT_RBAC = (ROOT / "deploy" / "operator" / "rbac.yaml",)
+TARGET_RBAC = (ROOT / "deploy" / "target-cluster" / "namespace.yaml", ROOT / "deploy" / "target-cluster" / "rbac.yaml")
+"""What a real management cluster and a real target cluster get before the operator connects (the management
+world seeds the namespaces its Roles live in)."""
+
+
+def apply_manifests(cluster: Cluster, paths: Sequence[Path]) -> None:
+    """Create every object of those YAML files, as `kubectl apply -f` does on an empty cluster."""
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if doc:
+                cluster.create(doc)
 
 CRDS = crd_documents(ROOT / "deploy" / "crds", ROOT / "deploy" / "crds" / "external")
 """Every cluster's: our CRDs and the external kinds' stand-ins."""
@@ -210,10 +236,11 @@ class ServerPool:
                 continue
             self._count += 1
             server = KubeServer(f"pool{self._count}", binaries=self.binaries, users=REAL_USERS,
-                                audit_users=(OPERATOR,))
+                                audit_users=(OPERATOR_ACCOUNT.name,))
             try:
                 server.start()
                 real_world.install_crds(server.kubeconfig("pool", user=WORLD), self.crds)
+                warm_storage(server.kubeconfig("pool", user=WORLD), self.crds)
             except BaseException as error:
                 server.stop()
                 self._ready.put(error)
@@ -223,6 +250,21 @@ class ServerPool:
             left = self._ready.get()
             if isinstance(left, KubeServer):
                 left.stop()
+
+
+def warm_storage(kubeconfig: Obj, crds: list[Obj]) -> None:
+    """List each kind the CRDs serve once. The API server builds a custom kind's storage at its first request and
+    answers 429 ("storage is (re)initializing") until its watch cache has listed etcd: the first operator to ask
+    would wait a Retry-After second for each kind, as on no long-running cluster. All at once: each waits that
+    second too."""
+    kinds = [(f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"]) for crd in crds
+             for version in crd["spec"].get("versions") or () if version.get("served", True)]
+    client = real_world.client("", kubeconfig, cache=False)
+    try:
+        with ThreadPoolExecutor(len(kinds) or 1, thread_name_prefix="warm storage") as pool:
+            list(pool.map(lambda kind: client.list(*kind), kinds))
+    finally:
+        client.stop()
 
 
 class Served:
@@ -285,7 +327,8 @@ class Served:
 
 
 class Target:
-    """One target cluster: its client, its server and its registration."""
+    """One target cluster: its client, its server and its registration (a real one holds the operator to the
+    target cluster's RBAC)."""
 
     def __init__(self, served: Served) -> None:
         self.name = served.name
@@ -293,6 +336,8 @@ class Target:
         self.cluster = served.cluster
         self.server = served.server
         served.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
+        if served.backend == "real":
+            apply_manifests(served.cluster, TARGET_RBAC)
 
     def registration(self, name: str | None = None, namespaces: str | None = None) -> Obj:
         secret = registration(name or self.name, self.server.kubeconfig(self.name))
@@ -313,6 +358,8 @@ class World:
         self.targets: dict[str, Target] = {}
         self.processes: list[OperatorProcess] = []
         """Every operator process started on this world: ``close`` kills those still running."""
+        self.forbidden_expected = False
+        """Set by a test that takes a right away: ``close`` then lets the operator's forbidden requests be."""
         self._served = Served(backend, MANAGEMENT_CLUSTER, self.crds, pool)
         self.management = self._served.cluster
         self.server = self._served.server
@@ -321,6 +368,8 @@ class World:
         try:
             for obj in management_world():
                 self._served.seed(obj)
+            if backend == "real":
+                apply_manifests(self.management, MANAGEMENT_RBAC)
             self.kubeconfig = tmp / "kubeconfig"
             write_kubeconfig(self.kubeconfig, {"management": self.server}, "management")
             self.simulators: list[Simulator] = real_world.simulators_on(self._served.lab)
@@ -357,19 +406,34 @@ class World:
     def cluster(self, name: str) -> Cluster:
         return self.management if name == MANAGEMENT_CLUSTER else self.targets[name].cluster
 
+    def forbidden(self) -> list[str]:
+        """The operator's requests the servers refused with 403 so far, as "cluster: METHOD path" (the real
+        servers' RBAC; an emulator forbids nothing)."""
+        servers = {"management": self.server, **{name: target.server for name, target in self.targets.items()}}
+        return [f"{name}: {record.method} {record.path}" for name, server in servers.items()
+                for record in server.requests.records() if record.code == 403]
+
     def close(self) -> None:
-        """Kill the operators still running, stop the servers; fail if an operator found a read object changed."""
+        """Kill the operators still running, stop the servers; fail if an operator found a read object changed, or
+        (unless ``forbidden_expected``) if a server refused one of its requests."""
         for process in self.processes:  # one a failed test left running would outlive the test run
             process.kill()
         if self.controllers is not None:
             self.controllers.stop()
+        forbidden = [] if self.forbidden_expected else self.forbidden()  # read before the servers and logs go
         for target in self.targets.values():
             target.served.stop()
         self._served.stop()
+        failures = []
         changed = [f"{process.log_path.name}: {line}" for process in self.processes
                    for line in process.logs().splitlines() if readonly.VIOLATION in line]
         if changed:  # the operator exited with EXIT_READS_CHANGED: the test waiting on it failed too, less clearly
-            pytest.fail("an operator's reader changed objects a cluster read handed out:\n" + "\n".join(changed))
+            failures.append("an operator's reader changed objects a cluster read handed out:\n" + "\n".join(changed))
+        if forbidden:
+            failures.append("the shipped RBAC (deploy/operator/rbac.yaml, deploy/target-cluster/rbac.yaml) forbade "
+                            "the operator's requests:\n" + "\n".join(sorted(set(forbidden))))
+        if failures:
+            pytest.fail("\n".join(failures))
 
 
 class OperatorProcess:

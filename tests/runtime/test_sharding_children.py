@@ -203,10 +203,12 @@ class CountedLists:
 
 def test_the_take_over_lists_only_the_clusters_the_rules_can_write_children_on(
         rules_dir: Callable[..., Path]) -> None:
-    """Rules that write to the management cluster and the order's only: the take-over of an order on a target
-    cluster lists those two, not a third registered cluster (no child of the order can be there), and takes its child
-    over. Rules that name a cluster by a text may have put children anywhere: every cluster is listed, and the child
-    found on the named one is taken over too."""
+    """Rules that write children on the management cluster only: the take-over of an order on a target cluster lists
+    the management cluster alone, neither the order's cluster (the kind is watched on the management cluster only:
+    no cache there holds it, and a target cluster's RBAC grants no list of it) nor a third registered one (no child
+    of the order can be there), and takes its child over. Rules that name a cluster by a text may have put children
+    anywhere, and watch them everywhere: every cluster is listed, and the child found on the named one is taken over
+    too."""
     labels = {**CHILD, "example.io/cluster": "edge", SHARD_LABEL: "a"}
     for rule, named in ((WIDGET, False), (WIDGET.swap("    as: part\n", "    as: part\n        cluster: far\n"), True)):
         world = World(rules_dir(rule))
@@ -224,6 +226,7 @@ def test_the_take_over_lists_only_the_clusters_the_rules_can_write_children_on(
         for name in ("edge", "far"):
             b._clusters.engage(name, counted[name])  # type: ignore[arg-type]
         assert b.admit(Request(WIDGET_KIND, "edge", "ns", "w")) == "run"
-        assert {name: cluster.lists for name, cluster in counted.items()} == {"": 1, "edge": 1, "far": int(named)}
+        listed = {name: cluster.lists for name, cluster in counted.items()}
+        assert listed == {"": 1, "edge": int(named), "far": int(named)}
         assert world.parts() == {"w-part": "b"}
         assert world.parts(far) == {"w-part": "b" if named else "a"}

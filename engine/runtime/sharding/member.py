@@ -141,8 +141,10 @@ class ShardMember:
         Listed from the API server by the order's name and namespace labels (the cluster label, when a child has
         one, must be the order's; one without it must be on the order's cluster), on the management cluster and the
         order's own, and on every other cluster only when the order kind's rules write to a cluster they name
-        (``writes_named_clusters``): elsewhere no child of it can be. A cluster that cannot be read holds the order
-        back when it is the management or the order's cluster (``retry``)."""
+        (``writes_named_clusters``): elsewhere no child of it can be. On a target cluster only the kinds watched
+        there are listed: a kind watched on the management cluster alone has no cache there to hold children in
+        (and the target cluster's RBAC, ``engine rbac --target``, grants no list of it). A cluster that cannot be
+        read holds the order back when it is the management or the order's cluster (``retry``)."""
         labels = getattr(kind, "ownership_labels", None)
         kinds = sorted(child for child, owners in self._children.items() if kind.key in owners)
         if labels is None or not kinds:
@@ -153,11 +155,14 @@ class ShardMember:
         selector = f"{name_label}={request.name},{namespace_label}={request.namespace}"
         taken = 0
         anywhere = getattr(kind, "writes_named_clusters", True)
+        on_targets = self._watched_on_targets()
         for cluster_name, cluster in self._clusters:
             if not anywhere and cluster_name not in ("", request.cluster):
                 continue
             try:
                 for api_version, child_kind in kinds:
+                    if cluster_name != "" and (api_version, child_kind) not in on_targets:
+                        continue
                     if not cluster.serves(api_version, child_kind):
                         continue
                     for namespace in self.namespaces_of(cluster_name) or (None,):
@@ -177,6 +182,12 @@ class ShardMember:
             self._log.info("%s: labelled %d child object(s) for member %s", request, taken, self.name,
                            extra={"request": str(request)})
         return "run"
+
+    def _watched_on_targets(self) -> set[tuple[str, str]]:
+        """(apiVersion, kind) of what some order kind watches on target clusters too (``clusters: all``, the order
+        kinds, what they control there): the kinds a target cluster's watches and caches hold."""
+        return {(watch.api_version, watch.kind) for order_kind in self._catalog.values()
+                for watch in order_kind.watches if watch.clusters != "management"}
 
     def _take(self, cluster_name: str, cluster: Cluster, request: Request, child: Obj, cluster_label: str) -> int:
         """Label one listed object for this member when it is the order's and not labelled so (a conditional
