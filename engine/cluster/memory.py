@@ -82,7 +82,7 @@ BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
     ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
     ResourceInfo("events.k8s.io/v1", "Event", "events", True, False, "event", ("ev",)),
-    # What installing the operator creates (deploy/), stored without a schema.
+    # What installing the operator creates (deploy/), typed by engine/cluster/builtin/.
     ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
     ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
     ResourceInfo("apps/v1", "Deployment", "deployments", True, True, "deployment", ("deploy",)),
