@@ -27,8 +27,10 @@ from typing import Any
 
 from engine.clock import Clock, format_time
 from engine.cluster import admission, ssa
+from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import (
     AlreadyExists,
+    ApiError,
     BadRequest,
     Cause,
     Cluster,
@@ -44,10 +46,12 @@ from engine.cluster.api import (
     ResourceInfo,
     WatchEvent,
 )
-from engine.cluster.crd_names import names_causes
+from engine.cluster.crd_decode import decode as decode_crd
+from engine.cluster.crd_decode import drop_unknown
+from engine.cluster.crd_names import APPROVAL
+from engine.cluster.crd_validation import crd_causes
 from engine.cluster.limits import check_depth, int64_or_float
 from engine.cluster.patches import json_copy, json_patch, merge_patch
-from engine.cluster.printer_columns import column_causes
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
@@ -58,7 +62,6 @@ from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
-from engine.cluster.structural import schema_causes
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -205,6 +208,8 @@ class MemoryCluster:
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
         with self._lock:
             k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+            return decode_crd(obj).unknown
         return k.admission.unknown_fields(obj) if k.admission is not None else []
 
     def scratch(self) -> MemoryCluster:
@@ -634,15 +639,24 @@ class MemoryCluster:
 
     def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        self._validate_metadata(k, new)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            return self._admit_crd(new, old)
+            admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
+            self._validate_metadata(k, admitted)
+            return admitted
+        self._validate_metadata(k, new)
         if k.admission is not None:
             return k.admission.admit(int64_or_float(new), old)
         return new
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
-        """Validate a CRD by compiling it, and fill the status the API server's controllers write."""
+        """Validate a CRD by compiling it (fields its type does not have are dropped, as the API server drops
+        them), and fill the status the API server's controllers write."""
+        refused = crd_decoding_error(crd, strict=False)
+        if refused is not None:
+            raise refused
+        crd = drop_unknown(crd)
+        if old is not None:
+            self._check_crd_immutables(crd, old)
         _compile_crd(crd)
         spec = crd["spec"]
         names = dict(spec["names"])
@@ -661,6 +675,22 @@ class MemoryCluster:
             "storedVersions": stored + [v for v in storage if v not in stored],
         }
         return crd
+
+    def _check_crd_immutables(self, crd: Obj, old: Obj) -> None:
+        """A CRD's group and plural never change, its scope and kind not once it is established (always, here)."""
+        new_spec, old_spec = crd.get("spec") or {}, old.get("spec") or {}
+        causes = []
+        for path, new, before in (
+            ("spec.scope", new_spec.get("scope"), old_spec.get("scope")),
+            ("spec.names.kind", (new_spec.get("names") or {}).get("kind"), (old_spec.get("names") or {}).get("kind")),
+            ("spec.group", new_spec.get("group"), old_spec.get("group")),
+            ("spec.names.plural", (new_spec.get("names") or {}).get("plural"),
+             (old_spec.get("names") or {}).get("plural")),
+        ):
+            if new != before:
+                causes.append(Cause(path, f"Invalid value: {go_value(new)}: field is immutable"))
+        if causes:
+            raise invalid(_CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
 
     def _validate_metadata(self, k: _Kind, obj: Obj) -> None:
         meta = obj["metadata"]
@@ -836,12 +866,30 @@ def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
 _CRD_INFO = BUILTIN_KINDS[-1]
 
 
-def crd_refusal(crd: Obj) -> Invalid | None:
-    """The Invalid error creating this CRD gets (as a real API server would answer it), or None when it installs."""
+def crd_refusal(crd: Obj) -> ApiError | None:
+    """The error creating this CRD gets from a real API server through kubectl (``fieldValidation=Strict``): a
+    BadRequest for a field of the wrong type or one the CRD type does not have, an Invalid with the causes of
+    every check it fails; None when it installs."""
+    refused = crd_decoding_error(crd, strict=True)
+    if refused is not None:
+        return refused
     try:
         _compile_crd(crd)
-    except Invalid as refused:
-        return refused
+    except Invalid as invalid_crd:
+        return invalid_crd
+    return None
+
+
+def crd_decoding_error(crd: Obj, *, strict: bool) -> BadRequest | None:
+    """The BadRequest for a CRD document the API server cannot decode (a field of the wrong type), or, when
+    ``strict``, that has fields its type does not have."""
+    decoded = decode_crd(crd)
+    prefix = f"{CRD_KIND} in version \"v1\" cannot be handled as a {CRD_KIND}: "
+    if decoded.type_error:
+        return BadRequest(prefix + decoded.type_error)
+    if strict and decoded.unknown:
+        found = ", ".join(f'unknown field "{path}"' for path in decoded.unknown)
+        return BadRequest(f"{prefix}strict decoding error: {found}")
     return None
 
 
@@ -851,14 +899,19 @@ def _compile_crd(crd: Obj) -> list[_Kind]:
     Compiling admission (CEL above all) costs milliseconds, and tests install the same CRDs in
     every cluster they build, so the result is memoized on the CRD's name and spec. The compiled
     kinds are immutable, so clusters can share them."""
-    key = json.dumps({"name": (crd.get("metadata") or {}).get("name"), "spec": crd.get("spec")}, sort_keys=True)
+    meta: Obj = crd["metadata"] if isinstance(crd.get("metadata"), dict) else {}
+    annotations: Obj = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
+    key = json.dumps({"metadata": {"name": meta.get("name"), "generateName": meta.get("generateName"),
+                                   "annotations": {k: v for k, v in annotations.items() if k == APPROVAL}},
+                      "spec": crd.get("spec")}, sort_keys=True)
     return builtins.list(_compile_crd_text(key))
 
 
 @functools.lru_cache(maxsize=64)
 def _compile_crd_text(key: str) -> tuple[_Kind, ...]:
     parsed = json.loads(key)
-    return tuple(_compile_crd_uncached({"metadata": {"name": parsed["name"]}, "spec": parsed["spec"]}))
+    return tuple(_compile_crd_uncached({"metadata": {k: v for k, v in parsed["metadata"].items() if v},
+                                        "spec": parsed["spec"]}))
 
 
 def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
@@ -867,21 +920,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
     name = str((crd.get("metadata") or {}).get("name") or "")
-    causes: list[Cause] = []
-    for value, path in ((group, "spec.group"), (plural, "spec.names.plural"), (kind, "spec.names.kind")):
-        if not value or not isinstance(value, str):
-            causes.append(Cause(path, "Required value", "FieldValueRequired"))
-    if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(Cause("spec.scope", f'Unsupported value: "{spec.get("scope") or ""}": supported values:'
-                            ' "Cluster", "Namespaced"', "FieldValueNotSupported"))
-    if group and plural and name != f"{plural}.{group}":
-        causes.append(Cause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
-    if not versions or not all(isinstance(v, dict) and v.get("name") for v in versions):
-        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"
-                            if versions else "Required value", "FieldValueInvalid"))
-    elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    causes += names_causes(names) + column_causes(versions) + schema_causes(versions)
+    causes = crd_causes(crd)
     if causes:
         raise invalid(_CRD_INFO, name, causes)
     admissions = admission.admissions_for(crd)

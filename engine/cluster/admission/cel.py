@@ -194,7 +194,8 @@ class RuleNode:
                 errors.append(fielderrors.invalid(where, type_name, verdict.detail))
                 continue
             target = _child(path, rule.field_path) if rule.field_path else where
-            errors.append(_for_reason(rule.reason, target, type_name, verdict.detail))
+            shown = fielderrors.OMITTED if self.schema.get("type") in ("object", "array") else value
+            errors.append(_for_reason(rule.reason, target, shown, verdict.detail))
         return errors
 
 
@@ -292,14 +293,15 @@ def _message(rule: Rule, activation: dict[str, Any]) -> str:
     return str(text).strip() if isinstance(text, str) and str(text).strip() and "\n" not in str(text) else ""
 
 
-def _for_reason(reason: str | None, path: str, type_name: str, detail: str) -> FieldError:
+def _for_reason(reason: str | None, path: str, value: Any, detail: str) -> FieldError:
+    """A failed rule's error: the value it judged (omitted for objects and lists) and its message."""
     if reason == "FieldValueForbidden":
         return FieldError(ErrorType.FORBIDDEN, path, "", detail)
     if reason == "FieldValueRequired":
         return fielderrors.required(path, detail)
     if reason == "FieldValueDuplicate":
-        return FieldError(ErrorType.DUPLICATE, path, type_name)
-    return fielderrors.invalid(path, type_name, detail)
+        return FieldError(ErrorType.DUPLICATE, path, value)
+    return fielderrors.invalid(path, value, detail)
 
 
 def _evaluation_error(error: CELEvalError, rule: Rule) -> str:

@@ -41,8 +41,11 @@ _TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", 
 class SchemaValidator:
     """One CRD version's schema, translated and compiled once, reused for every object."""
 
-    def __init__(self, schema: Schema) -> None:
-        self._validator = Draft4Validator(to_json_schema(schema), format_checker=_FORMATS)
+    def __init__(self, schema: Schema, *, int_or_string_typed: bool = True) -> None:
+        """``int_or_string_typed`` False leaves ``x-kubernetes-int-or-string`` nodes untyped, as the API server's
+        check of a CRD's defaults does (it validates them against the structural schema as is)."""
+        self._validator = Draft4Validator(to_json_schema(schema, int_or_string_typed=int_or_string_typed),
+                                          format_checker=_FORMATS)
 
     def errors(self, obj: Any) -> list[FieldError]:
         """Every schema error of the object, in kube-openapi's order."""
@@ -63,14 +66,28 @@ class SchemaValidator:
                 found += [fielderrors.required(_child(path, name)) for name in expected if name not in instance]
                 continue
             found.append(_field_error(error, path))
+            if keyword == "type" and _integer_only(expected) and _non_integral(instance):
+                found.append(fielderrors.invalid(
+                    fielderrors.ROOT, "", f"Checked value must be of type integer (default format) in {path}"))
         return found
 
 
-def to_json_schema(node: Schema) -> Schema:
+def _integer_only(expected: Any) -> bool:
+    """The node's type is integer (nullable or not): kube-openapi's number check also runs on a number."""
+    return expected == "integer" or (isinstance(expected, list) and set(expected) == {"integer", "null"})
+
+
+def _non_integral(value: Any) -> bool:
+    return isinstance(value, float) and not (value.is_integer() and abs(value) < 2**63)
+
+
+def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
     """The Draft 4 JSON Schema equivalent of one structural-schema node (recursively)."""
     out: Schema = {}
     types: list[str] = []
-    if node.get("x-kubernetes-int-or-string"):
+    if node.get("x-kubernetes-int-or-string") and not int_or_string_typed:
+        types = []
+    elif node.get("x-kubernetes-int-or-string"):
         types = ["integer", "string"]
     elif isinstance(node.get("type"), str):
         types = [node["type"]]
@@ -84,13 +101,14 @@ def to_json_schema(node: Schema) -> Schema:
             if node.get("type") == "string" and node.get("format"):
                 out["format"] = node["format"]
         elif key in ("allOf", "anyOf", "oneOf") and key in node:
-            out[key] = [to_json_schema(branch) for branch in node[key]]
+            out[key] = [to_json_schema(branch, int_or_string_typed=int_or_string_typed) for branch in node[key]]
         elif key in ("not", "items") and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key])
+            out[key] = to_json_schema(node[key], int_or_string_typed=int_or_string_typed)
         elif key == "properties" and key in node:
-            out[key] = {name: to_json_schema(child) for name, child in node[key].items()}
+            out[key] = {name: to_json_schema(child, int_or_string_typed=int_or_string_typed)
+                        for name, child in node[key].items()}
         elif key == "additionalProperties" and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key])
+            out[key] = to_json_schema(node[key], int_or_string_typed=int_or_string_typed)
         elif key in node and key not in ("not", "items", "additionalProperties"):
             out[key] = node[key]
     return out
