@@ -126,7 +126,7 @@ class ApiError(Exception):
 
     def status(self) -> Obj:
         """The error as a metav1 Status document."""
-        details = dict(self.details)
+        details = {key: value for key, value in self.details.items() if value != ""}  # Go's omitempty
         if self.causes:
             details["causes"] = [{"field": c.field, "message": c.message, "reason": c.reason} for c in self.causes]
         doc: Obj = {

@@ -23,10 +23,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from engine.clock import Clock, format_time
-from engine.cluster import admission, ssa
+from engine.cluster import admission, builtin, ssa
 from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import (
     AlreadyExists,
@@ -44,6 +44,7 @@ from engine.cluster.api import (
     PatchType,
     PrinterColumn,
     ResourceInfo,
+    UnsupportedMediaType,
     WatchEvent,
 )
 from engine.cluster.crd_decode import decode as decode_crd
@@ -51,7 +52,7 @@ from engine.cluster.crd_decode import drop_unknown
 from engine.cluster.crd_names import APPROVAL
 from engine.cluster.crd_validation import crd_causes
 from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import json_copy, json_patch, merge_patch
+from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
@@ -62,6 +63,7 @@ from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
+from engine.cluster.strategic import strategic_merge
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -100,6 +102,9 @@ _SYSTEM_META = (
 """Metadata the server owns: a create or update body cannot set it."""
 
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
+                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+"""What the API server answers a strategic merge patch of a custom resource (415)."""
 
 
 def _no_resource() -> NotFound:
@@ -151,7 +156,8 @@ class MemoryCluster:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._rv = 0
-        self._kinds: dict[tuple[str, str], _Kind] = {(i.api_version, i.kind): _Kind(i) for i in BUILTIN_KINDS}
+        self._kinds: dict[tuple[str, str], _Kind] = {
+            (i.api_version, i.kind): _Kind(i, None, builtin.list_keys(i.api_version, i.kind)) for i in BUILTIN_KINDS}
         self._crds: dict[str, list[tuple[str, str]]] = {}
         self._unserved: set[tuple[str, str]] = set()
         self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
@@ -210,7 +216,9 @@ class MemoryCluster:
             k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return decode_crd(obj).unknown
-        return k.admission.unknown_fields(obj) if k.admission is not None else []
+        if k.admission is not None:
+            return k.admission.unknown_fields(obj)
+        return builtin.unknown_fields(obj) or []
 
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
@@ -269,8 +277,8 @@ class MemoryCluster:
             new = json_copy(obj)
             self._prepare_create(k, new, namespace, keep_managed=False)
             new = self._admit(k, new, None)
-            new = ssa.record_update(None, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
-                                    list_map_keys=k.list_keys)
+            new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
+                                    field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
             return self._commit(k, None, new)
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
@@ -309,10 +317,11 @@ class MemoryCluster:
         name: str,
         patch: Any,
         *,
-        patch_type: PatchType = "merge",
+        patch_type: PatchType | Literal["strategic"] = "merge",
         status: bool = False,
         field_manager: str | None = None,
     ) -> Obj:
+        """patch_type "strategic" (a strategic merge patch) is for built-in kinds only, as on the API server."""
         check_depth(patch, "the patch")
         with self._lock:
             k = self._kind(api_version, kind, namespaced=bool(namespace))
@@ -322,8 +331,14 @@ class MemoryCluster:
             old = self._existing(k, namespace, name)
             if patch_type == "merge":
                 if not isinstance(patch, dict):
-                    raise BadRequest("a merge patch must be a JSON object")
+                    raise BadRequest("error decoding patch: json: cannot unmarshal "
+                                     f"{go_json_type(patch)} into Go value of type map[string]interface {{}}")
                 patched = merge_patch(old, patch)
+            elif patch_type == "strategic":
+                schema = builtin.kind_schema(k.info.api_version, k.info.kind)
+                if schema is None:
+                    raise UnsupportedMediaType(STRATEGIC_UNSUPPORTED)
+                patched = strategic_merge(old, patch, schema)
             elif patch_type == "json":
                 patched = json_patch(old, patch)
             else:
@@ -590,11 +605,10 @@ class MemoryCluster:
                                 details=self._details(k, meta["name"]))
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
-        meta["generation"] = 1
+        if builtin.tracks_generation(k.info.api_version, k.info.kind):
+            meta["generation"] = 1
         if k.info.status_subresource:
             new.pop("status", None)
-        if (k.info.api_version, k.info.kind) == ("v1", "Secret"):
-            new.setdefault("type", "Opaque")  # the API server's default for a Secret created without a type
 
     def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
         taken = self._stores.get(k.store, {})
@@ -626,7 +640,7 @@ class MemoryCluster:
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
         new = self._admit(k, new, old)
-        if _spec(new, k) != _spec(old, k):
+        if _spec(new, k) != _spec(old, k) and builtin.tracks_generation(k.info.api_version, k.info.kind):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         if _content(new) == _content(old) and (
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
@@ -646,7 +660,7 @@ class MemoryCluster:
         self._validate_metadata(k, new)
         if k.admission is not None:
             return k.admission.admit(int64_or_float(new), old)
-        return new
+        return builtin.admit(k.info.api_version, k.info.kind, new)
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
         """Validate a CRD by compiling it (fields its type does not have are dropped, as the API server drops
@@ -743,8 +757,9 @@ class MemoryCluster:
             new = json_copy(old)
             new["metadata"]["deletionTimestamp"] = self._now()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
-            # As the API server's markAsDeleting: marking an object deleted bumps its generation.
-            new["metadata"]["generation"] = int(meta.get("generation") or 0) + 1
+            # As the API server's BeforeDelete: marking an object deleted bumps its generation, if it has one.
+            if meta.get("generation"):
+                new["metadata"]["generation"] = int(meta["generation"]) + 1
             return self._commit(k, old, new)
         self._remove(k, old)
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
-from engine.cluster.api import BadRequest, Invalid
+from engine.cluster.api import ApiError, BadRequest, Invalid, Obj
 
 _T = TypeVar("_T")
 
@@ -43,21 +43,64 @@ class _PatchError(Exception):
     """A JSON patch that does not apply to the document (422), as opposed to a malformed one (400)."""
 
 
+class Unprocessable(Invalid):
+    """A patch that does not apply, as the API server answers it (``NewGenericServerResponse(422)``): a fixed
+    message that names no field, and empty details."""
+
+    def __init__(self) -> None:
+        super().__init__("the server rejected our request due to an error in our request")
+
+    def status(self) -> Obj:
+        return {**super().status(), "details": {}}
+
+
+class Unexplained(ApiError):
+    """An error the API server passes on as it is (500, no reason): what a patch's merge code answers."""
+
+    code, reason = 500, ""
+
+    def status(self) -> Obj:
+        return {key: value for key, value in super().status().items() if key != "reason"}
+
+
+def go_json_type(value: Any) -> str:
+    """How Go's JSON decoder names a value it cannot decode: object, array, string, number or bool."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, int | float) else "string"
+
+
 def json_patch(doc: Any, operations: Any) -> Any:
     """RFC 6902 JSON patch: add, remove, replace, move, copy and test, applied in order, all or nothing."""
+    if operations is None:
+        return json_copy(doc)
     if not isinstance(operations, list):
-        raise BadRequest("a JSON patch must be a list of operations")
+        raise BadRequest("error decoding patch: json: cannot unmarshal "
+                         f"{go_json_type(operations)} into Go value of type []handlers.jsonPatchOp")
+    for op in operations:
+        if op is not None and not isinstance(op, dict):
+            raise BadRequest(f"error decoding patch: json: cannot unmarshal {go_json_type(op)} into Go value of "
+                             "type handlers.jsonPatchOp")
+        for key in ("op", "path", "from"):
+            if isinstance(op, dict) and op.get(key) is not None and not isinstance(op[key], str):
+                raise BadRequest(f"error decoding patch: json: cannot unmarshal {go_json_type(op[key])} into Go "
+                                 f"struct field jsonPatchOp.{key} of type string")
     doc = json_copy(doc)
-    for index, op in enumerate(operations):
-        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path"), str):
-            raise BadRequest(f"JSON patch operation {index} needs string 'op' and 'path'")
-        name, path = op["op"], _pointer(op["path"])
-        needs = {"add": "value", "replace": "value", "test": "value", "move": "from", "copy": "from"}.get(name)
-        if name not in ("add", "remove", "replace", "move", "copy", "test"):
-            raise BadRequest(f"JSON patch operation {index}: unknown op {name!r}")
-        if needs and needs not in op:
-            raise BadRequest(f"JSON patch operation {index} ({name}) needs {needs!r}")
+    for op in operations:
         try:
+            if not isinstance(op, dict) or not isinstance(op.get("path"), str):
+                raise _PatchError("missing path")
+            name, path = op.get("op"), _pointer(op["path"])
+            needs = {"add": "value", "replace": "value", "test": "value", "move": "from", "copy": "from"}.get(
+                str(name))
+            if name not in ("add", "remove", "replace", "move", "copy", "test"):
+                raise _PatchError(f"unexpected kind: {name}")
+            if needs and needs not in op:
+                raise _PatchError(f"missing {needs}")
             if name == "add":
                 doc = _add(doc, path, json_copy(op["value"]))
             elif name == "remove":
@@ -73,8 +116,8 @@ def json_patch(doc: Any, operations: Any) -> Any:
                 doc = _add(doc, path, json_copy(_get(doc, _pointer(op["from"]))))
             elif not _json_equal(_get(doc, path), op["value"]):
                 raise _PatchError(f"testing value {op['path']} failed")
-        except _PatchError as err:
-            raise Invalid(f"the server rejected our request due to an error in our request: {err}") from None
+        except _PatchError:
+            raise Unprocessable() from None
     return doc
 
 
@@ -82,7 +125,7 @@ def _pointer(text: str) -> list[str]:
     if text == "":
         return []
     if not text.startswith("/"):
-        raise BadRequest(f"JSON pointer {text!r} must start with '/'")
+        raise _PatchError(f"JSON pointer {text!r} must start with '/'")
     return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
 
 

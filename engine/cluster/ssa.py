@@ -5,7 +5,8 @@ apply conflicts and ``metadata.managedFields`` behave as against a real cluster.
 state, no input mutated. A field set holds paths of fieldsV1 tokens (``f:name`` a map key,
 ``k:{"uid":"u1"}`` a keyed list item, ``v:"x"`` a set item), so it becomes ``fieldsV1`` with
 no schema. Lists are atomic (owned and replaced whole) except ``metadata.finalizers`` (a set),
-``metadata.ownerReferences`` (keyed by ``uid``) and whatever ``list_map_keys`` adds.
+``metadata.ownerReferences`` (keyed by ``uid``) and whatever ``list_map_keys`` adds; a map is granular unless
+``list_map_keys`` names it ``ATOMIC_MAP``.
 
 Status contract: with ``subresource="status"`` only ``status`` is taken from the applied
 config. With ``subresource=None`` the applied ``status`` is ignored, for value and for
@@ -40,6 +41,21 @@ _META_UNOWNED = ("name", "namespace", "uid", "resourceVersion", "generation", "c
                  "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink")
 _NEVER_OWNED: frozenset[Path] = frozenset({("f:metadata",)})
 _MAP, _LIST = "\0map", "\0list"  # node markers; leaves are canonical JSON, which never starts with \0
+ATOMIC_MAP: tuple[str, ...] = ("\0atomic",)
+
+
+class Keys(tuple[str, ...]):
+    """The key fields of a list map, with the defaults its schema gives a key field an item may omit (a container
+    port's ``protocol``: ``TCP``), which stand in for the missing value, as structured-merge-diff reads them."""
+
+    defaults: dict[str, Any]
+
+    def __new__(cls, keys: Iterable[str], defaults: Mapping[str, Any] | None = None) -> Keys:
+        made = super().__new__(cls, keys)
+        made.defaults = dict(defaults or {})
+        return made
+
+"""A ``list_map_keys`` value naming a map that is owned and replaced whole (``x-kubernetes-map-type: atomic``)."""
 _ABSENT = object()
 _NO_KEYS: ListKeys = {}
 
@@ -241,11 +257,12 @@ def _item_token(item: Any, keys: tuple[str, ...], where: Path) -> str:
         if isinstance(item, (dict, list)):
             raise Invalid(f"{_path_text(where)}: items of a set must be scalars")
         return "v:" + _canonical(item)
-    missing = [k for k in keys if not isinstance(item, dict) or item.get(k) is None]
+    defaults: dict[str, Any] = getattr(keys, "defaults", {})
+    missing = [k for k in keys if (not isinstance(item, dict) or item.get(k) is None) and k not in defaults]
     if missing:
         raise Invalid(f"{_path_text(where)}: associative list with keys has an element that omits key field "
                       f"{json.dumps(missing[0])}")
-    return "k:" + _canonical({k: item[k] for k in keys})
+    return "k:" + _canonical({k: item[k] if item.get(k) is not None else defaults[k] for k in keys})
 
 
 def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
@@ -253,12 +270,12 @@ def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
     out: dict[Path, str] = {}
 
     def visit(path: Path, node: Any) -> None:
-        keys = _list_keys(path, lists) if isinstance(node, list) else None
-        if isinstance(node, dict):
+        keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
+        if isinstance(node, dict) and keys != ATOMIC_MAP:
             out[path] = _MAP
             for key, child in node.items():
                 visit((*path, "f:" + key), child)
-        elif isinstance(node, list) and keys is not None:
+        elif isinstance(node, list) and keys is not None and keys != ATOMIC_MAP:
             out[path] = _LIST
             for item in node:
                 visit((*path, _item_token(item, keys, path)), item)
@@ -283,14 +300,14 @@ def _compare(before: dict[Path, str], after: dict[Path, str]) -> tuple[set[Path]
 
 def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
     """config laid over live: maps key by key, granular lists item by item, the rest replaced."""
-    if isinstance(live, dict) and isinstance(config, dict):
+    if isinstance(live, dict) and isinstance(config, dict) and _list_keys(path, lists) != ATOMIC_MAP:
         out = dict(live)
         for key, value in config.items():
             child = live.get(key, _ABSENT)
             out[key] = copy.deepcopy(value) if child is _ABSENT else _merge(child, value, (*path, "f:" + key), lists)
         return out
     keys = _list_keys(path, lists)
-    if isinstance(live, list) and isinstance(config, list) and keys is not None:
+    if isinstance(live, list) and isinstance(config, list) and keys is not None and keys != ATOMIC_MAP:
         wanted = {_item_token(item, keys, path): item for item in config}
         if len(wanted) != len(config):
             raise Invalid(f"{_path_text(path)}: duplicate entries in a list merged by key")

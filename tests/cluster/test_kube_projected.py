@@ -4,6 +4,7 @@ and a list whose reads the projection does not cover is never answered from it (
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 import pytest
@@ -15,14 +16,19 @@ from engine.testing.emulator import Emulator
 from tests.cluster.kube_kit import Requests, eventually, names, watching
 
 MINE = "shard=a"
-CLAIM = (("metadata", "annotations", "created"), ("status", "id"))
+CLAIM = (("metadata", "annotations", "created"), ("data", "id"))
 
 
-def secret(name: str, shard: str, claim: str = "x", **status: str) -> Obj:
+def secret(name: str, shard: str, claim: str = "x", **data: str) -> Obj:
+    """A Secret whose data holds the given keys (base64 of their values), beside a password no read projects."""
     return {"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": name, "namespace": "default", "labels": {"shard": shard, "claim": claim},
                          "annotations": {"created": f"t-{name}", "other": "y" * 200}},
-            "data": {"password": "c2VjcmV0"}, "status": dict(status)}
+            "data": {"password": "c2VjcmV0", **{key: b64(value) for key, value in data.items()}}}
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 @pytest.fixture
@@ -40,16 +46,16 @@ def test_a_list_across_members_reads_the_projected_cache(memory: MemoryCluster, 
     memory.create(secret("mine", "a", id="1"))
     memory.create(secret("theirs", "b", id="2"))
     memory.create(secret("elsewhere", "b", claim="z"))
-    first = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("status", "id"),))
+    first = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("data", "id"),))
     watching(emulator, kube)
     requests = Requests(kube)
-    answer = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("status", "id"),))
+    answer = kube.list("v1", "Secret", labels={"claim": "x"}, reads=(("data", "id"),))
     assert requests.seen == []
     assert names(answer.items) == names(first.items) == ["mine", "theirs"]
     theirs = answer.items[1]
-    assert theirs["status"] == {"id": "2"}
+    assert theirs["data"] == {"id": b64("2")}
     assert theirs["metadata"]["annotations"] == {"created": "t-theirs"}
-    assert "data" not in theirs  # never held: a Secret's data, another member's spec
+    assert "password" not in theirs["data"]  # never held: a Secret's password, another member's spec
     assert set(theirs["metadata"]) == {"name", "namespace", "uid", "resourceVersion", "labels", "annotations"}
 
 
@@ -61,7 +67,7 @@ def test_the_projected_store_holds_only_the_projected_fields(memory: MemoryClust
     [key] = projected.store.keys()
     held = projected.store.get(key)
     assert held is not None
-    assert held == {"apiVersion": "v1", "kind": "Secret", "status": {"id": "2"},
+    assert held == {"apiVersion": "v1", "kind": "Secret", "data": {"id": b64("2")},
                     "metadata": {"name": "theirs", "namespace": "default", "uid": held["metadata"]["uid"],
                                  "resourceVersion": held["metadata"]["resourceVersion"],
                                  "labels": {"shard": "b", "claim": "x"}, "annotations": {"created": "t-theirs"}}}
@@ -77,7 +83,7 @@ def test_a_read_outside_the_projection_reads_whole_objects(memory: MemoryCluster
     requests = Requests(kube)
     for reads in ((("data", "password"),), (("metadata", "annotations"),), None):
         [item] = kube.list("v1", "Secret", labels={"claim": "x"}, reads=reads).items
-        assert item["data"] == {"password": "c2VjcmV0"}
+        assert item["data"]["password"] == "c2VjcmV0"
     assert requests.count() == 3
 
 
@@ -94,7 +100,7 @@ def test_the_projected_cache_follows_writes_and_answers_gets_it_misses(memory: M
     with pytest.raises(NotFound):
         kube.get("v1", "Secret", "default", "absent")
     assert requests.count() == 0
-    assert kube.get("v1", "Secret", "default", "new")["data"] == {"password": "c2VjcmV0"}  # whole, from the server
+    assert kube.get("v1", "Secret", "default", "new")["data"]["password"] == "c2VjcmV0"  # whole, from the server
     assert requests.count() == 1
     memory.delete("v1", "Secret", "default", "new")
     assert eventually(lambda: kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM).items == [])

@@ -264,11 +264,13 @@ class TestCrud:
                                 body=[{"op": "add", "path": "/metadata/labels", "value": {"k": "v"}}])
         assert patched.metadata.labels.k == "v" and patched.metadata.generation == 2
 
-    def test_strategic_merge_patch_acts_as_merge(self, widgets: Any) -> None:
-        """The client's default strategic-merge patch is applied as a merge patch."""
+    def test_strategic_merge_patch_of_a_custom_resource_is_refused(self, widgets: Any) -> None:
+        """The client's default strategic-merge patch is refused for a custom resource (415), as the API server
+        refuses it: custom resources have no merge keys."""
         widgets.create(body=widget("w1", size=1), namespace="ns")
-        patched = widgets.patch(name="w1", namespace="ns", body={"spec": {"size": 4}})
-        assert patched.spec.size == 4
+        with pytest.raises(dyn_errors.DynamicApiError) as refused:
+            widgets.patch(name="w1", namespace="ns", body={"spec": {"size": 4}})
+        assert refused.value.status == 415
 
     def test_status_subresource(self, widgets: Any) -> None:
         """Status is written only through /status, which leaves spec and generation alone."""

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from engine.clock import Clock
+from engine.cluster import builtin
 from engine.cluster.api import (
     ApiError,
     BadRequest,
@@ -38,6 +39,7 @@ from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
 
 MERGE = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+STRATEGIC = MERGE[1]
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
 TRUE = ("true", "1")
@@ -54,6 +56,12 @@ class Request:
     content_type: str = ""
     accept: str = ""
     body: bytes = b""
+    user_agent: str = ""
+
+    @property
+    def field_manager(self) -> str | None:
+        """The fieldManager parameter or, as the API server falls back, the User-Agent up to its first ``/``."""
+        return self.query.get("fieldManager") or self.user_agent.split("/", 1)[0][:128] or None
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,8 @@ class Rest:
             return []
         if media in MERGE:
             body = _without_nulls(body)  # a null removes a field: it is not one the object will have
+        if media == STRATEGIC:
+            body = _without_directives(body)
         unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
         if unknown and mode == "Strict":
             if media == APPLY:
@@ -262,7 +272,7 @@ class Rest:
         table = self._view(request, info, found, listed.resource_version)
         if table is not None:
             return Reply(200, table)
-        items = [{"apiVersion": info.api_version, "kind": info.kind, **obj} for obj in found]
+        items = [list_item(info, obj) for obj in found]
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
 
@@ -280,7 +290,7 @@ class Rest:
             assert target.name is not None
             obj = events.to_core(self.cluster.get(stored.api_version, stored.kind, target.namespace, target.name))
             return Reply(200, self._view(request, info, [obj], None) or obj)
-        manager = request.query.get("fieldManager") or None
+        manager = request.field_manager
         if method == "POST" and target.name is None:
             created = self.cluster.create(events.to_stored(_addressed(body, info, target)), field_manager=manager)
             return Reply(201, events.to_core(created))
@@ -309,7 +319,7 @@ class Rest:
         patched = json_patch(live, body) if media == JSON_PATCH else merge_patch(live, body)
         if not isinstance(patched, dict):
             raise BadRequest("the patch does not leave an object")
-        manager = request.query.get("fieldManager") or None
+        manager = request.field_manager
         updated = self.cluster.update(events.to_stored(_addressed(patched, info, target)), field_manager=manager)
         return Reply(200, events.to_core(updated))
 
@@ -346,11 +356,11 @@ class Rest:
 
     def _create(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
         obj = _addressed(body, info, target)
-        return Reply(201, self.cluster.create(obj, field_manager=request.query.get("fieldManager") or None))
+        return Reply(201, self.cluster.create(obj, field_manager=request.field_manager))
 
     def _update(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
         obj = _addressed(body, info, target)
-        manager = request.query.get("fieldManager") or None
+        manager = request.field_manager
         if target.subresource == "status":
             return Reply(200, self.cluster.update_status(obj, field_manager=manager))
         return Reply(200, self.cluster.update(obj, field_manager=manager))
@@ -358,10 +368,11 @@ class Rest:
     def _patch(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
         assert target.name is not None
         media = request.content_type.partition(";")[0].strip().lower()
-        manager = request.query.get("fieldManager") or None
+        manager = request.field_manager
         force = request.query.get("force")
         status = target.subresource == "status"
         if media == APPLY:
+            manager = request.query.get("fieldManager") or None  # no User-Agent fallback for apply
             if not manager:
                 raise _patch_options_invalid("fieldManager", "Required value: is required for apply patch")
             obj = _addressed(body, info, target)
@@ -370,8 +381,10 @@ class Rest:
             return Reply(200 if existed else 201, applied)
         if force:
             raise _patch_options_invalid("force", "Forbidden: may not be specified for non-apply patch")
-        patch_type: PatchType
-        if media in MERGE:
+        patch_type: PatchType | Literal["strategic"]
+        if media == STRATEGIC:
+            patch_type = "strategic"
+        elif media in MERGE:
             patch_type = "merge"
         elif media == JSON_PATCH:
             patch_type = "json"
@@ -422,9 +435,18 @@ class Rest:
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
 
 
+def list_item(info: ResourceInfo, obj: Obj) -> Obj:
+    """An item of a list answer: a built-in kind's items carry no apiVersion and kind (the API server encodes its
+    typed lists so), a custom resource's carry both."""
+    if builtin.kind_schema(info.api_version, info.kind) is not None:
+        return {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+    return {"apiVersion": info.api_version, "kind": info.kind, **obj}
+
+
 def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
+    details = {"name": name, "group": info.group, "kind": info.plural, "uid": uid}
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": name, "group": info.group, "kind": info.plural, "uid": uid}}
+            "details": {key: value for key, value in details.items() if value}}
 
 
 def _patch_options_invalid(field_name: str, message: str) -> Invalid:
@@ -501,6 +523,16 @@ def _without_nulls(value: Any) -> Any:
     """A merge patch without the fields it removes (set to null)."""
     if isinstance(value, dict):
         return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    return value
+
+
+def _without_directives(value: Any) -> Any:
+    """A strategic merge patch without its directives (``$patch``, ``$setElementOrder/...``, ``$retainKeys``):
+    what remains are the fields the patched object will have."""
+    if isinstance(value, dict):
+        return {key: _without_directives(item) for key, item in value.items() if not key.startswith("$")}
+    if isinstance(value, list):
+        return [_without_directives(item) for item in value]
     return value
 
 

@@ -178,6 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
             request = Request(
                 method=self.command, path=url.path, query=dict(parse_qsl(url.query, keep_blank_values=True)),
                 content_type=self.headers.get("Content-Type", ""), accept=self.headers.get("Accept", ""), body=body,
+                user_agent=self.headers.get("User-Agent", ""),
             )
             answer = self.server.rest.handle(request)
             if isinstance(answer, Stream):

@@ -1,0 +1,44 @@
+"""Built-in kinds as the API server knows them: their schemas (taken from a real server into ``data.json``),
+the typed round trip every write of one goes through, and the server's defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.cluster.builtin.defaults import set_defaults, tracks_generation
+from engine.cluster.builtin.schema import Schema, kind_schema, list_keys
+from engine.cluster.builtin.typed import decode, zero
+
+__all__ = ["admit", "empty", "kind_schema", "list_keys", "tracks_generation", "unknown_fields"]
+
+
+def admit(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """A built-in object as the API server stores it: decoded into its type, then defaulted; unchanged for any
+    other kind (and for CRDs, whose admission is their own)."""
+    schema = _schema(api_version, kind)
+    if schema is None:
+        return obj
+    decoded, _ = decode(obj, schema)
+    set_defaults(decoded, schema)
+    return decoded
+
+
+def empty(api_version: str, kind: str) -> dict[str, Any] | None:
+    """A new object of a built-in kind as its Go type starts out (its by-value structs there, empty): what a
+    create is compared with to tell the fields it sets; None for any other kind."""
+    schema = _schema(api_version, kind)
+    if schema is None:
+        return None
+    return {**zero(schema), "apiVersion": api_version, "kind": kind}
+
+
+def unknown_fields(obj: dict[str, Any]) -> list[str] | None:
+    """The fields of a built-in object its type does not declare, by path; None for any other kind."""
+    schema = _schema(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return None if schema is None else decode(obj, schema)[1]
+
+
+def _schema(api_version: str, kind: str) -> Schema | None:
+    if (api_version, kind) == ("apiextensions.k8s.io/v1", "CustomResourceDefinition"):
+        return None
+    return kind_schema(api_version, kind)

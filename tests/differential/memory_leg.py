@@ -1,0 +1,165 @@
+"""The third leg of the differential test: a MemoryCluster driven through its own interface (create, get, list,
+update, patch, apply, delete, watch), each request of a case mapped onto the call that means the same, the
+result shaped as the API server would send it. Requests with no counterpart (tables, dry-run, field validation,
+field-selected watches, DeleteOptions) answer ``UNMAPPED`` and are compared on the HTTP legs only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from engine.cluster.api import ApiError, NotFound, ResourceInfo
+from engine.cluster.memory import MemoryCluster
+from engine.testing.emulator.rest import list_item
+from engine.testing.emulator.routes import Target, parse_route
+from tests.differential.harness import (
+    APPLY,
+    JSON,
+    JSON_PATCH,
+    MERGE,
+    STRATEGIC,
+    UNMAPPED,
+    USER_AGENT,
+    Answer,
+    Call,
+    Obj,
+)
+
+_PATCH_TYPES = {MERGE: "merge", JSON_PATCH: "json", STRATEGIC: "strategic"}
+_UNMAPPED_QUERY = {"dryRun", "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "sendInitialEvents",
+                   "resourceVersionMatch", "limit", "continue"}
+
+
+class MemoryLeg:
+    """A leg answering through ``MemoryCluster``'s methods rather than HTTP."""
+
+    def __init__(self, cluster: MemoryCluster, name: str = "memory") -> None:
+        self.name = name
+        self.cluster = cluster
+
+    def close(self) -> None:
+        pass
+
+    def send(self, request: Call) -> Answer:
+        route = parse_route(request.path)
+        query = dict(request.query)
+        if (not isinstance(route, Target) or "Table" in request.accept or set(query) & _UNMAPPED_QUERY
+                or route.subresource not in (None, "status")):
+            return UNMAPPED
+        info = self._info(route)
+        if info is None:
+            return UNMAPPED
+        try:
+            return self._send(request, route, info, query)
+        except ApiError as err:
+            return Answer(err.code, err.status())
+
+    def _info(self, route: Target) -> ResourceInfo | None:
+        for info in self.cluster.resources():
+            if info.api_version == route.api_version and info.plural == route.plural:
+                return info
+        return None
+
+    def _send(self, request: Call, route: Target, info: ResourceInfo, query: dict[str, str]) -> Answer:
+        method, manager = request.method, query.get("fieldManager") or USER_AGENT
+        status = route.subresource == "status"
+        body = _body(request)
+        if route.name is None:
+            if method == "POST" and not status:
+                return Answer(201, self.cluster.create(_addressed(body, info, route), field_manager=manager))
+            if method == "GET" and request.is_watch:
+                return self._watch(request, route, info, query)
+            if method == "GET":
+                listed = self.cluster.list(info.api_version, info.kind, route.namespace,
+                                           labels=query.get("labelSelector") or None,
+                                           fields=query.get("fieldSelector") or None)
+                items = [list_item(info, obj) for obj in listed.items]
+                return Answer(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
+                                    "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+            return UNMAPPED
+        if method == "GET" and not status:
+            return Answer(200, self.cluster.get(info.api_version, info.kind, route.namespace, route.name))
+        if method == "PUT":
+            obj = _addressed(body, info, route)
+            if status:
+                return Answer(200, self.cluster.update_status(obj, field_manager=manager))
+            return Answer(200, self.cluster.update(obj, field_manager=manager))
+        if method == "PATCH" and request.content_type == APPLY:
+            if not query.get("fieldManager"):
+                return UNMAPPED
+            existed = self._exists(info, route)
+            applied = self.cluster.apply(_addressed(body, info, route), field_manager=manager,
+                                         force=query.get("force") in ("true", "1"), status=status)
+            return Answer(200 if existed else 201, applied)
+        if method == "PATCH" and request.content_type in _PATCH_TYPES and "force" not in query:
+            patch_type: Any = _PATCH_TYPES[request.content_type]
+            return Answer(200, self.cluster.patch(info.api_version, info.kind, route.namespace, route.name, body,
+                                                  patch_type=patch_type, status=status, field_manager=manager))
+        if method == "DELETE" and not status and body is None:
+            live = self.cluster.get(info.api_version, info.kind, route.namespace, route.name)
+            held = self.cluster.delete(info.api_version, info.kind, route.namespace, route.name)
+            if held is not None:
+                return Answer(200, held)
+            details = {"name": route.name, "group": info.group, "kind": info.plural, "uid": live["metadata"]["uid"]}
+            return Answer(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                "details": {key: value for key, value in details.items() if value}})
+        return UNMAPPED
+
+    def _exists(self, info: ResourceInfo, route: Target) -> bool:
+        assert route.name is not None
+        try:
+            self.cluster.get(info.api_version, info.kind, route.namespace, route.name)
+        except NotFound:
+            return False
+        return True
+
+    def _watch(self, request: Call, route: Target, info: ResourceInfo, query: dict[str, str]) -> Answer:
+        if query.get("fieldSelector"):
+            return UNMAPPED
+        try:
+            events = self.cluster.watch(info.api_version, info.kind, route.namespace,
+                                        resource_version=query.get("resourceVersion") or None,
+                                        labels=query.get("labelSelector") or None, timeout=0,
+                                        bookmarks=query.get("allowWatchBookmarks") in ("true", "1"))
+        except ApiError as err:
+            if err.code == 410:
+                return Answer(200, None, (), [{"type": "ERROR", "object": err.status()}])
+            raise
+        if request.sentinel is not None:
+            self.cluster.create(_addressed(request.sentinel, info, route), field_manager=USER_AGENT)
+        seen: list[Obj] = []
+        for event in events:
+            obj = event["object"]
+            if request.sentinel is not None and obj["metadata"].get("name") == request.sentinel["metadata"]["name"]:
+                break
+            seen.append({"type": event["type"], "object": {"kind": info.kind, **obj}
+                         if event["type"] != "BOOKMARK" else obj})
+        return Answer(200, None, (), seen)
+
+
+def _body(request: Call) -> Any:
+    if request.body is None:
+        return None
+    if isinstance(request.body, str):
+        return yaml.safe_load(request.body) if request.content_type == APPLY else json.loads(request.body)
+    return request.body
+
+
+def _addressed(body: Any, info: ResourceInfo, route: Target) -> Obj:
+    """The body as the HTTP layer hands it on: kind and apiVersion filled, namespace and name from the URL."""
+    obj: Obj = dict(body) if isinstance(body, dict) else {}
+    obj.setdefault("apiVersion", info.api_version)
+    obj.setdefault("kind", info.kind)
+    meta = dict(obj.get("metadata") or {})
+    if info.namespaced and route.namespace:
+        meta.setdefault("namespace", route.namespace)
+    if route.name is not None:
+        meta.setdefault("name", route.name)
+    obj["metadata"] = meta
+    return obj
+
+
+__all__ = ["JSON", "MemoryLeg"]
