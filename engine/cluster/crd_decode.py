@@ -90,7 +90,14 @@ _SPEC = Struct("CustomResourceDefinitionSpec", {
     "group": STRING, "names": _NAMES, "scope": STRING,
     "versions": Slice(_VERSION, "[]v1.CustomResourceDefinitionVersion"),
     "conversion": _CONVERSION, "preserveUnknownFields": BOOL})
-CRD = Struct("CustomResourceDefinition", {"apiVersion": STRING, "kind": STRING, "metadata": ANY, "spec": _SPEC,
+_STRINGS = Map(STRING, "map[string]string")
+_META = Struct("ObjectMeta", {
+    "name": STRING, "generateName": STRING, "namespace": STRING, "selfLink": STRING, "uid": STRING,
+    "resourceVersion": STRING, "generation": INT64, "creationTimestamp": ANY, "deletionTimestamp": ANY,
+    "deletionGracePeriodSeconds": INT64, "labels": _STRINGS, "annotations": _STRINGS,
+    "ownerReferences": Slice(ANY, "[]v1.OwnerReference"), "finalizers": Slice(STRING, "[]string"),
+    "managedFields": Slice(ANY, "[]v1.ManagedFieldsEntry")})
+CRD = Struct("CustomResourceDefinition", {"apiVersion": STRING, "kind": STRING, "metadata": _META, "spec": _SPEC,
                                           "status": ANY})
 
 _GO_NAMES = {"schema": "v1.JSONSchemaProps"}
@@ -176,6 +183,8 @@ class _Walk:
                 for index, item in enumerate(value):
                     self.value(item, SCHEMA, f"{path}[{index}]", go_path, owner)
                 return
+            if not isinstance(value, dict):
+                return  # decoded as no items at all
         elif kind.kind == "schema-or-strings" and isinstance(value, list):
             for index, item in enumerate(value):
                 self._scalar(item, STRING, f"{path}[{index}]", go_path, owner)

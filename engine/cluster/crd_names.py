@@ -1,4 +1,4 @@
-"""The API server's checks of a CRD's names: ``metadata.name``, ``spec.group`` and ``spec.names``.
+"""The API server's checks of a CRD's names: ``metadata.name`` (and its labels), ``spec.group``, ``spec.names``.
 
 ``plural``, ``singular``, ``shortNames`` and ``categories`` must be lowercase DNS-1035 labels; ``kind``
 and ``listKind`` may have mixed case but must otherwise be one, and may not be the same; the group is a
@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.cluster.admission.fielderrors import go_quote as quoted
 from engine.cluster.api import Cause
-from engine.cluster.selectors import SUBDOMAIN_MSG
+from engine.cluster.selectors import SUBDOMAIN_MSG, label_key_errors, label_value_errors
 
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -56,6 +56,12 @@ def metadata_causes(metadata: dict[str, Any], plural: str, group: str) -> list[C
         name = name or generate + "xxxxx"
     causes += [Cause("metadata.name", f"Invalid value: {quoted(name)}: {problem}")
                for problem in [*subdomain_errors(name), *_must_be(name, required)]]
+    labels = metadata.get("labels")
+    for key, value in (labels.items() if isinstance(labels, dict) else ()):
+        causes += [Cause("metadata.labels", f"Invalid value: {quoted(str(key))}: {problem}")
+                   for problem in label_key_errors(str(key))]
+        causes += [Cause("metadata.labels", f"Invalid value: {quoted(str(value))}: {problem}")
+                   for problem in label_value_errors(str(value))]
     return causes
 
 

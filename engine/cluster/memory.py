@@ -917,6 +917,7 @@ def _compile_crd(crd: Obj) -> list[_Kind]:
     meta: Obj = crd["metadata"] if isinstance(crd.get("metadata"), dict) else {}
     annotations: Obj = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
     key = json.dumps({"metadata": {"name": meta.get("name"), "generateName": meta.get("generateName"),
+                                   "labels": meta.get("labels"),
                                    "annotations": {k: v for k, v in annotations.items() if k == APPROVAL}},
                       "spec": crd.get("spec")}, sort_keys=True)
     return builtins.list(_compile_crd_text(key))

@@ -162,6 +162,8 @@ def ours(crd: Obj) -> Obj:
     refused = crd_refusal(copy.deepcopy(crd))
     if refused is None:
         return {"status": 201}
+    if refused.code != 422:
+        return {"status": refused.code, "message": refused.message}
     return {"status": 422, "causes": sorted([c.field, c.message] for c in refused.causes or ())}
 
 

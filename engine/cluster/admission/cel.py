@@ -63,7 +63,9 @@ class Rule:
         text = str(spec.get("rule", ""))
         program = _compile(text, f"{path}.rule")
         message_expression = spec.get("messageExpression")
-        message_program = _compile(message_expression, f"{path}.messageExpression") if message_expression else None
+        message_program = None
+        if message_expression and not uses_optional_syntax(str(message_expression)):
+            message_program = _compile(message_expression, f"{path}.messageExpression")
         return cls(
             text=text,
             program=program,
@@ -134,7 +136,11 @@ class RuleNode:
         """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none."""
         node = cls(schema, resource_root=resource_root)
         for index, spec in enumerate(schema.get("x-kubernetes-validations") or []):
-            node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
+            try:
+                node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
+            except RuleCompileError:
+                if not uses_optional_syntax(str(spec.get("rule", ""))):
+                    raise
         for name, child in (schema.get("properties") or {}).items():
             sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo)
             if sub is not None:
@@ -271,6 +277,15 @@ def _compile(source: str, path: str) -> celpy.Runner:
     except CELParseError as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else "syntax error"
         raise RuleCompileError(path, source, f"compilation failed: {reason}") from error
+
+
+def uses_optional_syntax(source: str) -> bool:
+    """Whether a rule is written with CEL's optional syntax (``.?``, ``[?``, ``{?``), which celpy cannot parse:
+    such a rule is not evaluated here (the API server does evaluate it)."""
+    return _OPTIONAL_SYNTAX.search(source) is not None
+
+
+_OPTIONAL_SYNTAX = re.compile(r"\.\s*\?|\[\s*\?|\{\s*\?")
 
 
 def _is_true(outcome: Any) -> bool:

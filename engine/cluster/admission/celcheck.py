@@ -19,6 +19,7 @@ from typing import Any
 import celpy
 from celpy.celparser import CELParseError
 
+from engine.cluster.admission.cel import uses_optional_syntax
 from engine.cluster.admission.celnames import escape
 from engine.cluster.crd_regex import regex_error
 
@@ -48,7 +49,9 @@ class CelType:
             return f"list({(self.elem or DYN).name})"
         if self.kind == "map":
             return f"map({(self.key or DYN).name}, {(self.elem or DYN).name})"
-        return _DISPLAY.get(self.kind, self.kind)
+        if self.kind == "optional":
+            return f"optional_type({(self.elem or DYN).name})"
+        return {"null_type": "null"}.get(self.kind, self.kind)
 
 
 DYN = CelType("dyn")
@@ -58,11 +61,10 @@ DURATION, TIMESTAMP, TYPE = CelType("duration"), CelType("timestamp"), CelType("
 NAMESPACE = CelType("namespace")
 """An undeclared name used as the receiver of a call (``math.greatest``, ``optional.of``): a library's."""
 
-_DISPLAY = {"duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp"}
+_DISPLAY = {"optional": "optional_type"}
 _SCALARS = frozenset({"int", "uint", "double", "string", "bool", "bytes", "duration", "timestamp"})
 _NUMBERS = frozenset({"int", "uint", "double"})
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
-_OPTIONAL_SYNTAX = re.compile(r"\.\s*\?|\[\s*\?|\{\s*\?")
 
 
 def declared_type(schema: Schema, *, resource_root: bool = False) -> CelType:
@@ -130,6 +132,8 @@ def check_rule(rule: str, message_expression: str, declared: CelType, *, optiona
             rule_error = "compilation failed: " + "\n".join(checker.errors)
         elif result.kind not in ("dyn", "bool"):
             rule_error = "cel expression must evaluate to a bool"
+    if rule_error:
+        uses_old_self = False  # cel-go tells whether a rule reads oldSelf from the rule it compiled
     message_error = ""
     if message_expression.strip():
         tree = _parse(message_expression)
@@ -152,7 +156,7 @@ def _parse(source: str) -> Node | str | None:
             tree: Node = _ENVIRONMENT.compile(source)
         return tree
     except CELParseError as error:
-        if _OPTIONAL_SYNTAX.search(source):
+        if uses_optional_syntax(source):
             return None
         line, column = getattr(error, "line", 1) or 1, getattr(error, "column", 1) or 1
         return _located(source, line, column, "Syntax error: unexpected input")
@@ -206,8 +210,16 @@ class _Checker:
         types = [self._visit(child) for child in node.children if _is_tree(child)]
         return types[-1] if len(types) == 1 else DYN
 
-    def _ternary_unused(self, node: Node) -> CelType:
-        return DYN
+    def _expr(self, node: Node) -> CelType:
+        parts = [child for child in node.children if _is_tree(child)]
+        if len(parts) == 1:
+            return self._visit(parts[0])
+        condition, yes, no = parts[0], parts[1], parts[2]
+        types = [self._visit(part) for part in (condition, yes, no)]
+        if types[0].kind == "bool" and _concrete(types[1]) and _concrete(types[2]) and types[1] != types[2]:
+            self._error(condition, _no_overload("_?_:_", *types), after=condition, operator="?")
+            return DYN
+        return types[1] if types[1] == types[2] else DYN
 
     def _conditionalor(self, node: Node) -> CelType:
         return self._logic(node, "||")
@@ -219,10 +231,25 @@ class _Checker:
         parts = [child for child in node.children if _is_tree(child)]
         if len(parts) == 1:
             return self._visit(parts[0])
-        left, right = (self._visit(part) for part in parts)
-        if _concrete(left) and _concrete(right) and (left.kind != "bool" or right.kind != "bool"):
-            self._error(parts[0], _no_overload(f"_{operator}_", left, right), after=parts[0], operator=operator)
+        for part in parts:
+            found = self._visit(part)
+            if _concrete(found) and found.kind != "bool":
+                line, column = self._expression_at(part)
+                self.errors.append(_located(self.source, line, column,
+                                            f"expected type 'bool' but found '{found.name}'"))
         return BOOL
+
+    def _expression_at(self, node: Node) -> tuple[int, int]:
+        """Where cel-go places an expression: a selection at its dot, a call at its parenthesis, else its start."""
+        inner = _unwrap(node)
+        if _is_tree(inner) and inner.data in ("member_dot", "member_dot_arg"):
+            receiver = inner.children[0]
+            offset = _offset(self.source, receiver.meta.end_line, receiver.meta.end_column)
+            if inner.data == "member_dot_arg":
+                offset = self.source.find("(", offset)
+            before = self.source[:offset]
+            return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+        return _position(inner)
 
     def _relation(self, node: Node) -> CelType:
         parts = [child for child in node.children if _is_tree(child)]
@@ -235,7 +262,7 @@ class _Checker:
                   "relation_eq": "==", "relation_ne": "!=", "relation_in": "in"}[operation.data]
         if symbol == "in":
             return BOOL
-        if _concrete(left) and _concrete(right) and not _comparable(symbol, left, right):
+        if _certain(left) and _certain(right) and not _comparable(symbol, left, right):
             self._error(left_node, _no_overload(f"_{symbol}_", left, right), after=left_node, operator=symbol)
         return BOOL
 
@@ -490,6 +517,8 @@ def _string_value(literal: str) -> str | None:
 def _method_result(name: str, receiver: CelType, args: list[CelType]) -> CelType:
     if name == "size" and not args:
         return INT
+    if receiver.kind == "optional":
+        return {"hasValue": BOOL, "value": receiver.elem or DYN, "orValue": receiver.elem or DYN}.get(name, DYN)
     if name in _BOOL_METHODS and receiver.kind in ("string", "bytes", "list", "map"):
         return BOOL
     if name in _STRING_METHODS and receiver.kind == "string":
@@ -523,9 +552,19 @@ def _concrete(found: CelType) -> bool:
     return found.kind in _SCALARS
 
 
+def _certain(found: CelType) -> bool:
+    """A type whose comparisons the checker judges: a scalar, null, or an optional of one."""
+    return _concrete(found) or found.kind == "null_type" or (found.kind == "optional" and _concrete(found.elem or DYN))
+
+
 def _comparable(symbol: str, left: CelType, right: CelType) -> bool:
     if symbol in ("==", "!="):
-        return left.kind == right.kind
+        if "null_type" in (left.kind, right.kind):
+            other = right if left.kind == "null_type" else left
+            return other.kind not in ("int", "uint", "double", "string", "bool", "bytes")
+        return left == right
+    if "null_type" in (left.kind, right.kind) or "optional" in (left.kind, right.kind):
+        return False
     if left.kind in _NUMBERS and right.kind in _NUMBERS:
         return True
     return left.kind == right.kind and left.kind in ("string", "bytes", "bool", "duration", "timestamp")
