@@ -117,7 +117,8 @@ def decode(crd: Obj) -> Decoded:
     """Type errors and unknown fields of a CRD document."""
     walk = _Walk()
     walk.value(crd, CRD, "", "", "")
-    first = walk.errors[0] if walk.errors else ("", "")
+    errors = walk.fatal or walk.errors
+    first = errors[0] if errors else ("", "")
     return Decoded(first[0], walk.unknown, first[1])
 
 
@@ -130,9 +131,24 @@ def drop_unknown(crd: Obj) -> Obj:
     return result
 
 
+def object_meta_error(metadata: Any) -> str:
+    """Go's words for a resource's metadata that does not decode into ObjectMeta ("" when it does)."""
+    if not isinstance(metadata, dict):
+        return f"json: cannot unmarshal {_json_kind(metadata)} into Go value of type v1.ObjectMeta"
+    walk = _Walk()
+    for key, item in metadata.items():
+        if key in _META.fields:
+            walk.value(item, _META.fields[key], str(key), str(key), _META.name)
+    return walk.errors[0][0] if walk.errors else ""
+
+
 class _Walk:
     def __init__(self, *, drop: bool = False) -> None:
         self.errors: list[tuple[str, str]] = []
+        """Type errors, in document order: Go's decoder keeps the first and goes on."""
+        self.fatal: list[tuple[str, str]] = []
+        """Errors inside a type with a decoder of its own (a schema or a bool, ...): these stop Go's decoder, so
+        the first of them is the error, whatever was kept before."""
         self.unknown: list[str] = []
         self.drop = drop
 
@@ -172,6 +188,18 @@ class _Walk:
             self._scalar(value, kind, path, go_path, owner)
 
     def _custom(self, value: Any, kind: Custom, path: str, go_path: str, owner: str) -> None:
+        if self.fatal:
+            return
+        kept = self.errors
+        self.errors = []
+        try:
+            self._custom_value(value, kind, path, go_path, owner)
+        finally:
+            if self.errors:
+                self.fatal.append(self.errors[0])
+            self.errors = kept
+
+    def _custom_value(self, value: Any, kind: Custom, path: str, go_path: str, owner: str) -> None:
         if kind.kind == "schema-or-bool":
             if isinstance(value, bool):
                 return

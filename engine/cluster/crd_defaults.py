@@ -13,9 +13,12 @@ from typing import Any
 
 from engine.cluster.admission import fielderrors, structural
 from engine.cluster.admission.cel import RuleCompileError, RuleNode
-from engine.cluster.admission.fielderrors import FieldError, go_json
+from engine.cluster.admission.celcheck import check_rule, declared_type
+from engine.cluster.admission.fielderrors import FieldError, go_json, go_quote, go_value
 from engine.cluster.admission.schema import SchemaValidator
 from engine.cluster.api import Cause
+from engine.cluster.crd_decode import object_meta_error
+from engine.cluster.crd_names import dns1035_errors
 
 Schema = dict[str, Any]
 _META = ("metadata", "apiVersion", "kind")
@@ -26,7 +29,8 @@ def defaults_causes(schema: Schema, path: str) -> list[Cause]:
     return _walk(schema, path, inside_meta=False, resource_root=True)
 
 
-def _walk(s: Schema, path: str, *, inside_meta: bool, resource_root: bool) -> list[Cause]:
+def _walk(s: Schema, path: str, *, inside_meta: bool, resource_root: bool, meta_field: str = "") -> list[Cause]:
+    """``meta_field``: the resource-meta field (kind, apiVersion, metadata) ``s`` is, where it is one."""
     embedded = resource_root or bool(s.get("x-kubernetes-embedded-resource"))
     if s.get("x-kubernetes-embedded-resource"):
         inside_meta = False
@@ -34,14 +38,31 @@ def _walk(s: Schema, path: str, *, inside_meta: bool, resource_root: bool) -> li
     default = s.get("default")
     if default is not None and not inside_meta:
         causes += _one_default(s, default, f"{path}.default", embedded)
+    elif default is not None:
+        causes += _meta_default(s, default, f"{path}.default", meta_field)
     items = s.get("items")
     if isinstance(items, dict):
         causes += _walk(items, f"{path}.items", inside_meta=inside_meta, resource_root=False)
     for name, child in (s.get("properties") or {}).items():
         if isinstance(child, dict):
             meta = inside_meta or (embedded and name in _META)
-            causes += _walk(child, f"{path}.properties[{name}]", inside_meta=meta, resource_root=False)
+            causes += _walk(child, f"{path}.properties[{name}]", inside_meta=meta, resource_root=False,
+                            meta_field=name if embedded and name in _META else "")
     return causes
+
+
+def _meta_default(s: Schema, default: Any, path: str, meta_field: str) -> list[Cause]:
+    """A default of a resource's kind, apiVersion or metadata must make valid metadata (a string kind, metadata
+    that decodes), then is checked as any default (no pruning: metadata keeps what the schema does not name)."""
+    problem = ""
+    if meta_field in ("kind", "apiVersion") and not isinstance(default, str):
+        problem = f"{meta_field}: Invalid value: {go_json(default)}: must be a string"
+    elif meta_field == "metadata" and object_meta_error(default):
+        problem = f"metadata: Invalid value: {go_json(default)}: {object_meta_error(default)}"
+    if problem:
+        return [Cause(path, f"Invalid value: {go_json(default)}: must result in valid metadata: {problem}")]
+    errors = SchemaValidator(s, int_or_string_typed=False).errors(default)
+    return [_under(path, error, schema_error=True) for error in errors]
 
 
 def _one_default(s: Schema, default: Any, path: str, embedded: bool) -> list[Cause]:
@@ -50,9 +71,21 @@ def _one_default(s: Schema, default: Any, path: str, embedded: bool) -> list[Cau
     causes = []
     if unknown:
         causes.append(Cause(path, f"Invalid value: {go_json(default)}: must not have unknown fields"))
+    coerced = _coerce_cause(default, s, path, embedded)
+    if coerced is not None:
+        return [*causes, coerced]
+    embedded_errors = _embedded_causes(default, s, path, embedded)
+    if embedded_errors:
+        return causes + embedded_errors
     errors = SchemaValidator(s, int_or_string_typed=False).errors(default)
     if errors:
         return causes + [_under(path, error, schema_error=True) for error in errors]
+    if s.get("x-kubernetes-validations") and declared_type(s, resource_root=embedded) is None:
+        return [*causes, Cause(path, f"Invalid value: {go_quote(str(s.get('type') or ''))}: rule compiler"
+                                     " initialization error: failed to convert to declType for CEL validation rules")]
+    compile_errors = _rule_compile_causes(default, s, path, embedded)
+    if compile_errors:
+        return causes + compile_errors
     try:
         rules = RuleNode.build(s, path, resource_root=embedded)
     except RuleCompileError:
@@ -77,3 +110,107 @@ def _under(prefix: str, error: FieldError, *, schema_error: bool) -> Cause:
         where = f"{prefix}{field}"
     cause = error.cause()
     return Cause(where, cause.message, cause.reason)
+
+
+def _coerce_cause(value: Any, s: Schema | None, path: str, embedded: bool) -> Cause | None:
+    """The first embedded resource in a default whose apiVersion or kind is not a string, or whose metadata does
+    not decode into ObjectMeta (``objectmeta.Coerce``, which stops at the first)."""
+    if s is None:
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if embedded or s.get("x-kubernetes-embedded-resource"):
+                if key in ("apiVersion", "kind") and not isinstance(item, str):
+                    return Cause(f"{path}.{key}", f"Invalid value: {go_value(item)}: must be a string")
+                if key == "metadata" and object_meta_error(item):
+                    return Cause(f"{path}.metadata", f"Invalid value: {go_value(item)}: {object_meta_error(item)}")
+            child = _dict(s.get("properties")).get(key)
+            if child is None and isinstance(s.get("additionalProperties"), dict):
+                found = _coerce_cause(item, s["additionalProperties"], f"{path}[{key}]", False)
+            else:
+                found = _coerce_cause(item, child, f"{path}.{key}", False)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _coerce_cause(item, _dict(s.get("items")) or None, f"{path}[{index}]", False)
+            if found is not None:
+                return found
+    return None
+
+
+def _rule_compile_causes(value: Any, s: Schema, path: str, embedded: bool) -> list[Cause]:
+    """The rules met on the way through a default that do not compile (type-check) against their node: the API
+    server's validator reports each as a 'rule compile error' at that node of the default."""
+    causes: list[Cause] = []
+    rules = [rule for rule in s.get("x-kubernetes-validations") or [] if isinstance(rule, dict)]
+    if rules:
+        declared = declared_type(s, resource_root=embedded)
+        for rule in rules:
+            checked = check_rule(str(rule.get("rule") or ""), "", declared) if declared is not None else None
+            if checked is not None and checked.rule_error:
+                causes.append(Cause(path, f"Invalid value: {go_quote(str(s.get('type') or ''))}: rule compile error:"
+                                          f" {checked.rule_error}"))
+    if isinstance(value, dict):
+        properties = _dict(s.get("properties"))
+        extra = s.get("additionalProperties")
+        for key, item in value.items():
+            if isinstance(properties.get(key), dict):
+                child = properties[key]
+                causes += _rule_compile_causes(item, child, f"{path}.{key}", bool(child.get(_EMBEDDED)))
+            elif key not in properties and isinstance(extra, dict):
+                causes += _rule_compile_causes(item, extra, f"{path}[{key}]", bool(extra.get(_EMBEDDED)))
+    elif isinstance(value, list) and isinstance(s.get("items"), dict):
+        for index, item in enumerate(value):
+            causes += _rule_compile_causes(item, s["items"], f"{path}[{index}]", bool(s["items"].get(_EMBEDDED)))
+    return causes
+
+
+_EMBEDDED = "x-kubernetes-embedded-resource"
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _embedded_causes(value: Any, s: Schema | None, path: str, embedded: bool) -> list[Cause]:
+    """A default holding an embedded resource (the root's default is one) names its apiVersion and kind, as the
+    API server's objectmeta check of a default requires (``validateEmbeddedResource``)."""
+    if s is None:
+        return []
+    causes: list[Cause] = []
+    if isinstance(value, dict):
+        if embedded or s.get("x-kubernetes-embedded-resource"):
+            causes += _resource_causes(value, path)
+        properties = _dict(s.get("properties"))
+        extra = s.get("additionalProperties")
+        for key, item in value.items():
+            if key in properties:
+                causes += _embedded_causes(item, properties[key], f"{path}.{key}", False)
+            elif isinstance(extra, dict):
+                causes += _embedded_causes(item, extra, f"{path}[{key}]", False)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            causes += _embedded_causes(item, _dict(s.get("items")) or None, f"{path}[{index}]", False)
+    return causes
+
+
+def _resource_causes(value: dict[str, Any], path: str) -> list[Cause]:
+    causes = [Cause(f"{path}.{key}", "Required value", "FieldValueRequired")
+              for key in ("apiVersion", "kind") if key not in value]
+    for key in ("apiVersion", "kind"):
+        if key not in value:
+            continue
+        item = value[key]
+        if not isinstance(item, str):
+            causes.append(Cause(f"{path}.{key}", f"Invalid value: {go_value(item)}: must be a string"))
+        elif not item:
+            causes.append(Cause(f"{path}.{key}", 'Invalid value: "": must not be empty'))
+        elif key == "apiVersion" and item.count("/") > 1:
+            causes.append(Cause(f"{path}.{key}", f"Invalid value: {go_quote(item)}: unexpected GroupVersion string:"
+                                f" {item}"))
+        elif key == "kind" and dns1035_errors(item.lower()):
+            detail = ",".join(dns1035_errors(item.lower()))
+            causes.append(Cause(f"{path}.{key}", f"Invalid value: {go_quote(item)}: may have mixed case, but should"
+                                f" otherwise match: {detail}"))
+    return causes

@@ -18,6 +18,7 @@ from engine.cluster.admission import celcheck
 from engine.cluster.admission.fielderrors import go_json, go_quote, go_value
 from engine.cluster.api import Cause
 from engine.cluster.crd_paths import valid_field_path
+from engine.cluster.structural import not_structural_reason
 
 Schema = dict[str, Any]
 
@@ -291,15 +292,19 @@ def _rules_static(s: Schema, path: str) -> list[Cause]:
         if _has_newlines(field_path):
             causes.append(Cause(f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must not contain line"
                                 " breaks"))
-        if field_path and not valid_field_path(field_path, s):
+        if field_path and not_structural_reason(s) is None and not valid_field_path(field_path, s):
             causes.append(Cause(f"{at}.fieldPath", f"Invalid value: {go_quote(field_path)}: must be a valid path"))
     return causes
 
 
 def _rules_compiled(s: Schema, path: str, walk: Walk) -> list[Cause]:
     """Each rule and messageExpression compiled against the node's type, and its use of ``oldSelf``."""
-    causes: list[Cause] = []
     declared = celcheck.declared_type(s, resource_root=walk.resource_root)
+    if declared is None:
+        return [Cause(f"{path}.x-kubernetes-validations", "Internal error: internal error: failed to construct type"
+                      " information for x-kubernetes-validations rules: unable to convert structural schema to CEL"
+                      " declarations", "InternalError")]
+    causes: list[Cause] = []
     for i, rule in enumerate(s.get("x-kubernetes-validations") or []):
         if not isinstance(rule, dict):
             continue

@@ -178,12 +178,7 @@ def _schema_causes(validation: Any, path: str, status_enabled: bool) -> list[Cau
     at = f"{path}.openAPIV3Schema"
     causes: list[Cause] = []
     if status_enabled:
-        if schema.get("type") not in (None, "", "object"):
-            causes.append(Cause(f"{at}.type", f"Invalid value: {go_quote(str(schema['type']))}: only \"object\" is"
-                                " allowed as the type at the root of the schema if the status subresource is enabled"))
-        elif any(key not in _STATUS_ROOT_FIELDS and _set(value) for key, value in schema.items()):
-            causes.append(Cause(at, f"Invalid value: {{...}}: only {_STATUS_ROOT_NAMES} fields are allowed at the"
-                                " root of the schema if the status subresource is enabled"))
+        causes += _status_root_causes(schema, at)
     if schema.get("nullable") is True:
         causes.append(Cause(f"{at}.nullable", "Forbidden: nullable cannot be true at the root",
                             "FieldValueForbidden"))
@@ -202,6 +197,40 @@ def _schema_causes(validation: Any, path: str, status_enabled: bool) -> list[Cau
     if unreadable is not None and not causes:
         causes.append(Cause(at, f'Invalid value: "": {unreadable}'))
     return causes
+
+
+_GO_FIELDS = ("id", "$schema", "$ref", "description", "type", "nullable", "format", "title", "default", "maximum",
+              "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems",
+              "minItems", "uniqueItems", "multipleOf", "enum", "maxProperties", "minProperties", "required", "items",
+              "allOf", "oneOf", "anyOf", "not", "properties", "additionalProperties", "patternProperties",
+              "dependencies", "additionalItems", "definitions", "externalDocs", "example",
+              "x-kubernetes-preserve-unknown-fields", "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string",
+              "x-kubernetes-list-map-keys", "x-kubernetes-list-type", "x-kubernetes-map-type",
+              "x-kubernetes-validations")
+"""JSONSchemaProps's fields in the order of its Go struct, which the status-subresource check walks."""
+_GO_VALUES = frozenset({"id", "$schema", "description", "type", "format", "title", "pattern", "nullable",
+                        "exclusiveMaximum", "exclusiveMinimum", "uniqueItems", "x-kubernetes-embedded-resource",
+                        "x-kubernetes-int-or-string"})
+"""Fields held by value (a string or bool: set when not empty or false); the others are pointers, slices and maps
+(set when present at all)."""
+
+
+def _status_root_causes(schema: Obj, at: str) -> list[Cause]:
+    """With a status subresource the root may hold only the keywords that keep their meaning once status is taken
+    out of it: the first other one set (in the Go struct's order) refuses the schema; a type must be object."""
+    for key in _GO_FIELDS:
+        value = schema.get(key)
+        if value is None or (key in _GO_VALUES and value in ("", False)):
+            continue
+        if key == "type":
+            if value != "object":
+                return [Cause(f"{at}.type", f"Invalid value: {go_quote(str(value))}: only \"object\" is allowed as the"
+                                            " type at the root of the schema if the status subresource is enabled")]
+            continue
+        if key not in _STATUS_ROOT_FIELDS:
+            return [Cause(at, f"Invalid value: {{...}}: only {_STATUS_ROOT_NAMES} fields are allowed at the root of"
+                              " the schema if the status subresource is enabled")]
+    return []
 
 
 def _subresources_causes(subresources: Any, path: str) -> list[Cause]:
@@ -401,10 +430,15 @@ _MAPS = frozenset({"properties", "patternProperties", "definitions", "dependenci
 """Schema keywords whose value is a Go map: empty is absent; other objects (structs) are set even when empty."""
 
 
+_JSON_VALUES = frozenset({"default", "example"})
+"""Schema keywords holding any JSON (set when present, whatever the value; compared as they are)."""
+
+
 def _normal(value: Any, map_keys: bool = False) -> Any:
     if isinstance(value, dict):
-        return {key: _normal(item, map_keys=key in _MAPS and not map_keys) for key, item in value.items()
-                if map_keys or not (item is None or item == [] or (key in _MAPS and item == {}))}
+        return {key: item if key in _JSON_VALUES and not map_keys else
+                _normal(item, map_keys=key in _MAPS and not map_keys) for key, item in value.items()
+                if map_keys or key in _JSON_VALUES or not (item is None or item == [] or (key in _MAPS and item == {}))}
     if isinstance(value, list):
         return [_normal(item) for item in value]
     return value

@@ -57,6 +57,8 @@ class Rule:
     """What the rule and its messageExpression read of each variable they name (celreads)."""
     memo: VerdictMemo | None = None
     number: int = 0
+    has_message: bool = False
+    """The rule has a ``message``, blank or not (the API server then uses it, trimmed, however empty)."""
 
     @classmethod
     def compile(cls, spec: dict[str, Any], path: str, memo: VerdictMemo | None = None) -> Rule:
@@ -77,12 +79,13 @@ class Rule:
             reads=celreads.reads(program.ast, *([message_program.ast] if message_program else [])),
             memo=memo,
             number=memo.number() if memo is not None else 0,
+            has_message=bool(spec.get("message")),
         )
 
     @property
     def described(self) -> str:
         """ruleErrorString: the message if there is one, else the rule."""
-        return self.message or self.text.strip()
+        return self.message if self.has_message else self.text.strip()
 
     def verdict(self, value: Any, old: Any, activation: Callable[[], dict[str, Any]]) -> Verdict:
         """The verdict on ``self`` = value (and ``oldSelf`` = old, unless None): remembered when the values
@@ -104,7 +107,8 @@ class Rule:
             return Verdict(passed=False, detail=_evaluation_error(error, self), evaluation_error=True)
         if _is_true(outcome):
             return PASSED
-        detail = _message(self, activation) or self.message or f"failed rule: {self.text.strip()}"
+        detail = _message(self, activation) or (self.message if self.has_message else
+                                                f"failed rule: {self.text.strip()}")
         return Verdict(passed=False, detail=detail)
 
     def _key(self, value: Any, old: Any) -> Key | None:
@@ -190,8 +194,14 @@ class RuleNode:
             return made[0]
 
         errors: list[FieldError] = []
+        unconvertible = self.schema.get("x-kubernetes-int-or-string") and (
+            isinstance(value, bool) or not isinstance(value, int | str))
         for rule in self.rules:
             if rule.transition and old is None:
+                continue
+            if unconvertible and ("self" in rule.reads or "oldSelf" in rule.reads):
+                errors.append(fielderrors.invalid(where, type_name, "invalid data, expected XIntOrString value to be"
+                                                  f" either a string or integer evaluating rule: {rule.described}"))
                 continue
             verdict = rule.verdict(value, old, activation)
             if verdict.passed:

@@ -67,9 +67,10 @@ _NUMBERS = frozenset({"int", "uint", "double"})
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
 
 
-def declared_type(schema: Schema, *, resource_root: bool = False) -> CelType:
-    """The CEL type of ``self`` at a schema node (``SchemaDeclType``); ``dyn`` where it has none."""
-    return _decl(schema, resource_root) or DYN
+def declared_type(schema: Schema, *, resource_root: bool = False) -> CelType | None:
+    """The CEL type of ``self`` at a schema node (``SchemaDeclType``); None where the API server cannot make one
+    (a node without a type that is not int-or-string, an array without items)."""
+    return _decl(schema, resource_root)
 
 
 def _decl(s: Schema, resource_root: bool) -> CelType | None:
@@ -78,7 +79,6 @@ def _decl(s: Schema, resource_root: bool) -> CelType | None:
     type_ = s.get("type")
     properties = dict(s.get("properties") or {}) if isinstance(s.get("properties"), dict) else {}
     if resource_root:
-        type_ = type_ or "object"
         properties = {**properties, "kind": {"type": "string"}, "apiVersion": {"type": "string"},
                       "metadata": {"type": "object", "properties": {"name": {"type": "string"},
                                                                     "generateName": {"type": "string"}}}}
@@ -135,7 +135,7 @@ def check_rule(rule: str, message_expression: str, declared: CelType, *, optiona
     if rule_error:
         uses_old_self = False  # cel-go tells whether a rule reads oldSelf from the rule it compiled
     message_error = ""
-    if message_expression.strip():
+    if message_expression.strip() and not rule_error:  # cel-go compiles a rule's messageExpression after the rule
         tree = _parse(message_expression)
         if isinstance(tree, str):
             message_error = f"messageExpression compilation failed: {tree}" if tree else ""

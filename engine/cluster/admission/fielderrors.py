@@ -180,8 +180,19 @@ def go_number(value: int | float) -> str:
 
 def go_json(value: Any, *, ordered: bool = False) -> str:
     """encoding/json: sorted keys (a map's; ``ordered`` keeps a struct's field order), no spaces, HTML-safe escapes."""
-    text = json.dumps(value, sort_keys=not ordered, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(_go_floats(value), sort_keys=not ordered, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _go_floats(value: Any) -> Any:
+    """Floats as Go's encoding/json writes them: a whole number without its ``.0``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, list):
+        return [_go_floats(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _go_floats(item) for key, item in value.items()}
+    return value
 
 
 _ESCAPES = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import functools
 import ipaddress
 import re
 import uuid
@@ -44,8 +45,8 @@ class SchemaValidator:
     def __init__(self, schema: Schema, *, int_or_string_typed: bool = True) -> None:
         """``int_or_string_typed`` False leaves ``x-kubernetes-int-or-string`` nodes untyped, as the API server's
         check of a CRD's defaults does (it validates them against the structural schema as is)."""
-        self._validator = Draft4Validator(to_json_schema(schema, int_or_string_typed=int_or_string_typed),
-                                          format_checker=_FORMATS)
+        translated = to_json_schema(schema, int_or_string_typed=int_or_string_typed)
+        self._validator = _validator_class(_unknown_types(translated))(translated, format_checker=_FORMATS)
 
     def errors(self, obj: Any) -> list[FieldError]:
         """Every schema error of the object, in kube-openapi's order."""
@@ -65,11 +66,72 @@ class SchemaValidator:
                 required_done.add(path)
                 found += [fielderrors.required(_child(path, name)) for name in expected if name not in instance]
                 continue
-            found.append(_field_error(error, path))
-            if keyword == "type" and _integer_only(expected) and _non_integral(instance):
-                found.append(fielderrors.invalid(
-                    fielderrors.ROOT, "", f"Checked value must be of type integer (default format) in {path}"))
+            found += _errors_of(error, path)
+            if keyword in ("anyOf", "oneOf") and error.context:
+                found += self._best_failures(error, expected, instance)
         return found
+
+
+    def _best_failures(self, error: jsonschema.ValidationError, branches: Any, instance: Any) -> list[FieldError]:
+        """kube-openapi adds the errors of the failing branch that matched best (here: the first of those with
+        the fewest errors) to an anyOf's, or to a oneOf's none of which matched."""
+        by_branch: dict[int, list[jsonschema.ValidationError]] = {}
+        for inner in error.context or []:
+            by_branch.setdefault(int(inner.relative_schema_path[0]), []).append(inner)
+        if len(by_branch) < len(branches):  # a branch matched: a oneOf matched twice (nothing to add), or an anyOf
+            return []
+        best = min(sorted(by_branch), key=lambda index: len(by_branch[index]))
+        found: list[FieldError] = []
+        for inner in by_branch[best]:
+            inner_keyword, inner_expected, inner_instance = _parts(inner)
+            inner_path = _path(inner.absolute_path)
+            if inner_keyword == "required":
+                found += [fielderrors.required(_child(inner_path, name)) for name in inner_expected
+                          if isinstance(inner_instance, dict) and name not in inner_instance]
+            else:
+                found += _errors_of(inner, inner_path)
+        return found
+
+
+def _errors_of(error: jsonschema.ValidationError, path: str) -> list[FieldError]:
+    """One jsonschema error as kube-openapi's: a number where an integer belongs is two (the type's, and the number
+    check's 'Checked value', at the object's root)."""
+    keyword, expected, instance = _parts(error)
+    found = [_field_error(error, path)]
+    if keyword == "type" and _integer_only(expected) and _non_integral(instance):
+        found.append(fielderrors.invalid(
+            fielderrors.ROOT, "", f"Checked value must be of type integer (default format) in {path}"))
+    return found
+
+
+_JSON_TYPES = frozenset({"array", "boolean", "integer", "number", "object", "string", "null"})
+
+
+def _unknown_types(node: Any) -> frozenset[str]:
+    """Type names a schema uses that JSON Schema does not know (a CRD's ``type: strin``: refused, but its defaults
+    are still checked against it)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        types = node.get("type")
+        for name in types if isinstance(types, list) else [types]:
+            if isinstance(name, str) and name not in _JSON_TYPES:
+                found.add(name)
+        for value in node.values():
+            found |= _unknown_types(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _unknown_types(item)
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=32)
+def _validator_class(unknown: frozenset[str]) -> Any:
+    """Draft 4, with each unknown type a type nothing is."""
+    if not unknown:
+        return Draft4Validator
+    checker = Draft4Validator.TYPE_CHECKER.redefine_many({name: lambda _checker, _instance: False for name in unknown})
+    extend: Any = jsonschema.validators.extend
+    return extend(Draft4Validator, type_checker=checker)
 
 
 def _integer_only(expected: Any) -> bool:
@@ -86,7 +148,7 @@ def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
     out: Schema = {}
     types: list[str] = []
     if node.get("x-kubernetes-int-or-string") and not int_or_string_typed:
-        types = []
+        types = [node["type"]] if isinstance(node.get("type"), str) else []
     elif node.get("x-kubernetes-int-or-string"):
         types = ["integer", "string"]
     elif isinstance(node.get("type"), str):
@@ -119,7 +181,8 @@ def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
     field = path or fielderrors.ROOT
     body = f"{path} in body"
     if keyword == "type":
-        wanted = ",".join(t for t in (expected if isinstance(expected, list) else [expected]) if t != "null")
+        types = expected if isinstance(expected, list) else [expected]
+        wanted = ",".join(t for t in types if t != "null" or len(types) == 1)
         actual = _type_name(instance)
         return FieldError(ErrorType.TYPE_INVALID, field, actual, f'{body} must be of type {wanted}: "{actual}"')
     if keyword == "format":
@@ -133,7 +196,24 @@ def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
         return fielderrors.too_many(field, len(instance), expected)
     if keyword == "maxProperties":
         return fielderrors.too_many(field, len(instance), expected)
+    if keyword in _COMPOSITE:
+        return fielderrors.invalid(fielderrors.ROOT, "", f"{fielderrors.go_quote(path)} {_composite(error)}")
     return fielderrors.invalid(field, _bad_value(keyword, instance), f"{body} {_detail(error)}")
+
+
+_COMPOSITE = ("anyOf", "oneOf", "not")
+"""Keywords kube-openapi reports as plain errors (no field: the cause is at the object's root) naming the path."""
+
+
+def _composite(error: jsonschema.ValidationError) -> str:
+    keyword, expected, instance = _parts(error)
+    if keyword == "anyOf":
+        return "must validate at least one schema (anyOf)"
+    if keyword == "not":
+        return "must not validate the schema (not)"
+    valid = sum(1 for branch in expected if Draft4Validator(branch, format_checker=_FORMATS).is_valid(instance))
+    found = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
+    return f"must validate one and only one schema (oneOf). {found}"
 
 
 def _detail(error: jsonschema.ValidationError) -> str:

@@ -30,7 +30,10 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
         return int(value)
     if isinstance(value, list):
         items = schema.get("items")
-        return [prune(item, items or {}, resource_root=_embedded(items)) if items else _numbers(item) for item in value]
+        if not isinstance(items, dict) and schema.get("x-kubernetes-preserve-unknown-fields"):
+            return [_numbers(item) for item in value]
+        items = items if isinstance(items, dict) else {}  # no schema for the items: their fields are all unknown
+        return [prune(item, items, resource_root=_embedded(items)) for item in value]
     if not isinstance(value, dict):
         return value
     properties: dict[str, Schema] = schema.get("properties") or {}
@@ -70,9 +73,11 @@ def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, p
     found: list[str] = []
     if isinstance(value, list):
         items = schema.get("items")
-        if isinstance(items, dict):
-            for index, item in enumerate(value):
-                found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}[{index}]")
+        if not isinstance(items, dict) and schema.get("x-kubernetes-preserve-unknown-fields"):
+            return found
+        items = items if isinstance(items, dict) else {}
+        for index, item in enumerate(value):
+            found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}[{index}]")
         return found
     if not isinstance(value, dict):
         return found
