@@ -73,7 +73,7 @@ UNKNOWN_MANAGER = "unknown"
 BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     ResourceInfo("v1", "Secret", "secrets", True, False, "secret"),
     ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
-    ResourceInfo("v1", "Namespace", "namespaces", False, False, "namespace", ("ns",)),
+    ResourceInfo("v1", "Namespace", "namespaces", False, True, "namespace", ("ns",)),
     ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
     # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
     ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
@@ -279,6 +279,7 @@ class MemoryCluster:
             new = self._admit(k, new, None)
             new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
                                     field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
+            builtin.prepare_for_create(new)
             return self._commit(k, None, new)
 
     def update(self, obj: Obj, *, field_manager: str | None = None) -> Obj:
@@ -381,7 +382,9 @@ class MemoryCluster:
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                return self._commit(k, None, self._admit(k, new, None))
+                new = self._admit(k, new, None)
+                builtin.prepare_for_create(new)
+                return self._commit(k, None, new)
             self._check_precondition(k, applied, live)
             subresource = "status" if status else None
             if k.info.status_subresource and not status:
@@ -640,9 +643,10 @@ class MemoryCluster:
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
         new = self._admit(k, new, old)
+        builtin.prepare_for_update(new, old)
         if _spec(new, k) != _spec(old, k) and builtin.tracks_generation(k.info.api_version, k.info.kind):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        if _content(new) == _content(old) and (
+        if _content(builtin.stored(new)) == _content(old) and (
             not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
         ):
             return self._out(k, old)
@@ -767,6 +771,7 @@ class MemoryCluster:
     def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
         """Store new under a fresh resourceVersion and log its event. The write that removes the
         last finalizer of a deleting object removes the object instead."""
+        new = builtin.stored(new)
         meta = new["metadata"]
         if old is not None and not seeded and meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(k, new)

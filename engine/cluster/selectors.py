@@ -8,24 +8,26 @@ with a BadRequest that says what is wrong instead of silently matching nothing.
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.cluster.api import BadRequest, LabelSelector, Obj
 
-Operator = Literal["=", "!=", "in", "notin", "exists", "!"]
+Operator = Literal["=", "!=", "in", "notin", "exists", "!", "gt", "lt"]
 
 _NAME_RE = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _SUBDOMAIN_RE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
-_NAME_MSG = (
-    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
-    " alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is"
+_KEY_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric"
+    " character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is"
     " '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
+_NAME_MSG = "name part " + _KEY_RULE
 _VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must"
     " start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used"
@@ -44,29 +46,44 @@ def is_subdomain(text: str) -> bool:
 
 
 def label_key_errors(key: str) -> list[str]:
-    """What is wrong with a label key (a qualified name), as the API server words it; [] when valid."""
-    prefix, slash, name = key.rpartition("/")
+    """What is wrong with a label key (a qualified name), as the API server words it (apimachinery's
+    ``content.IsLabelKey``); [] when valid."""
+    parts = key.split("/")
     errors: list[str] = []
-    if slash and not prefix:
-        errors.append("prefix part must be non-empty")
-    elif prefix and len(prefix) > 253:
-        errors.append("prefix part must be no more than 253 characters")
-    elif prefix and not is_subdomain(prefix):
-        errors.append("prefix part " + SUBDOMAIN_MSG)
+    if len(parts) > 2:
+        return ["a valid label key " + _KEY_RULE + " with an optional DNS subdomain prefix and '/' (e.g. "
+                "'example.com/MyName')"]
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errors.append("prefix part must be non-empty")
+        else:
+            errors += ["prefix part " + problem for problem in subdomain_errors(prefix)]
     if not name:
         errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _NAME_RE.fullmatch(name):
+    elif len(name.encode()) > 63:
+        errors.append("name part must be no more than 63 bytes")
+    if not _NAME_RE.fullmatch(name):
         errors.append(_NAME_MSG)
+    return errors
+
+
+def subdomain_errors(text: str) -> list[str]:
+    """What is wrong with a DNS-1123 subdomain, as ``content.IsDNS1123Subdomain`` words it; [] when valid."""
+    errors = []
+    if len(text.encode()) > 253:
+        errors.append("must be no more than 253 bytes")
+    if not _SUBDOMAIN_RE.fullmatch(text):
+        errors.append(SUBDOMAIN_MSG)
     return errors
 
 
 def label_value_errors(value: str) -> list[str]:
     """What is wrong with a label value, as the API server words it; [] when valid."""
     errors: list[str] = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
+    if len(value.encode()) > 63:
+        errors.append("must be no more than 63 bytes")
     if not _VALUE_RE.fullmatch(value):
         errors.append(_VALUE_MSG)
     return errors
@@ -92,6 +109,8 @@ class Requirement:
             return not present
         if self.operator in ("=", "in"):
             return present and labels[self.key] in self.values
+        if self.operator in ("gt", "lt"):
+            return present and _compare(labels[self.key], self.values[0], self.operator)
         # "!=" and "notin" match objects that lack the key, as the API server's do.
         return not present or labels[self.key] not in self.values
 
@@ -102,7 +121,16 @@ class Requirement:
             return f"!{self.key}"
         if self.operator in ("=", "!="):
             return f"{self.key}{self.operator}{self.values[0]}"
+        if self.operator in ("gt", "lt"):
+            return f"{self.key}{'>' if self.operator == 'gt' else '<'}{self.values[0]}"
         return f"{self.key} {self.operator} ({','.join(self.values)})"
+
+
+def _compare(label: str, bound: str, operator: str) -> bool:
+    """``gt``/``lt``: the label read as an integer against the bound; a label that is no integer never matches."""
+    if not re.fullmatch(r"[-+]?[0-9]+", label):
+        return False
+    return int(label) > int(bound) if operator == "gt" else int(label) < int(bound)
 
 
 @dataclass(frozen=True)
@@ -124,131 +152,182 @@ class Selector:
 
 EVERYTHING = Selector()
 
-_SPECIAL = "=!(),"
+# apimachinery's labels lexer and parser (pkg/labels/selector.go), ported token for token so that a selector fails
+# with the API server's own message.
+
+_KEYWORDS = {")": ")", ",": ",", "!": "!", "==": "==", "=": "=", ">": "gt", "in": "in", "<": "lt", "!=": "!=",
+             "notin": "notin", "(": "("}
+"""Literal -> token; anything else is an identifier (``id``)."""
+_SYMBOLS = "=!(),><"
+_BLANKS = " \t\r\n"
+_BINARY = "in, notin, =, ==, !=, gt, lt"
+_END, _ID, _ERROR = "end", "id", "error"
 
 
-def _tokens(text: str) -> Iterator[str]:
-    """Split a selector into identifiers and the symbols = == != ! ( ) ,"""
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char.isspace():
-            i += 1
-        elif text.startswith(("==", "!="), i):
-            yield text[i : i + 2]
-            i += 2
-        elif char in _SPECIAL:
-            yield char
-            i += 1
-        else:
-            start = i
-            while i < len(text) and not text[i].isspace() and text[i] not in _SPECIAL:
-                i += 1
-            yield text[start:i]
+def _lex(text: str) -> list[tuple[str, str]]:
+    """Every token of a selector, ``end`` last."""
+    out: list[tuple[str, str]] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at] in _BLANKS:
+            at += 1
+        if at >= len(text):
+            out.append((_END, ""))
+            return out
+        if text[at] in _SYMBOLS:
+            buffer, last, last_end = "", None, at
+            while at < len(text) and text[at] in _SYMBOLS:
+                buffer += text[at]
+                if buffer in _KEYWORDS:
+                    last, last_end = (_KEYWORDS[buffer], buffer), at + 1
+                elif last is not None:
+                    break
+                at += 1
+            if last is None:
+                out.append((_ERROR, f"error expected: keyword found '{buffer}'"))
+            else:
+                out.append(last)
+                at = last_end
+            continue
+        start = at
+        while at < len(text) and text[at] not in _SYMBOLS and text[at] not in _BLANKS:
+            at += 1
+        word = text[start:at]
+        out.append((_KEYWORDS.get(word, _ID), word) if word in ("in", "notin") else (_ID, word))
 
 
 class _Parser:
-    """Recursive descent over the token stream; every error names the selector and what was expected."""
+    """apimachinery's recursive descent over the tokens; in a value position ``in`` and ``notin`` are
+    identifiers."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = list(_tokens(text))
-        self.pos = 0
+        self.items = _lex(text)
+        self.at = 0
 
-    def fail(self, message: str) -> BadRequest:
-        return _failure(self.text, message)
+    def peek(self, values: bool = True) -> tuple[str, str]:
+        return self._as(self.items[self.at], values)
 
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+    def take(self, values: bool = True) -> tuple[str, str]:
+        self.at += 1
+        return self._as(self.items[self.at - 1], values)
 
-    def take(self) -> str | None:
-        token = self.peek()
-        self.pos += 1
-        return token
-
-    def identifier(self, what: str) -> str:
-        token = self.take()
-        if token is None or token in _SPECIAL or token in ("==", "!="):
-            raise self.fail(f"found {_shown(token)}, expected: {what}")
-        return token
+    @staticmethod
+    def _as(item: tuple[str, str], values: bool) -> tuple[str, str]:
+        return (_ID, item[1]) if values and item[0] in ("in", "notin") else item
 
     def parse(self) -> Selector:
         requirements: list[Requirement] = []
-        if self.peek() is None:
-            return EVERYTHING
         while True:
-            requirements.append(self.requirement())
-            token = self.take()
-            if token is None:
-                return Selector(tuple(requirements))
-            if token != ",":
-                raise self.fail(f"found {_shown(token)}, expected: ',' or end of string")
+            token, literal = self.peek()
+            if token in (_ID, "!"):
+                try:
+                    requirements.append(self.requirement())
+                except _Refused as refused:
+                    raise BadRequest(f"unable to parse requirement: {refused}") from None
+                token, literal = self.take()
+                if token == _END:
+                    break
+                if token == ",":
+                    after, text = self.peek()
+                    if after not in (_ID, "!"):
+                        raise BadRequest(f"found '{text}', expected: identifier after ','")
+                    continue
+                raise BadRequest(f"found '{literal}', expected: ',' or 'end of string'")
+            if token == _END:
+                break
+            raise BadRequest(f"found '{literal}', expected: !, identifier, or 'end of string'")
+        return Selector(tuple(sorted(requirements, key=lambda r: r.key)))
 
     def requirement(self) -> Requirement:
-        if self.peek() == "!":
+        operator: str | None = None
+        token, literal = self.take()
+        if token == "!":
+            operator = "!"
+            token, literal = self.take()
+        if token != _ID:
+            raise _Refused(f"found '{literal}', expected: identifier")
+        errors = label_key_errors(literal)
+        if errors:
+            raise _Refused(f'<nil>: Invalid value: "{literal}": {"; ".join(errors)}')
+        key = literal
+        if self.peek()[0] in (_END, ","):
+            return _requirement(key, "!" if operator == "!" else "exists", [])
+        if operator == "!":
+            return _requirement(key, "!", [])
+        token, literal = self.take(values=False)
+        if token not in ("in", "notin", "=", "==", "!=", "gt", "lt"):
+            raise _Refused(f"found '{literal}', expected: {_BINARY}")
+        found = self.value_set() if token in ("in", "notin") else self.exact_value()
+        return _requirement(key, {"==": "="}.get(token, token), sorted(set(found)))
+
+    def value_set(self) -> list[str]:
+        token, literal = self.take()
+        if token != "(":
+            raise _Refused(f"found '{literal}' expected: '('")
+        token, literal = self.peek()
+        if token in (_ID, ","):
+            found = self.identifiers()
+            if self.take()[0] != ")":
+                raise _Refused(f"found '{literal}', expected: ')'")
+            return found
+        if token == ")":
             self.take()
-            return Requirement(self.key(self.identifier("identifier after '!'")), "!")
-        key = self.key(self.identifier("identifier"))
-        token = self.peek()
-        if token is None or token == ",":
-            return Requirement(key, "exists")
-        self.take()
-        if token in ("=", "=="):
-            return Requirement(key, "=", (self.value(),))
-        if token == "!=":
-            return Requirement(key, "!=", (self.value(),))
-        if token in ("in", "notin"):
-            return Requirement(key, "in" if token == "in" else "notin", self.value_set(token))
-        raise self.fail(f"found {_shown(token)}, expected: '=', '!=', '==', 'in', notin'")
+            return [""]
+        raise _Refused(f"found '{literal}', expected: ',', ')' or identifier")
 
-    def value(self) -> str:
-        token = self.peek()
-        if token is None or token == ",":
-            return ""  # `a=` selects the empty value, as on a real cluster.
-        return self.check_value(self.identifier("identifier"))
-
-    def value_set(self, operator: str) -> tuple[str, ...]:
-        if self.take() != "(":
-            raise self.fail(f"expected '(' after '{operator}'")
-        values: list[str] = []
+    def identifiers(self) -> list[str]:
+        found: list[str] = []
         while True:
-            if self.peek() in (",", ")"):  # `()` is the set of the empty value, as apimachinery's parser reads it
-                values.append("")
-            else:
-                values.append(self.check_value(self.identifier("identifier")))
-            token = self.take()
-            if token == ")":
-                return tuple(values)
-            if token != ",":
-                raise self.fail(f"found {_shown(token)}, expected: ',' or ')'")
+            token, literal = self.take()
+            if token == _ID:
+                found.append(literal)
+                after, text = self.peek()
+                if after == ",":
+                    continue
+                if after == ")":
+                    return found
+                raise _Refused(f"found '{text}', expected: ',' or ')'")
+            if token == ",":
+                if not found:
+                    found.append("")
+                after = self.peek()[0]
+                if after == ")":
+                    found.append("")
+                    return found
+                if after == ",":
+                    found.append("")
+                continue
+            raise _Refused(f"found '{literal}', expected: ',', or identifier")
 
-    def key(self, key: str) -> str:
-        return _checked_key(self.text, key)
-
-    def check_value(self, value: str) -> str:
-        return _checked_value(self.text, value)
-
-
-def _failure(text: str, message: str) -> BadRequest:
-    return BadRequest(f"unable to parse requirement: invalid label selector {text!r}: {message}")
-
-
-def _checked_key(text: str, key: str) -> str:
-    errors = label_key_errors(key)
-    if errors:
-        raise _failure(text, f"key {key!r}: {'; '.join(errors)}")
-    return key
-
-
-def _checked_value(text: str, value: str) -> str:
-    errors = label_value_errors(value)
-    if errors:
-        raise _failure(text, f"value {value!r}: {'; '.join(errors)}")
-    return value
+    def exact_value(self) -> list[str]:
+        if self.peek()[0] in (_END, ","):
+            return [""]
+        token, literal = self.take()
+        if token == _ID:
+            return [literal]
+        raise _Refused(f"found '{literal}', expected: identifier")
 
 
-def _shown(token: str | None) -> str:
-    return "end of string" if token is None else repr(token)
+class _Refused(Exception):
+    """A requirement apimachinery refuses; the message is its own."""
+
+
+def _requirement(key: str, operator: str, values: list[str]) -> Requirement:
+    """``labels.NewRequirement``: the values checked as the API server checks them (every error, aggregated)."""
+    errors: list[str] = []
+    if operator in ("gt", "lt"):
+        for at, value in enumerate(values):
+            if not re.fullmatch(r"[-+]?[0-9]+", value):
+                errors.append(f'values[{at}]: Invalid value: "{value}": for \'Gt\', \'Lt\' operators, the value '
+                              "must be an integer")
+    for at, value in enumerate(values):
+        problems = label_value_errors(value)
+        if problems:
+            errors.append(f'values[{at}][{key}]: Invalid value: "{value}": {"; ".join(problems)}')
+    unique = list(dict.fromkeys(errors))
+    if unique:
+        raise _Refused(unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]")
+    return Requirement(key, operator, tuple(values))  # type: ignore[arg-type]
 
 
 def parse_labels(selector: LabelSelector) -> Selector:
@@ -276,9 +355,19 @@ def _parse_pairs(pairs: tuple[tuple[str, str], ...]) -> Selector:
     tokenizing that text (issue 11: each order lists with selectors of its own, more than the cache holds)."""
     requirements = []
     for key, value in pairs:
-        text = f"{key}={value}"
-        requirements.append(Requirement(_checked_key(text, key), "=", (_checked_value(text, value),)))
+        errors = label_key_errors(key)
+        if errors:
+            raise BadRequest(f'unable to parse requirement: <nil>: Invalid value: "{key}": {"; ".join(errors)}')
+        errors = label_value_errors(value)
+        if errors:
+            raise BadRequest(f'unable to parse requirement: values[0][{key}]: Invalid value: "{value}": '
+                             + "; ".join(errors))
+        requirements.append(Requirement(key, "=", (value,)))
+    requirements.sort(key=_BY_KEY)
     return Selector(tuple(requirements))
+
+
+_BY_KEY = operator.attrgetter("key")
 
 
 _parsed_pairs = functools.lru_cache(maxsize=1024)(_parse_pairs)
@@ -316,19 +405,68 @@ class FieldSelector:
         return all(r.matches(obj) for r in self.requirements)
 
 
-def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FIELDS) -> FieldSelector:
-    """Parse ``metadata.name=x,metadata.namespace!=y``; BadRequest on syntax or an unsupported field."""
-    if not selector or not selector.strip():
+def parse_fields(selector: str | None, supported: tuple[str, ...] = SUPPORTED_FIELDS, *,
+                 labelled: bool = False) -> FieldSelector:
+    """Parse ``metadata.name=x,metadata.namespace!=y`` as apimachinery does (terms sorted, split at the first
+    operator, values unescaped); BadRequest on syntax or a field the kind does not select by. ``labelled``: the
+    kind has a field label conversion of its own (Secret, Namespace, Service, Event), which words the refusal
+    ``field label not supported``; other kinds answer with the default conversion's wording."""
+    if not selector:
         return FieldSelector()
     requirements: list[FieldRequirement] = []
-    for clause in selector.split(","):
-        if not clause:  # `metadata.name=a,`: apimachinery skips an empty term
+    for term in sorted(_split_terms(selector)):
+        if not term:
             continue
-        match = re.fullmatch(r"\s*([^=!\s]+)\s*(==|!=|=)\s*(\S*)\s*", clause)
-        if match is None:
-            raise BadRequest(f"invalid field selector {selector!r}: invalid selector: {clause.strip()!r}")
-        path, operator, value = match.groups()
-        if path not in supported:
-            raise BadRequest(f'field label not supported: {path}')
-        requirements.append(FieldRequirement(path, "!=" if operator == "!=" else "=", value))
+        found = _split_term(term)
+        if found is None:
+            raise BadRequest(f"invalid selector: '{selector}'; can't understand '{term}'")
+        path, operator, value = found
+        requirements.append(FieldRequirement(path, "!=" if operator == "!=" else "=", _unescape(value)))
+    for requirement in requirements:
+        if requirement.path not in supported:
+            if labelled:
+                raise BadRequest(f"field label not supported: {requirement.path}")
+            raise BadRequest(f'"{requirement.path}" is not a known field selector: only "metadata.name", '
+                             '"metadata.namespace"')
     return FieldSelector(tuple(requirements))
+
+
+def _split_terms(selector: str) -> list[str]:
+    terms, start, escaped = [], 0, False
+    for at, char in enumerate(selector):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            terms.append(selector[start:at])
+            start = at + 1
+    terms.append(selector[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    for at in range(len(term)):
+        for symbol in ("!=", "==", "="):
+            if term.startswith(symbol, at):
+                return term[:at], symbol, term[at + len(symbol):]
+    return None
+
+
+def _unescape(value: str) -> str:
+    out, escaped = [], False
+    for char in value:
+        if escaped:
+            if char not in "\\,=":
+                raise BadRequest(f"invalid field selector: invalid escape sequence: \\{char}")
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in ",=":
+            raise BadRequest(f"invalid field selector: unescaped character in value: {ord(char)}")
+        else:
+            out.append(char)
+    if escaped:
+        raise BadRequest("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)

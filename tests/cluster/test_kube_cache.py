@@ -82,7 +82,7 @@ class TestConvergedReads:
         watching(emulator, kube)
         requests = Requests(kube)
         with pytest.raises(BadRequest):
-            kube.list("v1", "Secret", fields="type=Opaque")
+            kube.list("v1", "Secret", fields="data.k=v")
         assert requests.count() == 1
 
 

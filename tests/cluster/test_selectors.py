@@ -27,7 +27,7 @@ class TestParseLabels:
             ("app=web", Requirement("app", "=", ("web",))),
             ("app==web", Requirement("app", "=", ("web",))),
             ("app!=web", Requirement("app", "!=", ("web",))),
-            ("app in (web, db)", Requirement("app", "in", ("web", "db"))),
+            ("app in (web, db)", Requirement("app", "in", ("db", "web"))),
             ("app notin (db)", Requirement("app", "notin", ("db",))),
             ("app", Requirement("app", "exists")),
             ("!app", Requirement("app", "!")),
@@ -40,9 +40,10 @@ class TestParseLabels:
         assert parse_labels(text).requirements == (expected,)
 
     def test_several_requirements(self) -> None:
-        """Commas separate requirements, also inside and after sets."""
+        """Commas separate requirements, also inside and after sets; as apimachinery's parser keeps them, they
+        come sorted by key and a set's values sorted."""
         selector = parse_labels("app in (web,db),!gone, tier")
-        assert [str(r) for r in selector.requirements] == ["app in (web,db)", "!gone", "tier"]
+        assert [str(r) for r in selector.requirements] == ["app in (db,web)", "!gone", "tier"]
 
     def test_mapping_is_equality(self) -> None:
         """A mapping selects by equality on each key."""
@@ -90,32 +91,33 @@ class TestParseLabels:
         assert parse_labels(empty).matches({}) is True
 
     @pytest.mark.parametrize(
-        ("text", "fragment"),
+        ("text", "said"),
         [
-            ("app in web", "expected '(' after 'in'"),
-            ("app=web=db", "expected: ',' or end of string"),
-            ("=web", "expected: identifier"),
-            ("!", "identifier after '!'"),
-            ("app in (web", "found end of string, expected: ',' or ')'"),
-            ("app in (==)", "found '==', expected: identifier"),
-            ("app in (!=)", "found '!=', expected: identifier"),
-            ("/app=web", "prefix part must be non-empty"),
-            ("bad key=x", "expected: '=', '!=', '==', 'in', notin'"),
-            ("app=-x", "value '-x'"),
-            ("a/b/c=x", "prefix part"),
-            (f"{'k' * 64}=x", "name part must be no more than 63 characters"),
+            ("app in web", "unable to parse requirement: found 'web' expected: '('"),
+            ("app=web=db", "found '=', expected: ',' or 'end of string'"),
+            ("=web", "found '=', expected: !, identifier, or 'end of string'"),
+            ("!", "unable to parse requirement: found '', expected: identifier"),
+            ("app in (web", "unable to parse requirement: found '', expected: ',' or ')'"),
+            ("app in (==)", "unable to parse requirement: found '==', expected: ',', ')' or identifier"),
+            ("a,", "found '', expected: identifier after ','"),
+            ("/app=web", 'unable to parse requirement: <nil>: Invalid value: "/app": prefix part must be non-empty'),
+            ("bad key=x", "unable to parse requirement: found 'key', expected: in, notin, =, ==, !=, gt, lt"),
+            ("app=-x", 'unable to parse requirement: values[0][app]: Invalid value: "-x": a valid label must'),
+            ("a/b/c=x", 'unable to parse requirement: <nil>: Invalid value: "a/b/c": a valid label key must consist'),
+            (f"{'k' * 64}=x", "name part must be no more than 63 bytes"),
+            ("a>x", "values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer"),
         ],
     )
-    def test_malformed_is_bad_request(self, text: str, fragment: str) -> None:
-        """A malformed selector is a BadRequest naming the selector and the problem."""
+    def test_malformed_is_bad_request(self, text: str, said: str) -> None:
+        """A malformed selector is a BadRequest worded as the API server's parser words it."""
         with pytest.raises(BadRequest) as caught:
             parse_labels(text)
-        assert fragment in caught.value.message
-        assert repr(text) in caught.value.message
+        assert caught.value.message.startswith(said) if said.startswith(("unable", "found")) else (
+            said in caught.value.message)
 
     def test_mapping_with_bad_value(self) -> None:
         """An equality map is checked like the string form."""
-        with pytest.raises(BadRequest, match="must be no more than 63 characters"):
+        with pytest.raises(BadRequest, match="must be no more than 63 bytes"):
             parse_labels({"app": "v" * 64})
 
     @pytest.mark.parametrize("pairs", [{"app": "v" * 64}, {"-app": "x"}, {"a/": "x"}])
@@ -128,11 +130,11 @@ class TestParseLabels:
         assert from_map.value.message == from_text.value.message
 
     @pytest.mark.parametrize(("pairs", "said"), [
-        ({"example.com/x": "a b"}, "invalid label selector 'example.com/x=a b': value 'a b': "),
-        ({"ok": "fine", "bad key": "x"}, "invalid label selector 'bad key=x': key 'bad key': "),
+        ({"example.com/x": "a b"}, 'values[0][example.com/x]: Invalid value: "a b": '),
+        ({"ok": "fine", "bad key": "x"}, '<nil>: Invalid value: "bad key": '),
     ])
     def test_mapping_names_its_bad_pair(self, pairs: dict[str, str], said: str) -> None:
-        """A pair the text form could not even write (a space) is named as ``key=value`` with its problem."""
+        """A pair the text form could not even write (a space) is named by its key or value with its problem."""
         with pytest.raises(BadRequest) as caught:
             parse_labels(pairs)
         assert said in caught.value.message
@@ -212,7 +214,7 @@ class TestLabelSyntax:
 
     def test_value_too_long(self) -> None:
         """A value over 63 characters is worded as the API server words it."""
-        assert label_value_errors("v" * 64) == ["must be no more than 63 characters"]
+        assert label_value_errors("v" * 64) == ["must be no more than 63 bytes"]
 
     def test_longest_keys_and_values(self) -> None:
         """A key's name part and a value may have 63 characters, a key's prefix 253: one more is refused."""
@@ -220,8 +222,8 @@ class TestLabelSyntax:
         assert len(prefix) == 253
         assert label_key_errors(f"{prefix}/{'n' * 63}") == []
         assert label_value_errors("v" * 63) == []
-        assert label_key_errors(f"{prefix}p/name") == ["prefix part must be no more than 253 characters"]
-        assert label_key_errors("n" * 64) == ["name part must be no more than 63 characters"]
+        assert label_key_errors(f"{prefix}p/name") == ["prefix part must be no more than 253 bytes"]
+        assert label_key_errors("n" * 64) == ["name part must be no more than 63 bytes"]
 
     def test_longest_subdomain(self) -> None:
         """An object name (a DNS subdomain) may have 253 characters, not 254."""
@@ -235,12 +237,13 @@ class TestLabelSyntax:
 
 class TestParseFields:
     def test_name_and_namespace(self) -> None:
-        """metadata.name and metadata.namespace clauses parse, with =, == and !=."""
-        selector = parse_fields("metadata.name=a, metadata.namespace!=b,metadata.name==c")
+        """metadata.name and metadata.namespace clauses parse, with =, == and !=, in apimachinery's order (the
+        terms sorted)."""
+        selector = parse_fields("metadata.name=a,metadata.namespace!=b,metadata.name==c")
         assert selector.requirements == (
+            FieldRequirement("metadata.name", "=", "c"),
             FieldRequirement("metadata.name", "=", "a"),
             FieldRequirement("metadata.namespace", "!=", "b"),
-            FieldRequirement("metadata.name", "=", "c"),
         )
 
     def test_matches(self) -> None:
@@ -262,10 +265,13 @@ class TestParseFields:
 
     def test_unsupported_field(self) -> None:
         """Only supported fields may be selected on."""
-        with pytest.raises(BadRequest, match=r"field label not supported: spec\.x"):
+        with pytest.raises(BadRequest, match=r'"spec\.x" is not a known field selector: only "metadata\.name", '
+                                             r'"metadata\.namespace"'):
             parse_fields("spec.x=1")
+        with pytest.raises(BadRequest, match=r"field label not supported: spec\.x"):
+            parse_fields("spec.x=1", ("type",), labelled=True)
 
     def test_malformed(self) -> None:
         """A clause without an operator is a BadRequest."""
-        with pytest.raises(BadRequest, match="invalid field selector"):
+        with pytest.raises(BadRequest, match=r"invalid selector: 'metadata\.name'; can't understand 'metadata\.name'"):
             parse_fields("metadata.name")

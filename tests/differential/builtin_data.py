@@ -3,20 +3,23 @@ schemas of the kinds the memory cluster serves (properties, types, required fiel
 and strategies, list types and map keys), and the Table columns the server prints for each.
 
 ``python -m tests.differential.builtin_data`` starts a real server (the pinned binaries) and rewrites
-``engine/cluster/builtin/data.json``; ``test_builtin_data`` checks the committed file against a real server.
+``engine/cluster/builtin/data.json``, then runs ``tools/builtin-types`` (Go, the same release's k8s.io/api types)
+and rewrites ``engine/cluster/builtin/encoding.json``; ``test_builtin_data`` checks both committed files.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import ssl
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engine.cluster.builtin.schema import DATA_FILE
+from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
 from engine.cluster.memory import BUILTIN_KINDS
 from engine.testing.realkube import KubeServer
 
@@ -124,12 +127,27 @@ def render(data: Obj) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+TYPES_TOOL = Path(__file__).resolve().parents[2] / "tools" / "builtin-types"
+
+
+def encoding() -> str:
+    """What ``tools/builtin-types`` prints: the Go types' encoding of empty fields (needs Go and the module cache
+    the binaries were built with; no downloads)."""
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=mod"}
+    done = subprocess.run(["go", "run", "."], cwd=TYPES_TOOL, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"go run tools/builtin-types failed: {done.stderr[-2000:]}")
+    return done.stdout
+
+
 def main(argv: list[str]) -> int:
-    target = Path(argv[0]) if argv else DATA_FILE
     with KubeServer("builtin-data", controllers=False) as started:
         data = collect(Server(started))
-    target.write_text(render(data))
-    print(f"wrote {target}: {len(data['kinds'])} kinds, {len(data['schemas'])} schemas")
+    DATA_FILE.write_text(render(data))
+    print(f"wrote {DATA_FILE}: {len(data['kinds'])} kinds, {len(data['schemas'])} schemas")
+    ENCODING_FILE.write_text(encoding())
+    print(f"wrote {ENCODING_FILE}")
     return 0
 
 

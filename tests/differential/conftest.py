@@ -13,6 +13,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator import Emulator
 from engine.testing.realkube import KubeServer
 from tests.differential.harness import HttpLeg, Runner
+from tests.differential.kept import KEPT
 from tests.differential.memory_leg import MemoryLeg
 
 SERVER = "differential"
@@ -40,7 +41,7 @@ def runner(real_server: KubeServer, emulator: Emulator, memory: MemoryCluster) -
     """The three legs, the real server first (the reference every other answer is compared with)."""
     legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
             HttpLeg("emulator", emulator.url), MemoryLeg(memory)]
-    running = Runner(legs)
+    running = Runner(legs, kept=KEPT)
     yield running
     running.close()
 
@@ -50,6 +51,16 @@ def http_runner(real_server: KubeServer, emulator: Emulator) -> Iterator[Runner]
     """The real server and the emulator only: for cases about HTTP itself (tables, dry-run, field validation)."""
     legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
             HttpLeg("emulator", emulator.url)]
-    running = Runner(legs, prefix="h")
+    running = Runner(legs, prefix="h", kept=KEPT)
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="session")
+def bare_runner(real_server: KubeServer, emulator: Emulator, memory: MemoryCluster) -> Iterator[Runner]:
+    """The three legs with no difference excused: for showing that each kept difference still happens."""
+    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
+            HttpLeg("emulator", emulator.url), MemoryLeg(memory)]
+    running = Runner(legs, prefix="k")
     yield running
     running.close()

@@ -584,12 +584,13 @@ class TestTables:
                            headers={"Accept": "application/json"})
         assert code == 200 and doc["kind"] == "Widget"
 
-    def test_kind_without_columns_shows_name_and_age(self, emulator: Emulator, cluster: MemoryCluster) -> None:
-        """A kind without printer columns gets Name and Age."""
-        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}})
+    def test_a_built_in_kind_has_the_servers_columns(self, emulator: Emulator, cluster: MemoryCluster) -> None:
+        """A built-in kind prints the API server's own columns: a ConfigMap its number of keys."""
+        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"},
+                        "data": {"a": "1", "b": "2"}})
         _, _, doc = raw(emulator, "GET", "/api/v1/namespaces/ns/configmaps/c", headers={"Accept": TABLE})
-        assert [c["name"] for c in doc["columnDefinitions"]] == ["Name", "Age"]
-        assert doc["rows"][0]["cells"] == ["c", "0s"]
+        assert [c["name"] for c in doc["columnDefinitions"]] == ["Name", "Data", "Age"]
+        assert doc["rows"][0]["cells"] == ["c", 2, "0s"]
 
 
 class TestRobustness:

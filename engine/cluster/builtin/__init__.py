@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.builtin.defaults import set_defaults, tracks_generation
+from engine.cluster.builtin.defaults import prepare_for_create, prepare_for_update, set_defaults, tracks_generation
 from engine.cluster.builtin.schema import Schema, kind_schema, list_keys
 from engine.cluster.builtin.typed import decode, zero
 
-__all__ = ["admit", "empty", "kind_schema", "list_keys", "tracks_generation", "unknown_fields"]
+__all__ = ["admit", "empty", "encoded", "kind_schema", "list_keys", "prepare_for_create", "prepare_for_update",
+           "stored", "tracks_generation", "unknown_fields"]
 
 
 def admit(api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -30,6 +31,20 @@ def empty(api_version: str, kind: str) -> dict[str, Any] | None:
     if schema is None:
         return None
     return {**zero(schema), "apiVersion": api_version, "kind": kind}
+
+
+def encoded(obj: dict[str, Any]) -> dict[str, Any]:
+    """A built-in object as its Go type encodes it (by its own apiVersion and kind): what a view converted from
+    another version (a core v1 Event of a stored events.k8s.io/v1 one) looks like on the wire."""
+    schema = _schema(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return obj if schema is None else decode(obj, schema)[0]
+
+
+def stored(obj: dict[str, Any]) -> dict[str, Any]:
+    """A built-in object as storage gives it back: an empty list or map its type keeps without ``omitempty`` is
+    null (protobuf has no empty lists), as every answer after a write shows it."""
+    schema = _schema(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return obj if schema is None else decode(obj, schema, stored=True)[0]
 
 
 def unknown_fields(obj: dict[str, Any]) -> list[str] | None:

@@ -10,6 +10,7 @@ ipFamilyPolicy) and fields behind feature gates.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,27 @@ RBAC = "rbac.authorization.k8s.io"
 def tracks_generation(api_version: str, kind: str) -> bool:
     """Whether objects of the kind have a generation: custom resources and the built-in kinds named above."""
     return kind_schema(api_version, kind) is None or (api_version, kind) in GENERATION_KINDS
+
+
+def prepare_for_create(obj: Obj) -> None:
+    """What a kind's registry strategy sets on create, after the write's managed fields are recorded (so nobody
+    owns it): a Namespace is Active and carries the ``kubernetes`` finalizer."""
+    if (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace"):
+        obj["status"] = {"phase": "Active"}
+        finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")
+
+
+def prepare_for_update(new: Obj, old: Obj) -> None:
+    """What a kind's registry strategy keeps on update: a Namespace's finalizers change only through /finalize."""
+    if (new.get("apiVersion"), new.get("kind")) == ("v1", "Namespace"):
+        finalizers = (old.get("spec") or {}).get("finalizers")
+        spec = new.setdefault("spec", {})
+        if finalizers is None:
+            spec.pop("finalizers", None)
+        else:
+            spec["finalizers"] = list(finalizers)
 
 
 def set_defaults(obj: Obj, schema: Schema) -> None:
@@ -164,14 +186,15 @@ def _namespace(namespace: Obj) -> None:
         namespace["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = name
 
 
-def _namespace_status(status: Obj) -> None:
-    if not status.get("phase"):
-        status["phase"] = "Active"
-
-
 def _secret(secret: Obj) -> None:
+    """Also the conversion of ``stringData`` (write-only) into ``data``, as the API server converts it."""
     if not secret.get("type"):
         secret["type"] = "Opaque"
+    plain = secret.pop("stringData", None)
+    if isinstance(plain, dict) and plain:
+        data = secret.setdefault("data", {})
+        for key, value in plain.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def _network_policy(policy: Obj) -> None:
@@ -221,7 +244,6 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     CORE + "ProjectedVolumeSource": _mode(0o644),
     CORE + "Service": _service,
     CORE + "Namespace": _namespace,
-    CORE + "NamespaceStatus": _namespace_status,
     CORE + "Secret": _secret,
     CORE + "ObjectFieldSelector": _object_field_selector,
     "io.k8s.api.networking.v1.NetworkPolicy": _network_policy,

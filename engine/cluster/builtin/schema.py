@@ -1,7 +1,8 @@
 """The OpenAPI schemas of the built-in kinds the memory cluster serves, as a real kube-apiserver publishes them
 (``data.json``, written by ``python -m tests.differential.builtin_data`` and checked against a real server by a
-test): properties, types, required fields, defaults, patch merge keys and strategies, list types, map types; and
-the Table columns the server prints for each kind."""
+test): properties, types, required fields, defaults, patch merge keys and strategies, list types, map types; the
+Table columns the server prints for each kind; and how their Go types encode empty fields (``encoding.json``,
+printed by ``tools/builtin-types`` from the same release's Go types)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from engine.cluster.ssa import ATOMIC_MAP, Keys
 
 DATA_FILE = Path(__file__).with_name("data.json")
+ENCODING_FILE = Path(__file__).with_name("encoding.json")
 
 Obj = dict[str, Any]
 
@@ -105,6 +107,19 @@ class Schema:
     @property
     def default(self) -> Any:
         return self.node.get("default")
+
+
+@functools.cache
+def _encoding() -> dict[str, dict[str, Any]]:
+    loaded: dict[str, dict[str, Any]] = json.loads(ENCODING_FILE.read_text())
+    return loaded
+
+
+def encoding(definition: str | None) -> dict[str, Any]:
+    """How the Go type of a definition writes its empty fields (``tools/builtin-types``): per JSON field
+    ``"omit"`` (an empty value is dropped), ``"pointer"`` (dropped when null, kept when set, even to an empty
+    value) or the JSON written when the field is not set (``""``, ``0``, ``false``, ``null``, ``{}``...)."""
+    return _encoding().get(definition or "", {})
 
 
 def kind_schema(api_version: str, kind: str) -> Schema | None:

@@ -34,6 +34,7 @@ from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
+from engine.testing.emulator.printers import builtin_table
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
@@ -226,7 +227,7 @@ class Rest:
                 return self._delete_collection(request, info, target)
         elif method == "GET":
             obj = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
-            return Reply(200, self._view(request, info, [obj], None) or obj)
+            return Reply(200, self._view(request, info, [obj], obj["metadata"].get("resourceVersion")) or obj)
         elif method == "PUT":
             return self._update(request, info, target, body)
         elif method == "PATCH":
@@ -257,13 +258,16 @@ class Rest:
         version = wanted_table(request.accept)
         if version is None:
             return None
-        if events.is_event(info):  # the API server's own printer: last seen, type, reason, object, message
-            info, objects = replace(info, printer_columns=events.COLUMNS), [events.for_table(o) for o in objects]
+        include = request.query.get("includeObject", "Metadata")
+        printed = builtin_table(info.api_version, info.kind, objects, table_version=version, now=self.clock.now(),
+                                resource_version=rv, include_object=include)
+        if printed is not None:
+            return printed
         return to_table(info, objects, api_version=version, now=self.clock.now(), resource_version=rv,
                         include_object=request.query.get("includeObject", "Metadata"))
 
     def _list(self, request: Request, info: ResourceInfo, target: Target) -> Reply:
-        fields = parse_fields(request.query.get("fieldSelector") or None, events.supported_fields(info))
+        fields = field_selector(info, request.query.get("fieldSelector"))
         stored = self._stored(info)
         listed = self.cluster.list(stored.api_version, stored.kind, target.namespace,
                                    labels=request.query.get("labelSelector") or None)
@@ -289,7 +293,7 @@ class Rest:
         if method == "GET":
             assert target.name is not None
             obj = events.to_core(self.cluster.get(stored.api_version, stored.kind, target.namespace, target.name))
-            return Reply(200, self._view(request, info, [obj], None) or obj)
+            return Reply(200, self._view(request, info, [obj], obj["metadata"].get("resourceVersion")) or obj)
         manager = request.field_manager
         if method == "POST" and target.name is None:
             created = self.cluster.create(events.to_stored(_addressed(body, info, target)), field_manager=manager)
@@ -331,7 +335,7 @@ class Rest:
                 timeout = float(int(query["timeoutSeconds"]))
             except ValueError:
                 raise BadRequest(f"invalid timeoutSeconds {query['timeoutSeconds']!r}") from None
-        fields = parse_fields(query.get("fieldSelector") or None, events.supported_fields(info))
+        fields = field_selector(info, query.get("fieldSelector"))
         stored = self._stored(info)
         spec = WatchSpec(
             info=stored, namespace=target.namespace, resource_version=query.get("resourceVersion") or None,
@@ -433,6 +437,25 @@ class Rest:
             items.append(held if held is not None else obj)
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+
+
+FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("v1", "Secret"): ("type", "metadata.namespace", "metadata.name"),
+    ("v1", "Namespace"): ("status.phase", "metadata.name"),
+    ("v1", "Service"): ("metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"),
+    events.CORE: events.CORE_FIELDS,
+    events.STORED: events.STORED_FIELDS,
+}
+"""The kinds with field label conversions of their own, and the fields each selects by (Kubernetes'
+``AddFieldLabelConversionsFor*``); every other kind selects by name and namespace."""
+
+
+def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
+    """A list's or watch's field selector, checked against the fields the kind selects by."""
+    own = FIELD_LABELS.get((info.api_version, info.kind))
+    if own is None:
+        return parse_fields(text or None)
+    return parse_fields(text or None, own, labelled=True)
 
 
 def list_item(info: ResourceInfo, obj: Obj) -> Obj:
