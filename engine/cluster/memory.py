@@ -275,8 +275,9 @@ class MemoryCluster:
         with self._lock:
             k, namespace, _ = self._identify(obj, need_name=False)
             new = json_copy(obj)
-            self._prepare_create(k, new, namespace, keep_managed=False)
+            self._prepare_create(k, new, namespace, keep_managed=False, check_exists=False)
             new = self._admit(k, new, None)
+            self._check_not_taken(k, new)  # as the API server: admission refuses before storage finds the name taken
             new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
                                     field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
             builtin.prepare_for_create(new)
@@ -585,7 +586,15 @@ class MemoryCluster:
             raise self._not_found(k, name)
         return found
 
-    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool) -> None:
+    def _check_not_taken(self, k: _Kind, new: Obj) -> None:
+        """AlreadyExists when an object of the kind has the new one's namespace and name."""
+        meta = new["metadata"]
+        if (meta.get("namespace") or "", meta["name"]) in self._stores.get(k.store, {}):
+            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
+                                details=self._details(k, meta["name"]))
+
+    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool,
+                        check_exists: bool = True) -> None:
         """Server-set fields on a new object; the body's own values for them are ignored."""
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         meta = new.setdefault("metadata", {})
@@ -603,9 +612,8 @@ class MemoryCluster:
                 raise self._invalid(k, "", [Cause("metadata.name", "Required value: name or generateName is required",
                                                   "FieldValueRequired")])
             meta["name"] = self._generate_name(k, namespace, str(prefix))
-        if (namespace or "", meta["name"]) in self._stores.get(k.store, {}):
-            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
-                                details=self._details(k, meta["name"]))
+        if check_exists:
+            self._check_not_taken(k, new)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
         if builtin.tracks_generation(k.info.api_version, k.info.kind):

@@ -13,7 +13,7 @@ import yaml
 
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.rest import list_item
+from engine.testing.emulator.rest import list_item, list_metadata
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
@@ -69,7 +69,8 @@ class MemoryLeg:
         body = _body(request)
         if route.name is None:
             if method == "POST" and not status:
-                return Answer(201, self.cluster.create(_addressed(body, info, route), field_manager=manager))
+                created = self.cluster.create(_addressed(body, info, route), field_manager=manager)
+                return Answer(201, created, self._warnings(body, info, route))
             if method == "GET" and request.is_watch:
                 return self._watch(request, route, info, query)
             if method == "GET":
@@ -78,15 +79,16 @@ class MemoryLeg:
                                            fields=query.get("fieldSelector") or None)
                 items = [list_item(info, obj) for obj in listed.items]
                 return Answer(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
-                                    "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+                                    "metadata": list_metadata(info, listed.resource_version), "items": items})
             return UNMAPPED
         if method == "GET" and not status:
             return Answer(200, self.cluster.get(info.api_version, info.kind, route.namespace, route.name))
         if method == "PUT":
             obj = _addressed(body, info, route)
             if status:
-                return Answer(200, self.cluster.update_status(obj, field_manager=manager))
-            return Answer(200, self.cluster.update(obj, field_manager=manager))
+                return Answer(200, self.cluster.update_status(obj, field_manager=manager), self._warnings(body, info,
+                                                                                                        route))
+            return Answer(200, self.cluster.update(obj, field_manager=manager), self._warnings(body, info, route))
         if method == "PATCH" and request.content_type == APPLY:
             if not query.get("fieldManager"):
                 return UNMAPPED
@@ -96,8 +98,10 @@ class MemoryLeg:
             return Answer(200 if existed else 201, applied)
         if method == "PATCH" and request.content_type in _PATCH_TYPES and "force" not in query:
             patch_type: Any = _PATCH_TYPES[request.content_type]
-            return Answer(200, self.cluster.patch(info.api_version, info.kind, route.namespace, route.name, body,
-                                                  patch_type=patch_type, status=status, field_manager=manager))
+            patched = self.cluster.patch(info.api_version, info.kind, route.namespace, route.name, body,
+                                         patch_type=patch_type, status=status, field_manager=manager)
+            told = self._warnings(_without_nulls(body), info, route) if request.content_type == MERGE else ()
+            return Answer(200, patched, told)
         if method == "DELETE" and not status and body is None:
             live = self.cluster.get(info.api_version, info.kind, route.namespace, route.name)
             held = self.cluster.delete(info.api_version, info.kind, route.namespace, route.name)
@@ -107,6 +111,13 @@ class MemoryLeg:
             return Answer(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                 "details": {key: value for key, value in details.items() if value}})
         return UNMAPPED
+
+    def _warnings(self, body: Any, info: ResourceInfo, route: Target) -> tuple[str, ...]:
+        """What the API server's default field validation (Warn) tells of a write's unknown fields."""
+        if not isinstance(body, dict):
+            return ()
+        addressed = {**body, "apiVersion": info.api_version, "kind": info.kind}
+        return tuple(f'unknown field "{path}"' for path in self.cluster.unknown_fields(addressed))
 
     def _exists(self, info: ResourceInfo, route: Target) -> bool:
         assert route.name is not None
@@ -146,6 +157,13 @@ def _body(request: Call) -> Any:
     if isinstance(request.body, str):
         return yaml.safe_load(request.body) if request.content_type == APPLY else json.loads(request.body)
     return request.body
+
+
+def _without_nulls(body: Any) -> Any:
+    """A merge patch's null removes a field: it is none the object will have."""
+    if isinstance(body, dict):
+        return {key: _without_nulls(value) for key, value in body.items() if value is not None}
+    return body
 
 
 def _addressed(body: Any, info: ResourceInfo, route: Target) -> Obj:

@@ -21,10 +21,12 @@ ROOT_META = ("apiVersion", "kind", "metadata")
 _INT64 = 2**63
 
 
-def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
+def prune(value: Any, schema: Schema, *, resource_root: bool = False, embedded: bool = False) -> Any:
     """Drop fields the schema does not know, and nulls of non-nullable properties; returns the value.
 
-    Integral floats become ints, as they read back from a Go API server (float64 1 marshals as 1).
+    A resource's metadata keeps ObjectMeta's fields only; an embedded resource's is also written back as Go
+    writes ObjectMeta (empty fields left out). Integral floats become ints, as they read back from a Go API
+    server (float64 1 marshals as 1).
     """
     if isinstance(value, float) and value.is_integer() and abs(value) < _INT64:
         return int(value)
@@ -33,7 +35,7 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
         if not isinstance(items, dict) and schema.get("x-kubernetes-preserve-unknown-fields"):
             return [_numbers(item) for item in value]
         items = items if isinstance(items, dict) else {}  # no schema for the items: their fields are all unknown
-        return [prune(item, items, resource_root=_embedded(items)) for item in value]
+        return [prune(item, items, resource_root=_embedded(items), embedded=_embedded(items)) for item in value]
     if not isinstance(value, dict):
         return value
     properties: dict[str, Schema] = schema.get("properties") or {}
@@ -43,6 +45,8 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
         if resource_root and key in ROOT_META:
             if key != "metadata":
                 value[key] = _numbers(value[key])
+            elif isinstance(value[key], dict):
+                value[key] = _object_meta(value[key], embedded)
             continue
         child = properties.get(key)
         if child is None and isinstance(additional, dict):
@@ -55,8 +59,16 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
         elif value[key] is None and key in properties and not child.get("nullable"):
             del value[key]
         else:
-            value[key] = prune(value[key], child, resource_root=_embedded(child))
+            value[key] = prune(value[key], child, resource_root=_embedded(child), embedded=_embedded(child))
     return value
+
+
+def _object_meta(meta: dict[str, Any], embedded: bool) -> dict[str, Any]:
+    """ObjectMeta's fields of a metadata; for an embedded resource without the ones Go leaves out when empty."""
+    kept = {key: item for key, item in meta.items() if key in OBJECT_META}
+    if embedded:
+        kept = {key: item for key, item in kept.items() if item not in (None, "", 0, [], {}) or item is False}
+    return kept
 
 
 OBJECT_META = frozenset((

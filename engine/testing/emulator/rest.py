@@ -177,7 +177,30 @@ class Rest:
             options = {key: value for key, value in _parse_body(request).items() if key != "dryRun"}
             request = replace(request, content_type="application/json", body=json.dumps(options).encode())
         scratch = Rest(self.cluster.scratch(), clock=self.clock)
-        return scratch._resource(replace(request, query=query), target)
+        answer = scratch._resource(replace(request, query=query), target)
+        if request.method not in ("POST", "PUT", "PATCH") or not isinstance(answer, Reply):
+            return answer
+        body = answer.body
+        if not isinstance(body, dict) or body.get("kind") == "Status" or not isinstance(body.get("metadata"), dict):
+            return answer
+        meta = dict(body["metadata"])  # nothing was written: the object keeps the resourceVersion it had, or has none
+        before = self._live_version(request, target)
+        if before is None:
+            meta.pop("resourceVersion", None)
+        else:
+            meta["resourceVersion"] = before
+        return replace(answer, body={**body, "metadata": meta})
+
+    def _live_version(self, request: Request, target: Target) -> str | None:
+        """The stored resourceVersion of the object a request names, None when it names none or none is stored."""
+        if target.name is None:
+            return None
+        info = self._resolve(target, request)
+        try:
+            return str(self.cluster.get(info.api_version, info.kind, target.namespace, target.name)["metadata"]
+                       ["resourceVersion"])
+        except NotFound:
+            return None
 
     def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any) -> list[str]:
         """Fields of a write's body the kind's schema does not declare, under ``fieldValidation``: Strict
@@ -188,6 +211,9 @@ class Rest:
             raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: '
                              + ", ".join(f'"{m}"' for m in FIELD_VALIDATION))
         media = request.content_type.partition(";")[0].strip().lower()
+        if media == APPLY and request.method == "PATCH" and isinstance(body, dict):
+            _refuse_unknown_in_apply(body, info, self.cluster.unknown_fields(
+                {**body, "apiVersion": info.api_version, "kind": info.kind}))
         if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == JSON_PATCH:
             return []
         if not isinstance(body, dict):
@@ -198,9 +224,6 @@ class Rest:
             body = _without_directives(body)
         unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
         if unknown and mode == "Strict":
-            if media == APPLY:
-                found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
-                raise BadRequest(f"failed to create typed patch object ({info.api_version}, Kind={info.kind}): {found}")
             found = ", ".join(f'unknown field "{path}"' for path in unknown)
             raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
                              f"strict decoding error: {found}")
@@ -278,7 +301,7 @@ class Rest:
             return Reply(200, table)
         items = [list_item(info, obj) for obj in found]
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
-                           "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+                           "metadata": list_metadata(info, listed.resource_version), "items": items})
 
     def _stored(self, info: ResourceInfo) -> ResourceInfo:
         """Where a kind's objects are kept: core v1 Events in the events.k8s.io/v1 store, others in their own."""
@@ -439,6 +462,13 @@ class Rest:
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
 
 
+def list_metadata(info: ResourceInfo, resource_version: str) -> dict[str, Any]:
+    """A list's metadata: a custom resource's list also says there is nothing to continue, as the API server's does."""
+    if builtin.kind_schema(info.api_version, info.kind) is None:
+        return {"continue": "", "resourceVersion": resource_version}
+    return {"resourceVersion": resource_version}
+
+
 FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {
     ("v1", "Secret"): ("type", "metadata.namespace", "metadata.name"),
     ("v1", "Namespace"): ("status.phase", "metadata.name"),
@@ -470,6 +500,28 @@ def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
     details = {"name": name, "group": info.group, "kind": info.plural, "uid": uid}
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {key: value for key, value in details.items() if value}}
+
+
+class _TypedPatchError(ApiError):
+    """The API server's answer to an apply naming a field the schema does not declare: a 500 with no reason,
+    whatever the field validation asked for."""
+
+    code, reason = 500, ""
+
+    def status(self) -> dict[str, Any]:
+        doc = super().status()
+        doc.pop("reason", None)
+        return doc
+
+
+def _refuse_unknown_in_apply(body: dict[str, Any], info: ResourceInfo, unknown: list[str]) -> None:
+    if not unknown:
+        return
+    meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+    found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
+    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+    raise _TypedPatchError(f"failed to create typed patch object ({named}; {info.api_version}, Kind={info.kind}):"
+                           f" {found}")
 
 
 def _patch_options_invalid(field_name: str, message: str) -> Invalid:

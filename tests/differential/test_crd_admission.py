@@ -1,0 +1,267 @@
+"""Written cases: custom resources created, updated, patched and applied through a CRD's schema on the real server,
+the HTTP emulator and a MemoryCluster: defaults, pruning, preserved and embedded fields, validation errors
+(causes with field paths and messages), CEL rules, transition rules on ``oldSelf``, ratcheting of unchanged
+invalid values, generation; and on the HTTP legs Strict/Warn/Ignore field validation and printer columns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.differential.crd_kinds import GROUP, RATCHETS_V1, RATCHETS_V2, WIDGETS, install, ratchet, widget
+from tests.differential.harness import (
+    APPLY,
+    JSON_PATCH,
+    MERGE,
+    TABLE,
+    Call,
+    Case,
+    Kept,
+    Runner,
+    call,
+    differences,
+    report,
+)
+from tests.differential.kept import KEPT
+
+W = WIDGETS + "/w"
+
+
+def merge(path: str, body: object, **query: str) -> Call:
+    return call("PATCH", path, body, content_type=MERGE, **query)
+
+
+def apply(path: str, body: object, **query: str) -> Call:
+    return call("PATCH", path, body, content_type=APPLY, fieldManager="tester", **query)
+
+
+def _strict_merge_patch(request: Call, path: str) -> bool:
+    return (request.content_type == MERGE and dict(request.query).get("fieldValidation") == "Strict"
+            and path in ("code", "body.code", "body.reason", "body.message", "body.details"))
+
+
+def _versions_managed_fields(request: Call, path: str) -> bool:
+    return f"/apis/{GROUP}/" in request.path and "/ratchets" in request.path and path.startswith(
+        "body.metadata.managedFields")
+
+
+CRD_KEPT: list[Kept] = [
+    Kept("a strict merge patch's unknown field",
+         "the API server refuses it as 422 Invalid, the invalid value of a field named 'patch' being the whole patched "
+         "object as JSON (its uid, resourceVersion, timestamps and managedFields in it); the emulators give the 400 "
+         "strict decoding error they give a create or an update. Both refuse the write and name the unknown field by "
+         "its path",
+         _strict_merge_patch,
+         Case("a strict merge patch", [call("POST", WIDGETS, widget(size=1)),
+                                       merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict")])),
+    Kept("managedFields of an object written through two versions",
+         "the API server keeps one managedFields entry per manager, operation and apiVersion; the memory cluster keeps "
+         "one per manager and operation, labelled with the apiVersion of its latest write. Only a kind with several "
+         "served versions shows it, and none of the project's has",
+         _versions_managed_fields,
+         Case("one manager, two versions", [call("POST", RATCHETS_V1, ratchet(other=1)),
+                                            merge(RATCHETS_V2 + "/r", {"spec": {"other": 2}})])),
+]
+"""Differences of custom-resource admission kept on purpose, each with its reason and a case that shows it."""
+
+
+@pytest.fixture(scope="module")
+def crd_runner(runner: Runner) -> Iterator[Runner]:
+    """The three legs (the session's), the Widget and Ratchet CRDs installed on each, the kept differences excused."""
+    install(runner.legs)
+    yield Runner(runner.legs, prefix="c", kept=[*KEPT, *CRD_KEPT])
+
+
+@pytest.fixture(scope="module")
+def crd_http_runner(crd_runner: Runner, http_runner: Runner) -> Iterator[Runner]:
+    """The real server and the emulator (the same as ``crd_runner``'s), for what only HTTP has."""
+    yield Runner(http_runner.legs, prefix="ch", kept=[*KEPT, *CRD_KEPT])
+
+
+@pytest.fixture(scope="module")
+def crd_bare_runner(crd_runner: Runner) -> Runner:
+    """The same legs with no difference excused."""
+    return Runner(crd_runner.legs, prefix="ck")
+
+
+@pytest.mark.parametrize("kept", CRD_KEPT, ids=[k.name for k in CRD_KEPT])
+def test_the_kept_difference_still_happens(crd_bare_runner: Runner, kept: Kept) -> None:
+    """Each kept difference still happens, and is the one its entry names."""
+    found = crd_bare_runner.run(kept.case)
+    assert found, f"{kept.name}: the real server and the emulators now agree; remove the entry"
+    for divergence in found:
+        names = list(divergence.answers)
+        for other in names[1:]:
+            for path, _, _ in differences(divergence.answers[names[0]], divergence.answers[other]):
+                assert kept.covers(divergence.request, path), f"{kept.name} does not cover:\n{divergence}"
+
+
+CASES = [
+    Case("defaults: absent fields, nested objects, map-list items", [
+        call("POST", WIDGETS, widget(size=1)),
+        call("POST", WIDGETS, widget("b", size=2, nested={"b": 3}, ports=[{"name": "http"}, {"name": "dns",
+                                                                                              "protocol": "UDP"}])),
+        call("POST", WIDGETS, widget("c", size=0, mode=None, max=None, nested=None)),
+        call("GET", WIDGETS + "/b"),
+        call("GET", WIDGETS),
+    ]),
+    Case("pruning: unknown fields go, preserved and embedded ones stay", [
+        call("POST", WIDGETS, {**widget(size=1, colour="red", nested={"a": "y", "z": 1},
+                                        extra={"anything": {"deep": [1, {"x": None}]}},
+                                        template={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p",
+                                                                                                  "junk": 1},
+                                                  "spec": {"free": "form"}},
+                                        ports=[{"name": "a", "bogus": True}]),
+                              "status": {"phase": "set-on-create"}, "toplevel": 1}),
+        call("GET", W),
+    ]),
+    Case("nulls: a nullable field keeps its null, another loses it, a default fills it", [
+        call("POST", WIDGETS, widget(size=1, maybe=None, nested={"b": None}, when=None, mode=None)),
+        merge(W, {"spec": {"maybe": "x", "nested": {"b": 1}}}),
+        merge(W, {"spec": {"maybe": None}}),
+    ]),
+    Case("schema errors: each cause with its field path and message", [
+        call("POST", WIDGETS, widget(size=-1)),
+        call("POST", WIDGETS, widget(size="one")),
+        call("POST", WIDGETS, widget(size=1.5)),
+        call("POST", WIDGETS, widget()),
+        call("POST", WIDGETS, widget(size=1, mode="medium")),
+        call("POST", WIDGETS, widget(size=1, name="Bad_Name")),
+        call("POST", WIDGETS, widget(size=1, name="much-too-long-a-name")),
+        call("POST", WIDGETS, widget(size=1, ratio=0)),
+        call("POST", WIDGETS, widget(size=1, ratio=1.5)),
+        call("POST", WIDGETS, widget(size=1, port=True)),
+        call("POST", WIDGETS, widget(size=1, port=1.5)),
+        call("POST", WIDGETS, widget(size=1, when="yesterday")),
+        call("POST", WIDGETS, widget(size=1, tags=["a", "b", "a"])),
+        call("POST", WIDGETS, widget(size=1, tags=["a", "b", "c", "d", "e"])),
+        call("POST", WIDGETS, widget(size=1, ports=[{"name": "a"}, {"name": "a", "port": 81}])),
+        call("POST", WIDGETS, widget(size=1, ports=[{"port": 81}])),
+        call("POST", WIDGETS, widget(size=1, labels={"a": "1", "b": "2", "c": "3", "d": "4"})),
+        call("POST", WIDGETS, widget(size=1, labels={"a": "much too long value"})),
+        call("POST", WIDGETS, widget(size=1, max=1000, mode="locked", tags="a", nested=[])),
+    ]),
+    Case("CEL rules: messages, message expressions, reasons, field paths", [
+        call("POST", WIDGETS, widget("a", size=11)),
+        call("POST", WIDGETS, widget("b", size=20, max=30)),
+        call("POST", WIDGETS, widget("c", size=3, mode="locked")),
+        call("POST", WIDGETS, widget("d", size=3, mode="locked", max=1)),
+        call("POST", WIDGETS, widget("e", size=1, ports=[{"name": "a", "port": 0}, {"name": "b", "port": -1}])),
+        call("POST", WIDGETS, widget("f", size=1, every="30s")),
+        call("POST", WIDGETS, widget("g", size=1, every="2m")),
+        call("POST", WIDGETS, widget("h", size=1, every="soon")),
+        call("POST", WIDGETS, widget("b", size=50)),
+    ]),
+    Case("schema errors block the rules", [
+        call("POST", WIDGETS, widget(size=50, mode="bogus")),
+        call("POST", WIDGETS, widget(size=50, ratio=2)),
+    ]),
+    Case("transition rules: immutable, monotonic, correlated map-list items", [
+        call("POST", WIDGETS, widget(size=1, name="first", generation=2, ports=[{"name": "fixed", "port": 8080},
+                                                                                  {"name": "free", "port": 1}])),
+        merge(W, {"spec": {"name": "second"}}),
+        merge(W, {"spec": {"generation": 1}}),
+        merge(W, {"spec": {"generation": 3}}),
+        merge(W, {"spec": {"ports": [{"name": "fixed", "port": 9090}, {"name": "free", "port": 2}]}}),
+        merge(W, {"spec": {"ports": [{"name": "free", "port": 2}, {"name": "fixed", "port": 8080}]}}),
+        merge(W, {"spec": {"name": None}}),
+        call("GET", W),
+    ]),
+    Case("ratcheting: an invalid value written through v1 survives updates through v2 that leave it alone", [
+        call("POST", RATCHETS_V1, ratchet(limit=51, note="a long note", items=["a", "c"], other=1)),
+        call("GET", RATCHETS_V2 + "/r"),
+        merge(RATCHETS_V2 + "/r", {"spec": {"other": 2}}),
+        merge(RATCHETS_V2 + "/r", {"spec": {"limit": 53}}),
+        merge(RATCHETS_V2 + "/r", {"spec": {"note": "another long note"}}),
+        merge(RATCHETS_V2 + "/r", {"spec": {"items": ["a", "d"]}}),
+        merge(RATCHETS_V2 + "/r", {"spec": {"limit": 8}}),
+        merge(RATCHETS_V2 + "/r", {"spec": {"limit": 9}}),
+        call("GET", RATCHETS_V2 + "/r", name="now"),
+        call("PUT", RATCHETS_V2 + "/r", {**ratchet(version="v2", limit=8, note="a long note", items=["a", "c"],
+                                                   other=5), "metadata": {"name": "r", "resourceVersion": "$rv(now)"}}),
+        call("POST", RATCHETS_V2, ratchet("s", version="v2", limit=51)),
+    ]),
+    Case("generation: spec changes count, status and metadata do not", [
+        call("POST", WIDGETS, widget(size=1), name="w"),
+        merge(W, {"metadata": {"labels": {"a": "b"}}}),
+        merge(W, {"spec": {"size": 2}}),
+        merge(W, {"spec": {"size": 2}}),
+        merge(W + "/status", {"status": {"phase": "Ready", "ready": True}}),
+        call("PUT", W, {**widget(size=3), "metadata": {"name": "w", "resourceVersion": "$rv(w)"}}),
+        call("GET", W, name="now"),
+        call("PUT", W, {**widget(size=3), "metadata": {"name": "w", "resourceVersion": "$rv(now)"}}),
+        merge(W, {"spec": {"colour": "ignored"}}),
+        call("GET", W),
+    ]),
+    Case("JSON patch and update through the schema", [
+        call("POST", WIDGETS, widget(size=1, tags=["a"])),
+        call("PATCH", W, [{"op": "add", "path": "/spec/tags/-", "value": "b"}], content_type=JSON_PATCH),
+        call("PATCH", W, [{"op": "add", "path": "/spec/tags/-", "value": "a"}], content_type=JSON_PATCH),
+        call("PATCH", W, [{"op": "replace", "path": "/spec/size", "value": 12}], content_type=JSON_PATCH),
+        call("PATCH", W, [{"op": "remove", "path": "/spec/max"}], content_type=JSON_PATCH, name="now"),
+        call("PUT", W, {**widget(size=2, junk=1), "metadata": {"name": "w", "resourceVersion": "$rv(now)"}}),
+    ]),
+    Case("server-side apply: defaults, pruning and validation", [
+        apply(W, widget(size=1, ports=[{"name": "a"}])),
+        apply(W, widget(size=1, ports=[{"name": "a"}, {"name": "b", "port": 81}])),
+        apply(W, widget(size=50)),
+        apply(W, widget(size=1, mode="locked")),
+        call("GET", W),
+    ]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_legs_agree(crd_runner: Runner, case: Case) -> None:
+    found = crd_runner.run(case)
+    assert not found, report(found)
+
+
+HTTP_CASES = [
+    Case("field validation: Strict refuses unknown fields, Warn tells them, Ignore drops them", [
+        call("POST", WIDGETS, widget("s", size=1, colour="red", nested={"z": 1}), fieldValidation="Strict"),
+        call("POST", WIDGETS, widget("w", size=1, colour="red", nested={"z": 1}), fieldValidation="Warn"),
+        call("POST", WIDGETS, widget("i", size=1, colour="red"), fieldValidation="Ignore"),
+        call("POST", WIDGETS, widget("d", size=1, colour="red")),
+        merge(WIDGETS + "/w", {"spec": {"extra": {"free": 1}}}, fieldValidation="Strict"),
+        merge(WIDGETS + "/w", {"spec": {"shade": "dark"}}, fieldValidation="Strict"),
+        merge(WIDGETS + "/w", {"spec": {"shade": "dark"}}, fieldValidation="Warn"),
+        merge(WIDGETS + "/w", {"spec": {"shade": "dark"}}, fieldValidation="Ignore", name="now"),
+        apply(WIDGETS + "/a", widget("a", size=1, shade="dark"), fieldValidation="Strict"),
+        apply(WIDGETS + "/a", widget("a", size=1, shade="dark"), fieldValidation="Warn"),
+        apply(WIDGETS + "/a", widget("a", size=1, shade="dark"), fieldValidation="Ignore"),
+        apply(WIDGETS + "/a", {**widget("a", size=1), "metadata": {"name": "a", "namespace": "{ns}"}},
+              fieldValidation="Strict"),
+        call("PUT", WIDGETS + "/w", {**widget("w", size=2, shade="x"), "metadata": {"name": "w",
+                                                                                  "resourceVersion": "$rv(now)"}},
+             fieldValidation="Strict"),
+        call("PUT", WIDGETS + "/w", {**widget("w", size=2, shade="x"), "metadata": {"name": "w",
+                                                                                  "resourceVersion": "$rv(now)"}},
+             fieldValidation="Warn"),
+    ]),
+    Case("dry-run create and update run admission and store nothing", [
+        call("POST", WIDGETS, widget(size=1, colour="red"), dryRun="All"),
+        call("POST", WIDGETS, widget(size=50), dryRun="All"),
+        call("GET", W),
+        call("POST", WIDGETS, widget(size=1)),
+        merge(W, {"spec": {"size": 2}}, dryRun="All"),
+        merge(W, {"spec": {"size": 20}}, dryRun="All"),
+        apply(WIDGETS + "/new", widget("new", size=3), dryRun="All"),
+        call("GET", W),
+    ]),
+    Case("printer columns: the Table kubectl get shows", [
+        call("POST", WIDGETS, widget("a", size=1, when="2026-01-01T00:00:00Z", ports=[{"name": "x"}, {"name": "y"}])),
+        call("POST", WIDGETS, widget("b", size=2, mode="slow")),
+        merge(WIDGETS + "/b/status", {"status": {"ready": True}}),
+        call("GET", WIDGETS, accept=TABLE),
+        call("GET", WIDGETS + "/a", accept=TABLE),
+        call("GET", WIDGETS, accept=TABLE, includeObject="Object"),
+    ]),
+]
+
+
+@pytest.mark.parametrize("case", HTTP_CASES, ids=[c.name for c in HTTP_CASES])
+def test_the_http_legs_agree(crd_http_runner: Runner, case: Case) -> None:
+    found = crd_http_runner.run(case)
+    assert not found, report(found)
