@@ -209,6 +209,15 @@ class MemoryCluster:
             return {key: json_copy(k.admission.schema) for key, k in self._kinds.items()
                     if k.admission is not None and key not in self._unserved}
 
+    def apply_problems(self, obj: Obj) -> builtins.list[str]:
+        """What typing an apply configuration of the object's kind finds (undeclared fields, repeated set or
+        map-list entries), in structured-merge-diff's words; an apply with any is refused (``typed_patch_error``)."""
+        with self._lock:
+            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+        if k.admission is not None:
+            return k.admission.apply_problems(obj)
+        return [f".{path}: field not declared in schema" for path in self.unknown_fields(obj)]
+
     def unknown_fields(self, obj: Obj) -> builtins.list[str]:
         """The fields of a write's body that its kind's schema does not declare (``spec.rotaton``),
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
@@ -368,6 +377,9 @@ class MemoryCluster:
             k, namespace, name = self._identify(obj)
             if status and not k.info.status_subresource:
                 raise _no_resource()
+            refused = typed_patch_error(obj, k.info.api_version, k.info.kind, self.apply_problems(obj))
+            if refused is not None:
+                raise refused
             live = self._stores.get(k.store, {}).get((namespace or "", name))
             applied = json_copy(obj)
             applied["metadata"]["namespace"] = namespace
@@ -650,7 +662,7 @@ class MemoryCluster:
         old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
-        new = self._admit(k, new, old)
+        new = self._admit(k, new, old, status=subresource == "status")
         builtin.prepare_for_update(new, old)
         if _spec(new, k) != _spec(old, k) and builtin.tracks_generation(k.info.api_version, k.info.kind):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
@@ -663,7 +675,7 @@ class MemoryCluster:
                                     subresource=subresource, list_map_keys=k.list_keys)
         return self._commit(k, old, new)
 
-    def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
+    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
@@ -671,7 +683,7 @@ class MemoryCluster:
             return admitted
         self._validate_metadata(k, new)
         if k.admission is not None:
-            return k.admission.admit(int64_or_float(new), old)
+            return k.admission.admit(int64_or_float(new), old, status=status)
         return builtin.admit(k.info.api_version, k.info.kind, new)
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
@@ -892,6 +904,31 @@ def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
 # CRDs.
 
 _CRD_INFO = BUILTIN_KINDS[-1]
+
+
+class TypedPatchError(ApiError):
+    """The API server's answer to an apply naming a field its kind's schema does not declare: a 500 with no
+    reason, whatever the field validation asked for (the apply configuration cannot be typed)."""
+
+    code, reason = 500, ""
+
+    def status(self) -> Obj:
+        doc = super().status()
+        doc.pop("reason", None)
+        return doc
+
+
+def typed_patch_error(obj: Obj, api_version: str, kind: str, problems: Collection[str]) -> TypedPatchError | None:
+    """The error of an apply configuration with ``problems`` (``MemoryCluster.apply_problems``); None when it has
+    none. The object is named by the namespace and name its body gives; several problems are listed as
+    structured-merge-diff lists them."""
+    found = list(problems)
+    if not found:
+        return None
+    meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+    said = found[0] if len(found) == 1 else "\n".join(["errors:", *(f"  {line}" for line in found)])
+    return TypedPatchError(f"failed to create typed patch object ({named}; {api_version}, Kind={kind}): {said}")
 
 
 def crd_refusal(crd: Obj) -> ApiError | None:

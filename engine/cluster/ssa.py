@@ -90,7 +90,9 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     _release(entries, mine, changed | removed)
     entry.fields = applied_set
     entry.api_version = str(applied.get("apiVersion") or (live or {}).get("apiVersion", ""))
-    entry.touched = _canonical(after) != _canonical(before) or applied_set != last
+    changed_object = _canonical(after) != _canonical(before)
+    entry.touched = changed_object or applied_set != last
+    entry.timeless = not changed_object and live is not None
 
     result = _with_identity(after, live if live is not None else applied, create=live is None)
     _store(result, live, entries, now)
@@ -288,8 +290,11 @@ def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
 
 
 def _owned_by_apply(nodes: dict[Path, str]) -> frozenset[Path]:
-    """What applying a config owns: its leaves and the items of its granular lists."""
-    return frozenset(p for p, n in nodes.items() if n not in (_MAP, _LIST) or p[-1][:2] == "k:")
+    """What applying a config owns: its leaves, the items of its granular lists, and its empty maps (``spec: {}``
+    owns spec, as the API server records it)."""
+    parents = {p[:-1] for p in nodes}
+    return frozenset(p for p, n in nodes.items() if n not in (_MAP, _LIST) or p[-1][:2] == "k:"
+                     or (n == _MAP and p not in parents and p != ("f:metadata",)))  # metadata: its name was taken
 
 
 def _compare(before: dict[Path, str], after: dict[Path, str]) -> tuple[set[Path], set[Path], set[Path]]:
@@ -368,6 +373,9 @@ class _Entry:
     fields: frozenset[Path]
     raw: Obj | None = None
     touched: bool = False
+    timeless: bool = False
+    """Touched by an apply that left the object as it was: its time stays (none, for a new entry), as the API
+    server stamps an applier only when its apply changes the object."""
     read: frozenset[Path] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -437,7 +445,7 @@ def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: st
     unchanged = len(kept) == len(rows_before) and all(
         e.raw is not None and not e.touched and e.fields == e.read for e in kept)
     for e in kept:
-        e.time = now if e.touched else e.time
+        e.time = now if e.touched and not e.timeless else e.time
     rows = copy.deepcopy(rows_before) if unchanged else [e.row() for e in sorted(kept, key=_order)]
     meta = result.setdefault("metadata", {})
     if rows:

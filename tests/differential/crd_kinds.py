@@ -1,4 +1,5 @@
-"""The custom kinds the CRD-admission differential cases write, installed once per session on every leg.
+"""The custom kinds the CRD-admission differential cases write, installed once per session on every leg, the
+runners that send those cases, and the differences of custom-resource admission kept on purpose.
 
 ``Widget`` exercises what a CRD's schema does to a write: defaults (nested, in map-list items), pruning,
 preserved and embedded fields, int-or-string, nullable fields, bounds, enums, patterns, formats, set and map
@@ -10,10 +11,13 @@ strict, so an object written through ``v1`` can be updated through ``v2``: valid
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tests.differential.harness import Call, Leg
+import pytest
+
+from tests.differential.harness import APPLY, MERGE, Call, Case, Kept, Leg, Runner, call
+from tests.differential.kept import KEPT
 
 Obj = dict[str, Any]
 
@@ -114,6 +118,11 @@ def ratchet_crd() -> Obj:
 
 
 def widget(name: str = "w", **spec: Any) -> Obj:
+    return widget_of(name, spec)
+
+
+def widget_of(name: str, spec: Obj) -> Obj:
+    """A Widget with any spec (one with a ``name`` field too)."""
     return {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec}
 
 
@@ -135,3 +144,103 @@ def install(legs: Sequence[Leg]) -> None:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"{leg.name}: {path} not served within {INSTALL_PATIENCE} s")
                 time.sleep(0.2)
+
+
+W = WIDGETS + "/w"
+
+
+def merge(path: str, body: object, **query: str) -> Call:
+    return call("PATCH", path, body, content_type=MERGE, **query)
+
+
+def apply(path: str, body: object, **query: str) -> Call:
+    return call("PATCH", path, body, content_type=APPLY, fieldManager="tester", **query)
+
+
+def _strict_merge_patch(request: Call, path: str) -> bool:
+    return (request.content_type == MERGE and dict(request.query).get("fieldValidation") == "Strict"
+            and path in ("code", "body.code", "body.reason", "body.message", "body.details"))
+
+
+def _versions_managed_fields(request: Call, path: str) -> bool:
+    return f"/apis/{GROUP}/" in request.path and "/ratchets" in request.path and path.startswith(
+        "body.metadata.managedFields")
+
+
+def _applied_null_in_preserved_fields(request: Call, path: str) -> bool:
+    return request.content_type == APPLY and (".extra." in path or ".f:extra." in path or ".template." in path
+                                              or ".f:template." in path)
+
+
+def _mistyped_apply(request: Call, path: str) -> bool:
+    return request.content_type == APPLY and request.path.endswith("/widgets/typed")
+
+
+CRD_KEPT: list[Kept] = [
+    Kept("a strict merge patch's unknown field",
+         "the API server refuses it as 422 Invalid, the invalid value of a field named 'patch' being the whole patched "
+         "object as JSON (its uid, resourceVersion, timestamps and managedFields in it); the emulators give the 400 "
+         "strict decoding error they give a create or an update. Both refuse the write and name the unknown field by "
+         "its path",
+         _strict_merge_patch,
+         Case("a strict merge patch", [call("POST", WIDGETS, widget(size=1)),
+                                       merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict")])),
+    Kept("managedFields of an object written through two versions",
+         "the API server keeps one managedFields entry per manager, operation and apiVersion; the memory cluster keeps "
+         "one per manager and operation, labelled with the apiVersion of its latest write. Only a kind with several "
+         "served versions shows it, and none of the project's has",
+         _versions_managed_fields,
+         Case("one manager, two versions", [call("POST", RATCHETS_V1, ratchet(other=1)),
+                                            merge(RATCHETS_V2 + "/r", {"spec": {"other": 2}})])),
+    Kept("an apply configuration with a value of the wrong type",
+         "the API server types an apply configuration before merging it and answers a value of another type than the "
+         "schema's with its 500 'failed to create typed patch object (...): .spec.size: expected numeric (int or "
+         "float), got string' (structured-merge-diff's words, with Go's type names and value dumps); the emulators "
+         "merge it and their admission refuses it as 422 Invalid naming the field and the type (as a create or update "
+         "of the same value is refused). Only undeclared fields are typed like the API server (the 500)",
+         _mistyped_apply,
+         Case("a mistyped apply", [call("PATCH", WIDGETS + "/typed", {**widget("typed", size="one"), "metadata": {
+             "name": "typed", "namespace": "{ns}"}}, content_type=APPLY, fieldManager="tester")])),
+    Kept("a null applied inside preserved fields",
+         "the API server keeps a null an apply configuration gives inside x-kubernetes-preserve-unknown-fields (and "
+         "the applier owns it); the emulators' server-side apply drops nulls from every apply configuration "
+         "(engine/cluster/ssa.py), as they are dropped from typed fields",
+         _applied_null_in_preserved_fields,
+         Case("a null in preserved fields, applied", [
+             call("PATCH", W, {**widget(size=1, extra={"a": None, "b": 1}),
+                               "metadata": {"name": "w", "namespace": "{ns}"}},
+                  content_type=APPLY, fieldManager="tester")])),
+]
+"""Differences of custom-resource admission kept on purpose, each with its reason and a case that shows it."""
+
+
+_RUNNERS: dict[tuple[int, str], Runner] = {}
+"""One runner per session's legs and use: the fixtures below are imported into several test modules, and each
+import is a fixture of its own; the runners (their namespace counters) must still be one."""
+
+
+def _runner(legs: Sequence[Leg], prefix: str, kept: Sequence[Kept]) -> Runner:
+    key = (id(legs[0]), prefix)
+    if key not in _RUNNERS:
+        if prefix == "c":
+            install(legs)
+        _RUNNERS[key] = Runner(legs, prefix=prefix, kept=kept)
+    return _RUNNERS[key]
+
+
+@pytest.fixture(scope="session")
+def crd_runner(runner: Runner) -> Iterator[Runner]:
+    """The three legs (the session's), the Widget and Ratchet CRDs installed on each, the kept differences excused."""
+    yield _runner(runner.legs, "c", [*KEPT, *CRD_KEPT])
+
+
+@pytest.fixture(scope="session")
+def crd_http_runner(crd_runner: Runner, http_runner: Runner) -> Iterator[Runner]:
+    """The real server and the emulator (the same as ``crd_runner``'s), for what only HTTP has."""
+    yield _runner(http_runner.legs, "ch", [*KEPT, *CRD_KEPT])
+
+
+@pytest.fixture(scope="session")
+def crd_bare_runner(crd_runner: Runner) -> Runner:
+    """The same legs with no difference excused."""
+    return _runner(crd_runner.legs, "ck", ())

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator.rest import list_item, list_metadata
@@ -52,10 +53,17 @@ class MemoryLeg:
         info = self._info(route)
         if info is None:
             return UNMAPPED
-        try:
-            return self._send(request, route, info, query)
-        except ApiError as err:
-            return Answer(err.code, err.status())
+        told = self._told(request, info, route)
+        with collecting() as said:
+            try:
+                answer = self._send(request, route, info, query)
+            except ApiError as err:
+                answer = Answer(err.code, err.status())
+                if request.method == "PATCH" and isinstance(err, NotFound):
+                    told = ()  # nothing was patched: no field was met
+        if answer is UNMAPPED or not (told or said):
+            return answer
+        return Answer(answer.code, answer.body, (*told, *said), answer.events)
 
     def _info(self, route: Target) -> ResourceInfo | None:
         for info in self.cluster.resources():
@@ -69,8 +77,7 @@ class MemoryLeg:
         body = _body(request)
         if route.name is None:
             if method == "POST" and not status:
-                created = self.cluster.create(_addressed(body, info, route), field_manager=manager)
-                return Answer(201, created, self._warnings(body, info, route))
+                return Answer(201, self.cluster.create(_addressed(body, info, route), field_manager=manager))
             if method == "GET" and request.is_watch:
                 return self._watch(request, route, info, query)
             if method == "GET":
@@ -86,9 +93,8 @@ class MemoryLeg:
         if method == "PUT":
             obj = _addressed(body, info, route)
             if status:
-                return Answer(200, self.cluster.update_status(obj, field_manager=manager), self._warnings(body, info,
-                                                                                                        route))
-            return Answer(200, self.cluster.update(obj, field_manager=manager), self._warnings(body, info, route))
+                return Answer(200, self.cluster.update_status(obj, field_manager=manager))
+            return Answer(200, self.cluster.update(obj, field_manager=manager))
         if method == "PATCH" and request.content_type == APPLY:
             if not query.get("fieldManager"):
                 return UNMAPPED
@@ -98,10 +104,8 @@ class MemoryLeg:
             return Answer(200 if existed else 201, applied)
         if method == "PATCH" and request.content_type in _PATCH_TYPES and "force" not in query:
             patch_type: Any = _PATCH_TYPES[request.content_type]
-            patched = self.cluster.patch(info.api_version, info.kind, route.namespace, route.name, body,
-                                         patch_type=patch_type, status=status, field_manager=manager)
-            told = self._warnings(_without_nulls(body), info, route) if request.content_type == MERGE else ()
-            return Answer(200, patched, told)
+            return Answer(200, self.cluster.patch(info.api_version, info.kind, route.namespace, route.name, body,
+                                                  patch_type=patch_type, status=status, field_manager=manager))
         if method == "DELETE" and not status and body is None:
             live = self.cluster.get(info.api_version, info.kind, route.namespace, route.name)
             held = self.cluster.delete(info.api_version, info.kind, route.namespace, route.name)
@@ -112,8 +116,13 @@ class MemoryLeg:
                                 "details": {key: value for key, value in details.items() if value}})
         return UNMAPPED
 
-    def _warnings(self, body: Any, info: ResourceInfo, route: Target) -> tuple[str, ...]:
-        """What the API server's default field validation (Warn) tells of a write's unknown fields."""
+    def _told(self, request: Call, info: ResourceInfo, route: Target) -> tuple[str, ...]:
+        """What the API server's default field validation (Warn) tells of a write's unknown fields (a merge patch's
+        nulls remove fields: none the object will have)."""
+        if request.method not in ("POST", "PUT") and request.content_type != MERGE:
+            return ()
+        body = _body(request)
+        body = _without_nulls(body) if request.content_type == MERGE else body
         if not isinstance(body, dict):
             return ()
         addressed = {**body, "apiVersion": info.api_version, "kind": info.kind}

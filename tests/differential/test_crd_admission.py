@@ -5,85 +5,15 @@ invalid values, generation; and on the HTTP legs Strict/Warn/Ignore field valida
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.differential.crd_kinds import GROUP, RATCHETS_V1, RATCHETS_V2, WIDGETS, install, ratchet, widget
-from tests.differential.harness import (
-    APPLY,
-    JSON_PATCH,
-    MERGE,
-    TABLE,
-    Call,
-    Case,
-    Kept,
-    Runner,
-    call,
-    differences,
-    report,
-)
-from tests.differential.kept import KEPT
+from tests.differential import crd_kinds
+from tests.differential.crd_kinds import CRD_KEPT, RATCHETS_V1, RATCHETS_V2, WIDGETS, W, apply, merge, ratchet, widget
+from tests.differential.harness import JSON_PATCH, TABLE, Case, Kept, Runner, call, differences, report
 
-W = WIDGETS + "/w"
-
-
-def merge(path: str, body: object, **query: str) -> Call:
-    return call("PATCH", path, body, content_type=MERGE, **query)
-
-
-def apply(path: str, body: object, **query: str) -> Call:
-    return call("PATCH", path, body, content_type=APPLY, fieldManager="tester", **query)
-
-
-def _strict_merge_patch(request: Call, path: str) -> bool:
-    return (request.content_type == MERGE and dict(request.query).get("fieldValidation") == "Strict"
-            and path in ("code", "body.code", "body.reason", "body.message", "body.details"))
-
-
-def _versions_managed_fields(request: Call, path: str) -> bool:
-    return f"/apis/{GROUP}/" in request.path and "/ratchets" in request.path and path.startswith(
-        "body.metadata.managedFields")
-
-
-CRD_KEPT: list[Kept] = [
-    Kept("a strict merge patch's unknown field",
-         "the API server refuses it as 422 Invalid, the invalid value of a field named 'patch' being the whole patched "
-         "object as JSON (its uid, resourceVersion, timestamps and managedFields in it); the emulators give the 400 "
-         "strict decoding error they give a create or an update. Both refuse the write and name the unknown field by "
-         "its path",
-         _strict_merge_patch,
-         Case("a strict merge patch", [call("POST", WIDGETS, widget(size=1)),
-                                       merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict")])),
-    Kept("managedFields of an object written through two versions",
-         "the API server keeps one managedFields entry per manager, operation and apiVersion; the memory cluster keeps "
-         "one per manager and operation, labelled with the apiVersion of its latest write. Only a kind with several "
-         "served versions shows it, and none of the project's has",
-         _versions_managed_fields,
-         Case("one manager, two versions", [call("POST", RATCHETS_V1, ratchet(other=1)),
-                                            merge(RATCHETS_V2 + "/r", {"spec": {"other": 2}})])),
-]
-"""Differences of custom-resource admission kept on purpose, each with its reason and a case that shows it."""
-
-
-@pytest.fixture(scope="module")
-def crd_runner(runner: Runner) -> Iterator[Runner]:
-    """The three legs (the session's), the Widget and Ratchet CRDs installed on each, the kept differences excused."""
-    install(runner.legs)
-    yield Runner(runner.legs, prefix="c", kept=[*KEPT, *CRD_KEPT])
-
-
-@pytest.fixture(scope="module")
-def crd_http_runner(crd_runner: Runner, http_runner: Runner) -> Iterator[Runner]:
-    """The real server and the emulator (the same as ``crd_runner``'s), for what only HTTP has."""
-    yield Runner(http_runner.legs, prefix="ch", kept=[*KEPT, *CRD_KEPT])
-
-
-@pytest.fixture(scope="module")
-def crd_bare_runner(crd_runner: Runner) -> Runner:
-    """The same legs with no difference excused."""
-    return Runner(crd_runner.legs, prefix="ck")
-
+crd_runner = crd_kinds.crd_runner
+crd_http_runner = crd_kinds.crd_http_runner
+crd_bare_runner = crd_kinds.crd_bare_runner
 
 @pytest.mark.parametrize("kept", CRD_KEPT, ids=[k.name for k in CRD_KEPT])
 def test_the_kept_difference_still_happens(crd_bare_runner: Runner, kept: Kept) -> None:
@@ -187,11 +117,12 @@ CASES = [
         merge(W, {"metadata": {"labels": {"a": "b"}}}),
         merge(W, {"spec": {"size": 2}}),
         merge(W, {"spec": {"size": 2}}),
-        merge(W + "/status", {"status": {"phase": "Ready", "ready": True}}),
         call("PUT", W, {**widget(size=3), "metadata": {"name": "w", "resourceVersion": "$rv(w)"}}),
         call("GET", W, name="now"),
         call("PUT", W, {**widget(size=3), "metadata": {"name": "w", "resourceVersion": "$rv(now)"}}),
         merge(W, {"spec": {"colour": "ignored"}}),
+        merge(W + "/status", {"status": {"phase": "Ready", "ready": True}}),
+        merge(W + "/status", {"status": {"phase": "Ready", "ready": True}}),
         call("GET", W),
     ]),
     Case("JSON patch and update through the schema", [

@@ -97,7 +97,8 @@ def _errors_of(error: jsonschema.ValidationError, path: str) -> list[FieldError]
     """One jsonschema error as kube-openapi's: a number where an integer belongs is two (the type's, and the number
     check's 'Checked value', at the object's root)."""
     keyword, expected, instance = _parts(error)
-    found = [_field_error(error, path)]
+    first = _type_error(error, path) if keyword == "type" else _field_error(error, path)
+    found = [first] if first is not None else []
     if keyword == "type" and _integer_only(expected) and _non_integral(instance):
         found.append(fielderrors.invalid(
             fielderrors.ROOT, "", f"Checked value must be of type integer (default format) in {path}"))
@@ -162,6 +163,9 @@ def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
         elif key == "format":
             if node.get("type") == "string" and node.get("format"):
                 out["format"] = node["format"]
+            kept = _kept_format(node)
+            if kept:
+                out[KUBE_FORMAT] = kept
         elif key in ("allOf", "anyOf", "oneOf") and key in node:
             out[key] = [to_json_schema(branch, int_or_string_typed=int_or_string_typed) for branch in node[key]]
         elif key in ("not", "items") and isinstance(node.get(key), dict):
@@ -174,6 +178,50 @@ def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
         elif key in node and key not in ("not", "items", "additionalProperties"):
             out[key] = node[key]
     return out
+
+
+KUBE_FORMAT = "x-kube-format"
+"""Where the translated schema keeps the format kube-openapi's type check sees (the API server strips the others)."""
+_STRING_FORMATS = frozenset({"bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3",
+                             "uuid4", "uuid5", "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor",
+                             "byte", "password", "date", "duration", "datetime", "k8s-short-name", "k8s-long-name"})
+_GO_KINDS = {bool: ("boolean", ""), str: ("string", ""), int: ("integer", "int64"), float: ("number", "float64"),
+             list: ("array", ""), dict: ("object", "")}
+
+
+def _kept_format(node: Schema) -> str:
+    """The node's format as the API server keeps it for validation: a supported string format, int32/int64 on an
+    integer, float/double on a number; "" otherwise."""
+    format_ = node.get("format")
+    if not isinstance(format_, str) or not format_:
+        return ""
+    type_ = node.get("type") if isinstance(node.get("type"), str) else ""
+    if type_ in ("", "string"):
+        return format_ if format_.replace("-", "") in _STRING_FORMATS else ""
+    if type_ == "integer":
+        return format_ if format_ in ("int32", "int64") else ""
+    if type_ == "number":
+        return format_ if format_ in ("float", "double") else ""
+    return ""
+
+
+def _type_error(error: jsonschema.ValidationError, path: str) -> FieldError | None:
+    """kube-openapi's type check of a node with a format: a value that is neither a string nor a list is checked
+    against the format (named with its Go type's format); a string or a list passes a non-numeric one."""
+    _, expected, instance = _parts(error)
+    node: Any = error.schema
+    kept = node.get(KUBE_FORMAT, "") if isinstance(node, dict) else ""
+    if not kept or instance is None:
+        return _field_error(error, path)
+    types = expected if isinstance(expected, list) else [expected]
+    if isinstance(instance, str | list):
+        return None if not ({"integer", "number"} & set(types)) else _field_error(error, path)
+    kind, go_format = _GO_KINDS.get(type(instance), ("", ""))
+    if kind in types or (kind == "integer" and "number" in types) or go_format == kept:
+        return _field_error(error, path)
+    body = f"{path} in body"
+    return FieldError(ErrorType.TYPE_INVALID, path or fielderrors.ROOT, go_format,
+                      f'{body} must be of type {kept}: "{go_format}"')
 
 
 def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:

@@ -8,6 +8,7 @@ packages of the apiextensions-apiserver do.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from engine.cluster.admission import fielderrors
@@ -79,9 +80,11 @@ OBJECT_META = frozenset((
 """The fields of ObjectMeta: any other under ``metadata`` is unknown."""
 
 
-def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "") -> list[str]:
+def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "",
+                   smd: bool = False) -> list[str]:
     """The paths (``spec.rotaton``, ``spec.items[0].x``) of the fields ``prune`` would drop, in
-    document order: what strict field validation refuses and Warn reports."""
+    document order: what strict field validation refuses and Warn reports. ``smd``: items named as
+    structured-merge-diff names them when it types an apply configuration (``ports[name="a"]``)."""
     found: list[str] = []
     if isinstance(value, list):
         items = schema.get("items")
@@ -89,7 +92,8 @@ def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, p
             return found
         items = items if isinstance(items, dict) else {}
         for index, item in enumerate(value):
-            found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}[{index}]")
+            element = _smd_element(item, schema, index) if smd else f"[{index}]"
+            found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}{element}", smd=smd)
         return found
     if not isinstance(value, dict):
         return found
@@ -109,8 +113,19 @@ def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, p
             if not (preserve or additional is True):
                 found.append(where)
         else:
-            found += unknown_fields(item, child, resource_root=_embedded(child), path=where)
+            found += unknown_fields(item, child, resource_root=_embedded(child), path=where, smd=smd)
     return found
+
+
+def _smd_element(item: Any, schema: Schema, index: int) -> str:
+    """A list item as structured-merge-diff names it: by its keys in a map list, by value in a set, else by index."""
+    list_type = schema.get("x-kubernetes-list-type")
+    if list_type == "set":
+        return f"[={_smd_value(item)}]"
+    if list_type == "map" and isinstance(item, dict):
+        keys = sorted(schema.get("x-kubernetes-list-map-keys") or [])
+        return "[" + ",".join(f"{key}={_smd_value(item[key])}" for key in keys if key in item) + "]"
+    return f"[{index}]"
 
 
 def default(value: Any, schema: Schema) -> None:
@@ -151,16 +166,25 @@ def list_type_errors(value: Any, schema: Schema, path: str = "") -> list[FieldEr
         items: Schema = schema.get("items") or {}
         list_type = schema.get("x-kubernetes-list-type")
         keys: list[str] = schema.get("x-kubernetes-list-map-keys") or []
-        seen: list[Any] = []
+        seen: list[list[Any]] = []  # [identity, times seen]
+        if list_type == "map":
+            for index, item in enumerate(value):
+                if item is not None and not isinstance(item, dict):
+                    return [fielderrors.invalid(f"{path}[{index}]", item, "must be an object for an array of list-type"
+                                                                          " map")]
         for index, item in enumerate(value):
             identity: Any = item
-            if list_type == "map" and isinstance(item, dict):
-                identity = {key: item.get(key) for key in keys if key in item}
-            if list_type in ("set", "map"):
-                if any(identity == other and _same_types(identity, other) for other in seen):
-                    errors.append(FieldError(fielderrors.ErrorType.DUPLICATE, f"{path}[{index}]", identity))
+            if list_type == "map":
+                identity = {key: item.get(key) for key in keys if key in item} if isinstance(item, dict) else {}
+            if list_type in ("set", "map") and len(value) > 1:
+                match = next((entry for entry in seen if identity == entry[0] and _same_types(identity, entry[0])),
+                             None)
+                if match is None:
+                    seen.append([identity, 1])
                 else:
-                    seen.append(identity)
+                    match[1] += 1
+                    if match[1] == 2:  # each value's second appearance only, as the API server reports them
+                        errors.append(FieldError(fielderrors.ErrorType.DUPLICATE, f"{path}[{index}]", identity))
             errors += list_type_errors(item, items, f"{path}[{index}]")
     return errors
 
@@ -185,3 +209,32 @@ def _numbers(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _numbers(item) for key, item in value.items()}
     return value
+
+
+def duplicate_entries(value: Any, schema: Schema, path: str = "") -> list[str]:
+    """What typing an apply configuration finds in its set and map lists: each repeated entry, as
+    structured-merge-diff words it (``.spec.tags: duplicate entries for key [="a"]``, ``[name="a"]``)."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        properties: dict[str, Schema] = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for key, item in value.items():
+            child = properties.get(key) or (additional if isinstance(additional, dict) else None)
+            if child is not None:
+                found += duplicate_entries(item, child, f"{path}.{key}")
+    elif isinstance(value, list):
+        list_type = schema.get("x-kubernetes-list-type")
+        seen: list[str] = []
+        for index, item in enumerate(value):
+            if list_type not in ("set", "map") or (list_type == "map" and not isinstance(item, dict)):
+                continue
+            element = _smd_element(item, schema, index)
+            if element in seen:
+                found.append(f"{path}: duplicate entries for key {element}")
+            seen.append(element)
+    return found
+
+
+def _smd_value(value: Any) -> str:
+    """A value as structured-merge-diff prints it in a path element (JSON)."""
+    return json.dumps(value, separators=(",", ":"))

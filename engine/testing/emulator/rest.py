@@ -17,6 +17,7 @@ import yaml
 
 from engine.clock import Clock
 from engine.cluster import builtin
+from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import (
     ApiError,
     BadRequest,
@@ -30,7 +31,7 @@ from engine.cluster.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
-from engine.cluster.memory import MemoryCluster
+from engine.cluster.memory import MemoryCluster, typed_patch_error
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
@@ -161,9 +162,16 @@ class Rest:
         info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
         unknown = self._unknown_fields(request, info, body)
-        answer = self._dispatch(request, info, target, body)
-        if unknown and isinstance(answer, Reply):  # fieldValidation=Warn: written, each field dropped is told
-            return replace(answer, warnings=tuple(f'unknown field "{path}"' for path in unknown))
+        told = tuple(f'unknown field "{path}"' for path in unknown)  # fieldValidation=Warn: each dropped field told
+        with collecting() as admission_said:
+            try:
+                answer = self._dispatch(request, info, target, body)
+            except ApiError as err:  # a refused write still tells its unknown fields, unless nothing was patched
+                answer = Reply(err.code, err.status())
+                if method == "PATCH" and isinstance(err, NotFound):
+                    told = ()
+        if (told or admission_said) and isinstance(answer, Reply):
+            return replace(answer, warnings=(*told, *admission_said))
         return answer
 
     def _dry_run(self, request: Request, target: Target) -> Reply | Stream:
@@ -211,10 +219,12 @@ class Rest:
             raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: '
                              + ", ".join(f'"{m}"' for m in FIELD_VALIDATION))
         media = request.content_type.partition(";")[0].strip().lower()
-        if media == APPLY and request.method == "PATCH" and isinstance(body, dict):
-            _refuse_unknown_in_apply(body, info, self.cluster.unknown_fields(
+        if media == APPLY and request.method == "PATCH" and isinstance(body, dict):  # whatever the mode
+            refused = typed_patch_error(body, info.api_version, info.kind, self.cluster.apply_problems(
                 {**body, "apiVersion": info.api_version, "kind": info.kind}))
-        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == JSON_PATCH:
+            if refused is not None:
+                raise refused
+        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media in (JSON_PATCH, APPLY):
             return []
         if not isinstance(body, dict):
             return []
@@ -500,28 +510,6 @@ def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
     details = {"name": name, "group": info.group, "kind": info.plural, "uid": uid}
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
             "details": {key: value for key, value in details.items() if value}}
-
-
-class _TypedPatchError(ApiError):
-    """The API server's answer to an apply naming a field the schema does not declare: a 500 with no reason,
-    whatever the field validation asked for."""
-
-    code, reason = 500, ""
-
-    def status(self) -> dict[str, Any]:
-        doc = super().status()
-        doc.pop("reason", None)
-        return doc
-
-
-def _refuse_unknown_in_apply(body: dict[str, Any], info: ResourceInfo, unknown: list[str]) -> None:
-    if not unknown:
-        return
-    meta: dict[str, Any] = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-    found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
-    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-    raise _TypedPatchError(f"failed to create typed patch object ({named}; {info.api_version}, Kind={info.kind}):"
-                           f" {found}")
 
 
 def _patch_options_invalid(field_name: str, message: str) -> Invalid:
