@@ -337,6 +337,21 @@ def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKe
             parent.pop(token[2:], None)
         elif isinstance(parent, list) and keys is not None:
             parent[:] = [item for item in parent if _item_token(item, keys, path[:-1]) != token]
+        _drop_emptied(obj, path[:-1], owned, holders, lists)
+
+
+def _drop_emptied(obj: Obj, path: Path, owned: frozenset[Path], holders: set[Path], lists: ListKeys) -> None:
+    """The maps a removal left empty go too, up to the first that holds something or is owned (the API server's
+    apply leaves no empty map nobody applied)."""
+    while len(path) > 0 and path not in owned and path not in holders:
+        node = _locate(obj, path, lists)
+        if not isinstance(node, dict) or node or not path[-1].startswith("f:"):
+            return
+        parent = _locate(obj, path[:-1], lists)
+        if not isinstance(parent, dict):
+            return
+        parent.pop(path[-1][2:], None)
+        path = path[:-1]
 
 
 def _locate(obj: Obj, path: Path, lists: ListKeys) -> Any:
@@ -480,13 +495,19 @@ def _manager_text(entry: _Entry) -> str:
     return text + (f" using {entry.api_version}" if entry.operation == "Update" else "")
 
 
+def _set_order(path: Path) -> list[tuple[int, str]]:
+    """structured-merge-diff's order of a field set: at each level the fields that end there, then the ones that go
+    deeper, each by name (``.spec.size`` before ``.spec.nested.a``)."""
+    return [(0 if at == len(path) - 1 else 1, token) for at, token in enumerate(path)]
+
+
 def _conflict_error(conflicts: Mapping[_Entry, frozenset[Path]]) -> Conflict:
     """A 409 worded like the API server's: one cause per field, grouped by manager."""
     causes: list[Cause] = []
     lines: list[str] = []
     for entry in sorted(conflicts, key=lambda e: (e.manager, e.operation, e.api_version, e.subresource or "")):
         who = _manager_text(entry)
-        paths = [_path_text(p) for p in sorted(conflicts[entry])]
+        paths = [_path_text(p) for p in sorted(conflicts[entry], key=_set_order)]
         causes += [Cause(field=p, message=f"conflict with {who}", reason="FieldManagerConflict") for p in paths]
         lines += [f"conflicts with {who}:", *(f"- {p}" for p in paths)]
     if len(causes) == 1:

@@ -99,9 +99,7 @@ class CrdAdmission:
     def apply_problems(self, obj: Obj) -> list[str]:
         """What typing an apply configuration finds, in structured-merge-diff's words: each undeclared field
         (``.spec.ports[name="a"].junk: field not declared in schema``) and repeated set or map-list entry."""
-        undeclared = structural.unknown_fields(obj, self.schema, resource_root=True, smd=True)
-        return [f".{path}: field not declared in schema" for path in undeclared] + structural.duplicate_entries(
-            obj, self.schema)
+        return structural.apply_problems(obj, self.schema, resource_root=True)
 
     def unknown_fields(self, obj: Obj) -> list[str]:
         """The paths of the fields of a request body the schema does not declare (pruning drops them):

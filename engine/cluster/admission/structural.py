@@ -80,11 +80,9 @@ OBJECT_META = frozenset((
 """The fields of ObjectMeta: any other under ``metadata`` is unknown."""
 
 
-def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "",
-                   smd: bool = False) -> list[str]:
+def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "") -> list[str]:
     """The paths (``spec.rotaton``, ``spec.items[0].x``) of the fields ``prune`` would drop, in
-    document order: what strict field validation refuses and Warn reports. ``smd``: items named as
-    structured-merge-diff names them when it types an apply configuration (``ports[name="a"]``)."""
+    document order: what strict field validation refuses and Warn reports."""
     found: list[str] = []
     if isinstance(value, list):
         items = schema.get("items")
@@ -92,8 +90,7 @@ def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, p
             return found
         items = items if isinstance(items, dict) else {}
         for index, item in enumerate(value):
-            element = _smd_element(item, schema, index) if smd else f"[{index}]"
-            found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}{element}", smd=smd)
+            found += unknown_fields(item, items, resource_root=_embedded(items), path=f"{path}[{index}]")
         return found
     if not isinstance(value, dict):
         return found
@@ -113,7 +110,7 @@ def unknown_fields(value: Any, schema: Schema, *, resource_root: bool = False, p
             if not (preserve or additional is True):
                 found.append(where)
         else:
-            found += unknown_fields(item, child, resource_root=_embedded(child), path=where, smd=smd)
+            found += unknown_fields(item, child, resource_root=_embedded(child), path=where)
     return found
 
 
@@ -211,27 +208,37 @@ def _numbers(value: Any) -> Any:
     return value
 
 
-def duplicate_entries(value: Any, schema: Schema, path: str = "") -> list[str]:
-    """What typing an apply configuration finds in its set and map lists: each repeated entry, as
-    structured-merge-diff words it (``.spec.tags: duplicate entries for key [="a"]``, ``[name="a"]``)."""
+def apply_problems(value: Any, schema: Schema, *, resource_root: bool = False, path: str = "") -> list[str]:
+    """What typing an apply configuration finds, in structured-merge-diff's words and order: each field the schema
+    does not declare (``.spec.shade: field not declared in schema``) and each repeated entry of a set or map list
+    (``.spec.tags: duplicate entries for key [="a"]``), an item's problems after its own."""
     found: list[str] = []
     if isinstance(value, dict):
         properties: dict[str, Schema] = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
+        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
         for key, item in value.items():
-            child = properties.get(key) or (additional if isinstance(additional, dict) else None)
-            if child is not None:
-                found += duplicate_entries(item, child, f"{path}.{key}")
-    elif isinstance(value, list):
-        list_type = schema.get("x-kubernetes-list-type")
-        seen: list[str] = []
-        for index, item in enumerate(value):
-            if list_type not in ("set", "map") or (list_type == "map" and not isinstance(item, dict)):
+            if resource_root and key in ROOT_META:
                 continue
+            child = properties.get(key) or (additional if isinstance(additional, dict) else None)
+            if child is None:
+                if not (preserve or additional is True):
+                    found.append(f"{path}.{key}: field not declared in schema")
+                continue
+            found += apply_problems(item, child, resource_root=_embedded(child), path=f"{path}.{key}")
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if not isinstance(items, dict):
+            return found
+        list_type = schema.get("x-kubernetes-list-type")
+        seen: set[str] = set()
+        for index, item in enumerate(value):
             element = _smd_element(item, schema, index)
-            if element in seen:
-                found.append(f"{path}: duplicate entries for key {element}")
-            seen.append(element)
+            if list_type in ("set", "map") and not (list_type == "map" and not isinstance(item, dict)):
+                if element in seen:
+                    found.append(f"{path}: duplicate entries for key {element}")
+                seen.add(element)
+            found += apply_problems(item, items, resource_root=_embedded(items), path=f"{path}{element}")
     return found
 
 
