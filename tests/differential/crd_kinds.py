@@ -67,6 +67,10 @@ WIDGET_SPEC: Obj = {
         "template": {"type": "object", "x-kubernetes-embedded-resource": True,
                      "x-kubernetes-preserve-unknown-fields": True},
         "maybe": {"type": "string", "nullable": True},
+        "grace": {"type": "string", "maxLength": 8, "x-kubernetes-validations": [
+            {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": True,
+             "message": "grace is fixed once set"},
+            {"rule": "oldSelf.orValue('') != 'locked'", "optionalOldSelf": True, "message": "grace was locked"}]},
     },
 }
 WIDGET_SCHEMA: Obj = {"type": "object", "properties": {
@@ -95,11 +99,15 @@ def widget_crd() -> Obj:
 
 _LOOSE: Obj = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
     "limit": {"type": "integer"}, "note": {"type": "string"}, "other": {"type": "integer"},
-    "items": {"type": "array", "items": {"type": "string"}}}}}}
+    "items": {"type": "array", "items": {"type": "string"}}, "code": {"x-kubernetes-int-or-string": True}}}}}
 _STRICT: Obj = {"type": "object", "properties": {"spec": {
     "type": "object",
-    "x-kubernetes-validations": [{"rule": "!has(self.limit) || self.limit % 2 == 0", "message": "limit is even"}],
+    "x-kubernetes-validations": [
+        {"rule": "!has(self.limit) || self.limit % 2 == 0", "message": "limit is even"},
+        {"rule": "!has(self.other) || self.other != 7", "fieldPath": ".other", "message": "other is not 7"}],
     "properties": {
+        "code": {"x-kubernetes-int-or-string": True,
+                 "x-kubernetes-validations": [{"rule": "self > 0", "message": "code is positive"}]},
         "limit": {"type": "integer", "maximum": 10},
         "note": {"type": "string", "maxLength": 3},
         "other": {"type": "integer"},

@@ -98,6 +98,16 @@ CASES = [
         merge(W, {"spec": {"name": None}}),
         call("GET", W),
     ]),
+    Case("optionalOldSelf: rules that run with or without an old value", [
+        call("POST", WIDGETS, widget(size=1)),
+        merge(W, {"spec": {"grace": "a"}}),
+        merge(W, {"spec": {"grace": "b"}}),
+        merge(W, {"spec": {"grace": None}}),
+        merge(W, {"spec": {"grace": "locked"}}),
+        call("POST", WIDGETS, widget("x", size=1, grace="locked")),
+        merge(WIDGETS + "/x", {"spec": {"grace": "locked"}}),
+        merge(WIDGETS + "/x", {"spec": {"grace": "other"}}),
+    ]),
     Case("ratcheting: an invalid value written through v1 survives updates through v2 that leave it alone", [
         call("POST", RATCHETS_V1, ratchet(limit=51, note="a long note", items=["a", "c"], other=1)),
         call("GET", RATCHETS_V2 + "/r"),
@@ -111,6 +121,15 @@ CASES = [
         call("PUT", RATCHETS_V2 + "/r", {**ratchet(version="v2", limit=8, note="a long note", items=["a", "c"],
                                                    other=5), "metadata": {"name": "r", "resourceVersion": "$rv(now)"}}),
         call("POST", RATCHETS_V2, ratchet("s", version="v2", limit=51)),
+    ]),
+    Case("ratcheting: a rule's failure is kept where its own node is unchanged, an evaluation error never", [
+        call("POST", RATCHETS_V1, ratchet(other=7, code=-1)),
+        merge(RATCHETS_V2 + "/r", {"spec": {"note": "ok"}}),
+        call("POST", RATCHETS_V1, ratchet("p", code=-1)),
+        merge(RATCHETS_V2 + "/p", {"spec": {"note": "ok"}}),
+        call("POST", RATCHETS_V1, ratchet("q", code="abc")),
+        merge(RATCHETS_V2 + "/q", {"spec": {"note": "ok"}}),
+        merge(RATCHETS_V2 + "/q", {"metadata": {"labels": {"a": "b"}}}),
     ]),
     Case("generation: spec changes count, status and metadata do not", [
         call("POST", WIDGETS, widget(size=1), name="w"),

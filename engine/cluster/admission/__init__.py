@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.cluster.admission import fielderrors, structural
-from engine.cluster.admission.cel import RuleCompileError, RuleNode
+from engine.cluster.admission.cel import RuleCompileError, RuleError, RuleNode
 from engine.cluster.admission.fielderrors import BLOCKING, FieldError
 from engine.cluster.admission.memo import BUDGET_BYTES, VerdictMemo
 from engine.cluster.admission.schema import SchemaValidator
@@ -131,14 +131,15 @@ class CrdAdmission:
                 errors.append(fielderrors.invalid(fielderrors.ROOT, None, fielderrors.NOT_CHECKED))
             else:
                 rule_errors = self._rules.validate(obj, old, None)
-                if kept is not None and rule_errors:
-                    # The stored object's errors as an update that changes nothing would meet them, transition
-                    # rules included (one that cannot even evaluate on an unchanged bad value is ratcheted too).
-                    ratcheted = kept.new_errors(rule_errors, self._rules.validate(old, old, None))
+                if kept is not None:
+                    # A rule's failure where the rule's node is unchanged is ratcheted, told as a warning.
+                    refused = []
                     for error in rule_errors:
-                        if error not in ratcheted:
-                            warn(str(error))  # the API server tells a ratcheted rule's error as a warning
-                    rule_errors = ratcheted
+                        if isinstance(error, RuleError) and error.node is not None and kept.unchanged(error.node):
+                            warn(str(error))
+                        else:
+                            refused.append(error)
+                    rule_errors = refused
                 errors += rule_errors
         return errors
 
@@ -173,9 +174,9 @@ class _Ratchet:
 
     def new_errors(self, errors: list[FieldError], old_errors: list[FieldError]) -> list[FieldError]:
         before = {str(error) for error in old_errors}
-        return [error for error in errors if not (str(error) in before and self._unchanged(error.field))]
+        return [error for error in errors if not (str(error) in before and self.unchanged(error.field))]
 
-    def _unchanged(self, field: str) -> bool:
+    def unchanged(self, field: str) -> bool:
         new, old = _correlated(self.new, self.old, self.schema, _parts(field) if field != fielderrors.ROOT else [])
         return bool(new == old)
 

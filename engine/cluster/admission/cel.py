@@ -59,6 +59,8 @@ class Rule:
     number: int = 0
     has_message: bool = False
     """The rule has a ``message``, blank or not (the API server then uses it, trimmed, however empty)."""
+    optional_old_self: bool = False
+    """``optionalOldSelf``: the rule also runs without an old value, ``oldSelf`` then an optional (``hasValue()``)."""
 
     @classmethod
     def compile(cls, spec: dict[str, Any], path: str, memo: VerdictMemo | None = None) -> Rule:
@@ -80,6 +82,7 @@ class Rule:
             memo=memo,
             number=memo.number() if memo is not None else 0,
             has_message=bool(spec.get("message")),
+            optional_old_self=spec.get("optionalOldSelf") is True,
         )
 
     @property
@@ -163,7 +166,8 @@ class RuleNode:
             return []
         errors = self._run_rules(value, old, path)
         if isinstance(value, dict):
-            correlate = self.schema.get("x-kubernetes-map-type", "granular") == "granular" and isinstance(old, dict)
+            correlate = self.schema.get("x-kubernetes-map-type", "granular") in ("granular", "atomic") and isinstance(
+                old, dict)
             for name, child in self.properties.items():
                 if name in value:
                     errors += child.validate(value[name], old.get(name) if correlate else None, _child(path, name))
@@ -193,26 +197,61 @@ class RuleNode:
                     made[0]["oldSelf"] = to_cel(old, self.schema, resource_root=self.resource_root)
             return made[0]
 
+        def optional_activation() -> dict[str, Any]:
+            """For an ``optionalOldSelf`` rule: ``oldSelf`` an optional, empty without an old value."""
+            found = dict(activation())
+            found["oldSelf"] = CelOptional(found.get("oldSelf"), old is not None)
+            return found
+
         errors: list[FieldError] = []
         unconvertible = self.schema.get("x-kubernetes-int-or-string") and (
             isinstance(value, bool) or not isinstance(value, int | str))
         for rule in self.rules:
-            if rule.transition and old is None:
+            if rule.transition and old is None and not rule.optional_old_self:
                 continue
             if unconvertible and ("self" in rule.reads or "oldSelf" in rule.reads):
-                errors.append(fielderrors.invalid(where, type_name, "invalid data, expected XIntOrString value to be"
-                                                  f" either a string or integer evaluating rule: {rule.described}"))
+                errors.append(RuleError.of(fielderrors.invalid(
+                    where, type_name, "invalid data, expected XIntOrString value to be"
+                    f" either a string or integer evaluating rule: {rule.described}"), None))
                 continue
-            verdict = rule.verdict(value, old, activation)
+            verdict = rule.verdict(value, old, optional_activation if rule.optional_old_self else activation)
             if verdict.passed:
                 continue
             if verdict.evaluation_error:
-                errors.append(fielderrors.invalid(where, type_name, verdict.detail))
+                errors.append(RuleError.of(fielderrors.invalid(where, type_name, verdict.detail), None))
                 continue
             target = _child(path, rule.field_path) if rule.field_path else where
             shown = fielderrors.OMITTED if self.schema.get("type") in ("object", "array") else value
-            errors.append(_for_reason(rule.reason, target, shown, verdict.detail))
+            errors.append(RuleError.of(_for_reason(rule.reason, target, shown, verdict.detail),
+                                       None if rule.transition else where))
         return errors
+
+
+@dataclass(frozen=True)
+class RuleError(FieldError):
+    """An error of a rule. ``node``: the path of the schema node whose rule it is, where an update that leaves
+    that node unchanged ratchets the error (the API server then tells it as a warning); None for an error it
+    never ratchets: a rule reading ``oldSelf``, or one that could not be evaluated."""
+
+    node: str | None = None
+
+    @classmethod
+    def of(cls, error: FieldError, node: str | None) -> RuleError:
+        return cls(error.type, error.field, error.value, error.detail, node)
+
+
+class CelOptional:
+    """CEL's optional value, as ``oldSelf`` is to an ``optionalOldSelf`` rule (``hasValue()``, ``value()``,
+    ``orValue(x)``)."""
+
+    def __init__(self, value: Any, present: bool) -> None:
+        self.value, self.present = value, present
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CelOptional) and (self.present, self.value) == (other.present, other.value)
+
+    def __hash__(self) -> int:
+        return hash(self.present)
 
 
 # ---------------------------------------------------------------------------
