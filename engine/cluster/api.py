@@ -155,6 +155,16 @@ class NotFound(ApiError):
     code, reason = 404, "NotFound"
 
 
+class NoSuchResource(NotFound):
+    """A path that names no resource the server serves: the API server's answer carries empty details."""
+
+    def __init__(self) -> None:
+        super().__init__("the server could not find the requested resource")
+
+    def status(self) -> Obj:
+        return {**super().status(), "details": {}}
+
+
 class NotCached(NotFound):
     """A get that a label-scoped cache alone answered (``carries``) with a miss: no object carrying the
     labels is there, but one without them may be on the server (decisions 19, 31)."""

@@ -3,7 +3,8 @@
 Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
 server, so it has to get right what a naive dict store gets wrong: resourceVersion and
 conflicts, generation, the status subresource, finalizers, ownerReference garbage
-collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``),
+collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``), built-in kinds
+decoded, defaulted and encoded as their Go types (``builtin``), strategic merge patch (``strategic``),
 no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
 
 Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
@@ -38,6 +39,7 @@ from engine.cluster.api import (
     Gone,
     Invalid,
     LabelSelector,
+    NoSuchResource,
     NotFound,
     Obj,
     ObjectList,
@@ -52,7 +54,7 @@ from engine.cluster.crd_decode import drop_unknown
 from engine.cluster.crd_names import APPROVAL
 from engine.cluster.crd_validation import crd_causes
 from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
+from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
@@ -108,7 +110,7 @@ STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - acc
 
 
 def _no_resource() -> NotFound:
-    return NotFound("the server could not find the requested resource")
+    return NoSuchResource()
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,12 @@ class MemoryCluster:
             return k.admission.unknown_fields(obj)
         return builtin.unknown_fields(obj) or []
 
+    def compact(self) -> None:
+        """Forget every event so far, as etcd's compaction does: a watch from an older resourceVersion is Gone."""
+        with self._lock:
+            self._events.clear()
+            self._compacted = self._rv
+
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
         resourceVersion, no watchers and no event log. Stored objects are shared: no write changes one
@@ -320,6 +328,18 @@ class MemoryCluster:
             _take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
+    def scale(self, api_version: str, kind: str, namespace: str | None, name: str, replicas: int, *,
+              field_manager: str | None = None, resource_version: str | None = None) -> Obj:
+        """Set ``spec.replicas`` through the scale subresource (recorded as a ``scale`` write, as the API server
+        records it); ``resource_version``, when given, must be the stored one."""
+        with self._lock:
+            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            old = self._existing(k, self._scope(k, namespace), name)
+            self._check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
+            new = json_copy(old)
+            new.setdefault("spec", {})["replicas"] = replicas
+            return self._update(k, old, new, field_manager, subresource="scale")
+
     def patch(
         self,
         api_version: str,
@@ -395,7 +415,7 @@ class MemoryCluster:
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                new = self._admit(k, new, None)
+                new = self._admit(k, new, None, applied=True)
                 builtin.prepare_for_create(new)
                 return self._commit(k, None, new)
             self._check_precondition(k, applied, live)
@@ -413,7 +433,7 @@ class MemoryCluster:
                 _keep_server_fields(new, live, keep_managed=False)
                 if k.info.status_subresource:
                     _take_status(new, live)
-            return self._update(k, live, new, field_manager, subresource=subresource, attributed=True)
+            return self._update(k, live, new, field_manager, subresource=subresource, attributed=True, applied=True)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
@@ -474,7 +494,8 @@ class MemoryCluster:
                 try:
                     cursor = int(str(resource_version))
                 except ValueError:
-                    raise BadRequest(f"invalid resource version {resource_version!r}") from None
+                    raise Unexplained(f'resourceVersion: Invalid value: "{resource_version}": strconv.ParseUint: '
+                                      f'parsing "{resource_version}": invalid syntax') from None
                 self._check_not_compacted(cursor)
         return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
 
@@ -648,11 +669,13 @@ class MemoryCluster:
             raise self._conflict(k, old["metadata"]["name"])
 
     def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
-                subresource: str | None, attributed: bool = False, stored: Obj | None = None) -> Obj:
+                subresource: str | None, attributed: bool = False, stored: Obj | None = None,
+                applied: bool = False) -> Obj:
         """Admit and store a changed object; a write that changes nothing stores nothing.
 
         ``stored``, when given, is the object in the store and ``old`` the one whose managedFields the
-        bookkeeping continues from (a PUT that sent managedFields of its own).
+        bookkeeping continues from (a PUT that sent managedFields of its own). ``applied``: the result of a
+        server-side apply, which is not decoded as a request body is (its nulls stay).
         """
         if stored is not None and stored["metadata"].get("managedFields") != old["metadata"].get("managedFields"):
             attributed = False
@@ -662,20 +685,24 @@ class MemoryCluster:
         old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         self._check_finalizers(k, old, new)
-        new = self._admit(k, new, old, status=subresource == "status")
+        new = self._admit(k, new, old, status=subresource == "status", applied=applied)
         builtin.prepare_for_update(new, old)
         if _spec(new, k) != _spec(old, k) and builtin.tracks_generation(k.info.api_version, k.info.kind):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         if _content(builtin.stored(new)) == _content(old) and (
-            not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
-        ):
+            not attributed or _timeless(new) == _timeless(old)
+        ):  # only managedFields times changed: the API server keeps the old ones, a no-op (its timestamp transformer)
             return self._out(k, old)
-        if not attributed:
-            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER, now=self._now(),
+        if not attributed and old["metadata"].get("managedFields"):
+            # A scale write's entry carries no time: the API server converts it from the Scale's field set.
+            new = ssa.record_update(old, new, field_manager or UNKNOWN_MANAGER,
+                                    now=None if subresource == "scale" else self._now(),
                                     subresource=subresource, list_map_keys=k.list_keys)
+        elif not attributed:
+            new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
-    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False) -> Obj:
+    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
@@ -683,7 +710,7 @@ class MemoryCluster:
             return admitted
         self._validate_metadata(k, new)
         if k.admission is not None:
-            return k.admission.admit(int64_or_float(new), old, status=status)
+            return k.admission.admit(int64_or_float(new), old, status=status, applied=applied)
         return builtin.admit(k.info.api_version, k.info.kind, new)
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
@@ -791,13 +818,15 @@ class MemoryCluster:
     def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
         """Store new under a fresh resourceVersion and log its event. The write that removes the
         last finalizer of a deleting object removes the object instead."""
-        new = builtin.stored(new)
         meta = new["metadata"]
         if old is not None and not seeded and meta.get("deletionTimestamp") and not meta.get("finalizers"):
             self._remove(k, new)
             return self._out(k, new)
         self._rv += 1
         meta["resourceVersion"] = str(self._rv)
+        if not seeded:  # a seeded object is stored as given
+            new = builtin.stored(new)  # also puts a built-in object's fields in its type's order, as answers have
+            meta = new["metadata"]
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
@@ -928,7 +957,8 @@ def typed_patch_error(obj: Obj, api_version: str, kind: str, problems: Collectio
     meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
     said = found[0] if len(found) == 1 else "\n".join(["errors:", *(f"  {line}" for line in found)])
-    return TypedPatchError(f"failed to create typed patch object ({named}; {api_version}, Kind={kind}): {said}")
+    group_version = api_version if "/" in api_version else f"/{api_version}"  # the core group: "/v1"
+    return TypedPatchError(f"failed to create typed patch object ({named}; {group_version}, Kind={kind}): {said}")
 
 
 def crd_refusal(crd: Obj) -> ApiError | None:
@@ -1042,6 +1072,11 @@ def _spec(obj: Obj, k: _Kind) -> Obj:
     (as the API server's custom resource strategy: without one, a status change is a change)."""
     skip = {"metadata", "apiVersion", "kind"} | ({"status"} if k.info.status_subresource else set())
     return {key: v for key, v in obj.items() if key not in skip}
+
+
+def _timeless(obj: Obj) -> list[Obj]:
+    """The object's managedFields without their times."""
+    return [{k: v for k, v in entry.items() if k != "time"} for entry in obj["metadata"].get("managedFields") or ()]
 
 
 def _content(obj: Obj) -> Obj:

@@ -6,6 +6,7 @@ asks whether a patch would change an object before sending it).
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar, cast
 
 from engine.cluster.api import ApiError, BadRequest, Invalid, Obj
@@ -27,16 +28,35 @@ def json_copy(value: _T) -> _T:
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: null removes a key, objects merge, anything else replaces."""
-    if not isinstance(patch, dict):
-        return json_copy(patch)
-    result = json_copy(target) if isinstance(target, dict) else {}
+    """RFC 7386 JSON merge patch as the API server's json-patch library applies it: null removes a key, objects
+    merge, anything else replaces. A value new to the document (or replacing a non-object) loses its null members,
+    inside its arrays' objects too; an object a non-object replaces is replaced as sent."""
+    if not isinstance(patch, dict) or not isinstance(target, dict):
+        return _without_nulls(json_copy(patch))
+    result = json_copy(target)
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(doc: dict[str, Any], patch: dict[str, Any]) -> None:
     for key, value in patch.items():
         if value is None:
-            result.pop(key, None)
+            doc.pop(key, None)
+        elif doc.get(key) is None or not isinstance(doc[key], dict):
+            doc[key] = _without_nulls(json_copy(value))
+        elif not isinstance(value, dict):
+            doc[key] = json_copy(value)
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            _merge_into(doc[key], value)
+
+
+def _without_nulls(value: Any) -> Any:
+    """json-patch's pruneNulls: null members of objects go, at any depth (null items of arrays stay)."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 class _PatchError(Exception):
@@ -75,7 +95,10 @@ def go_json_type(value: Any) -> str:
 
 
 def json_patch(doc: Any, operations: Any) -> Any:
-    """RFC 6902 JSON patch: add, remove, replace, move, copy and test, applied in order, all or nothing."""
+    """RFC 6902 JSON patch as the API server applies it (evanphx/json-patch v4): add, remove, replace, move, copy
+    and test in order, all or nothing; a patch that does not apply is the server's fixed 422. That library's
+    leniencies are kept: replacing a missing key of an object sets it, testing a missing key against null (or
+    no value) passes, copying a missing key copies null, negative array indices count from the end."""
     if operations is None:
         return json_copy(doc)
     if not isinstance(operations, list):
@@ -92,94 +115,132 @@ def json_patch(doc: Any, operations: Any) -> Any:
     doc = json_copy(doc)
     for op in operations:
         try:
-            if not isinstance(op, dict) or not isinstance(op.get("path"), str):
-                raise _PatchError("missing path")
-            name, path = op.get("op"), _pointer(op["path"])
-            needs = {"add": "value", "replace": "value", "test": "value", "move": "from", "copy": "from"}.get(
-                str(name))
-            if name not in ("add", "remove", "replace", "move", "copy", "test"):
-                raise _PatchError(f"unexpected kind: {name}")
-            if needs and needs not in op:
-                raise _PatchError(f"missing {needs}")
-            if name == "add":
-                doc = _add(doc, path, json_copy(op["value"]))
-            elif name == "remove":
-                doc = _remove(doc, path)
-            elif name == "replace":
-                _get(doc, path)
-                doc = _add(_remove(doc, path), path, json_copy(op["value"])) if path else json_copy(op["value"])
-            elif name == "move":
-                source = _pointer(op["from"])
-                value = _get(doc, source)
-                doc = _add(_remove(doc, source), path, value)
-            elif name == "copy":
-                doc = _add(doc, path, json_copy(_get(doc, _pointer(op["from"]))))
-            elif not _json_equal(_get(doc, path), op["value"]):
-                raise _PatchError(f"testing value {op['path']} failed")
+            doc = _apply_operation(doc, op if isinstance(op, dict) else {})
         except _PatchError:
             raise Unprocessable() from None
     return doc
 
 
-def _pointer(text: str) -> list[str]:
-    if text == "":
-        return []
-    if not text.startswith("/"):
-        raise _PatchError(f"JSON pointer {text!r} must start with '/'")
-    return [part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/")]
+_MISSING = object()
 
 
-def _index(container: list[Any], token: str, *, insert: bool) -> int:
-    if token == "-" and insert:
-        return len(container)
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
-        raise _PatchError(f"invalid array index {token!r}")
-    index = int(token)
-    if index > len(container) or (index == len(container) and not insert):
-        raise _PatchError(f"array index {index} out of range")
+def _apply_operation(doc: Any, op: Obj) -> Any:
+    kind = op.get("op") if isinstance(op.get("op"), str) else "unknown"
+    if kind not in ("add", "remove", "replace", "move", "copy", "test"):
+        raise _PatchError(f"Unexpected kind: {kind}")
+    path = _path(op, "path")
+    value = json_copy(op["value"]) if "value" in op else None
+    if kind == "replace" and path == "":
+        if not isinstance(value, dict | list):
+            raise _PatchError("replace operation value must be object or array")
+        return value
+    if kind == "test" and path == "":
+        if not _json_equal(doc, value):
+            raise _PatchError("testing value failed")
+        return doc
+    if kind in ("move", "copy"):
+        source, key = _find(doc, _path(op, "from"))
+        found = _get(source, key)
+        if kind == "move":
+            _remove(source, key)
+        else:
+            found = json_copy(None if found is _MISSING else found)
+        target, key = _find(doc, path)
+        _add(target, key, None if found is _MISSING else found)
+        return doc
+    container, key = _find(doc, path)
+    if kind == "add":
+        _add(container, key, value)
+    elif kind == "remove":
+        _remove(container, key)
+    elif kind == "replace":
+        _get(container, key)
+        _set(container, key, value)
+    else:
+        found = _get(container, key)
+        if found is _MISSING:
+            if op.get("value") is not None:
+                raise _PatchError("testing value failed")
+        elif "value" not in op or not _json_equal(found, value):
+            raise _PatchError("testing value failed")
+    return doc
+
+
+def _path(op: Obj, key: str) -> str:
+    text = op.get(key)
+    if not isinstance(text, str):
+        raise _PatchError(f"missing {key}")
+    return text
+
+
+def _find(doc: Any, path: str) -> tuple[Any, str]:
+    """The container a pointer's last token is in, and that token (``findObject``)."""
+    tokens = [part.replace("~1", "/").replace("~0", "~") for part in path.split("/")]
+    if len(tokens) < 2:
+        raise _PatchError(f"doc is missing path: {path}")
+    node = doc
+    for token in tokens[1:-1]:
+        found = _get(node, token) if isinstance(node, dict | list) else _MISSING
+        if not isinstance(found, dict | list):
+            raise _PatchError(f"doc is missing path: {path}")
+        node = found
+    if not isinstance(node, dict | list):
+        raise _PatchError(f"doc is missing path: {path}")
+    return node, tokens[-1]
+
+
+def _position(container: list[Any], key: str, *, size: int) -> int:
+    """An array index as Go's strconv.Atoi reads it, a negative one counted from ``size``."""
+    if not re.fullmatch(r"[-+]?[0-9]+", key):
+        raise _PatchError(f"invalid index {key!r}")
+    index = int(key)
+    if index < 0:
+        if index < -size:
+            raise _PatchError(f"invalid index {index}")
+        index += size
     return index
 
 
-def _get(doc: Any, path: list[str]) -> Any:
-    node = doc
-    for token in path:
-        if isinstance(node, dict):
-            if token not in node:
-                raise _PatchError(f"missing path /{'/'.join(path)}")
-            node = node[token]
-        elif isinstance(node, list):
-            node = node[_index(node, token, insert=False)]
-        else:
-            raise _PatchError(f"missing path /{'/'.join(path)}")
-    return node
+def _get(container: Any, key: str) -> Any:
+    if isinstance(container, dict):
+        return container.get(key, _MISSING)
+    index = _position(container, key, size=len(container))
+    if index >= len(container):
+        raise _PatchError(f"invalid index {index}")
+    return container[index]
 
 
-def _add(doc: Any, path: list[str], value: Any) -> Any:
-    if not path:
-        return value
-    parent = _get(doc, path[:-1])
-    if isinstance(parent, dict):
-        parent[path[-1]] = value
-    elif isinstance(parent, list):
-        parent.insert(_index(parent, path[-1], insert=True), value)
+def _set(container: Any, key: str, value: Any) -> None:
+    if isinstance(container, dict):
+        container[key] = value
     else:
-        raise _PatchError(f"missing path /{'/'.join(path[:-1])}")
-    return doc
+        container[_position(container, key, size=len(container))] = value
 
 
-def _remove(doc: Any, path: list[str]) -> Any:
-    if not path:
-        raise _PatchError("cannot remove the whole document")
-    parent = _get(doc, path[:-1])
-    if isinstance(parent, dict):
-        if path[-1] not in parent:
-            raise _PatchError(f"missing path /{'/'.join(path)}")
-        del parent[path[-1]]
-    elif isinstance(parent, list):
-        del parent[_index(parent, path[-1], insert=False)]
-    else:
-        raise _PatchError(f"missing path /{'/'.join(path)}")
-    return doc
+def _add(container: Any, key: str, value: Any) -> None:
+    if isinstance(container, dict):
+        container[key] = value
+        return
+    if key == "-":
+        container.append(value)
+        return
+    index = int(key) if re.fullmatch(r"[-+]?[0-9]+", key) else None
+    if index is None:
+        raise _PatchError(f"value was not a proper array index: {key!r}")
+    if index > len(container):
+        raise _PatchError(f"invalid index {index}")
+    container.insert(_position(container, key, size=len(container) + 1), value)
+
+
+def _remove(container: Any, key: str) -> None:
+    if isinstance(container, dict):
+        if key not in container:
+            raise _PatchError(f"Unable to remove nonexistent key: {key}")
+        del container[key]
+        return
+    if not re.fullmatch(r"[-+]?[0-9]+", key) or int(key) >= len(container):
+        raise _PatchError(f"invalid index {key}")
+    del container[_position(container, key, size=len(container))]
 
 
 def _json_equal(a: Any, b: Any) -> bool:

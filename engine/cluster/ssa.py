@@ -75,12 +75,12 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     mine: _Key = (manager, "Apply", subresource)
     entries = _read_entries(live)
     entry = entries.setdefault(mine, _Entry(*mine, "", None, frozenset()))
-    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists))
+    last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists, empty_maps=True)) - _NEVER_OWNED
 
     before = _body(live)
-    after = _merge(before, config, (), lists)
-    owned = applied_set.union(*(e.fields for k, e in entries.items() if k != mine))
-    _prune(after, last - owned, owned, lists)
+    after = _merge(copy.deepcopy(before), config, (), lists)  # pruned in place below: before stays as it was
+    if last:
+        after = _pruned(after, last, applied_set.union(*(e.fields for k, e in entries.items() if k != mine)), lists)
 
     added, modified, removed = _compare(_nodes(before, lists), _nodes(after, lists))
     changed = added | modified
@@ -90,16 +90,16 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     _release(entries, mine, changed | removed)
     entry.fields = applied_set
     entry.api_version = str(applied.get("apiVersion") or (live or {}).get("apiVersion", ""))
-    changed_object = _canonical(after) != _canonical(before)
-    entry.touched = changed_object or applied_set != last
-    entry.timeless = not changed_object and live is not None
+    # The entry is dated only when the apply changed the object (structured-merge-diff's managedFieldsUpdater):
+    # an apply that only takes ownership keeps the entry's time, and a new entry of one has none.
+    entry.touched = _canonical(after) != _canonical(before)
 
     result = _with_identity(after, live if live is not None else applied, create=live is None)
     _store(result, live, entries, now)
     return result
 
 
-def record_update(old: Obj | None, new: Obj, manager: str, *, now: str,
+def record_update(old: Obj | None, new: Obj, manager: str, *, now: str | None,
                   subresource: str | None = None, list_map_keys: ListKeys = _NO_KEYS) -> Obj:
     """``new`` with managedFields brought up to date after a write that was not an apply.
 
@@ -267,13 +267,14 @@ def _item_token(item: Any, keys: tuple[str, ...], where: Path) -> str:
     return "k:" + _canonical({k: item[k] if item.get(k) is not None else defaults[k] for k in keys})
 
 
-def _nodes(value: Obj, lists: ListKeys) -> dict[Path, str]:
-    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves."""
+def _nodes(value: Obj, lists: ListKeys, *, empty_maps: bool = False) -> dict[Path, str]:
+    """Every node under value: a marker for maps and granular lists, canonical JSON for leaves. ``empty_maps``: an
+    empty map is a leaf (an applied config owns the empty maps it sets, as structured-merge-diff records them)."""
     out: dict[Path, str] = {}
 
     def visit(path: Path, node: Any) -> None:
         keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
-        if isinstance(node, dict) and keys != ATOMIC_MAP:
+        if isinstance(node, dict) and keys != ATOMIC_MAP and not (empty_maps and not node):
             out[path] = _MAP
             for key, child in node.items():
                 visit((*path, "f:" + key), child)
@@ -298,9 +299,20 @@ def _owned_by_apply(nodes: dict[Path, str]) -> frozenset[Path]:
 
 
 def _compare(before: dict[Path, str], after: dict[Path, str]) -> tuple[set[Path], set[Path], set[Path]]:
-    """(added, modified, removed) paths between two node maps."""
-    modified = {p for p in before.keys() & after.keys() if before[p] != after[p]}
+    """(added, modified, removed) paths between two node maps. A map or list that became null, or null that became
+    one, is itself modified only when it is empty (structured-merge-diff compares the items of a non-empty one)."""
+    modified = {p for p in before.keys() & after.keys() if before[p] != after[p] and not _items_compared(
+        p, before, after)}
     return set(after.keys() - before.keys()), modified, set(before.keys() - after.keys())
+
+
+def _items_compared(path: Path, before: dict[Path, str], after: dict[Path, str]) -> bool:
+    """Whether a node null on one side is a non-empty map or list on the other, whose items are compared instead."""
+    pair = {before[path], after[path]}
+    if pair not in ({_MAP, "null"}, {_LIST, "null"}):
+        return False
+    side = before if before[path] != "null" else after
+    return any(len(q) == len(path) + 1 and q[:len(path)] == path for q in side)
 
 
 def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
@@ -316,42 +328,120 @@ def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
         wanted = {_item_token(item, keys, path): item for item in config}
         if len(wanted) != len(config):
             raise Invalid(f"{_path_text(path)}: duplicate entries in a list merged by key")
-        merged = []
-        for item in live:
-            token = _item_token(item, keys, path)
-            merged.append(_merge(item, wanted.pop(token), (*path, token), lists) if token in wanted else item)
-        return merged + [copy.deepcopy(item) for item in wanted.values()]
+        return _merge_items(live, config, keys, path, lists)
     return copy.deepcopy(config)
 
 
-def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKeys) -> None:
-    """Remove the dropped paths from obj in place, keeping any that still holds an owned field
-    and the key fields of surviving list items. Parents go first, so children follow them."""
-    holders = {p[:i] for p in owned for i in range(1, len(p))}
-    for path in sorted(drop, key=len):
-        if path in holders or (len(path) > 1 and path[-2].startswith("k:")
-                               and path[-1][2:] in json.loads(path[-2][2:])):
-            continue
-        parent, token, keys = _locate(obj, path[:-1], lists), path[-1], _list_keys(path[:-1], lists)
-        if isinstance(parent, dict) and token.startswith("f:"):
-            parent.pop(token[2:], None)
-        elif isinstance(parent, list) and keys is not None:
-            parent[:] = [item for item in parent if _item_token(item, keys, path[:-1]) != token]
-        _drop_emptied(obj, path[:-1], owned, holders, lists)
+def _merge_items(live: list[Any], config: list[Any], keys: tuple[str, ...], path: Path, lists: ListKeys) -> list[Any]:
+    """A keyed list's items merged in structured-merge-diff's order (``visitListItems``): the config's items in
+    its order, the live items it does not name kept where they stood among them."""
+    left = [_item_token(item, keys, path) for item in live]
+    right = [_item_token(item, keys, path) for item in config]
+    left_items, right_items = dict(zip(left, live, strict=True)), dict(zip(right, config, strict=True))
+    shared = [token for token in right if token in left_items]
+    next_shared = shared.pop(0) if shared else None
+    out: list[Any] = []
+    merged: set[str] = set()
+
+    def both(token: str) -> Any:
+        if token in left_items:
+            return _merge(left_items[token], right_items[token], (*path, token), lists)
+        return copy.deepcopy(right_items[token])
+
+    at_left = at_right = 0
+    while at_left < len(left) or at_right < len(right):
+        if at_left < len(left) and at_right < len(right):
+            token = left[at_left]
+            if token == right[at_right]:
+                merged.add(token)
+                out.append(both(token))
+                at_left += 1
+                at_right += 1
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if token in right_items and next_shared is not None and next_shared != token:
+                at_left += 1
+                continue
+        if at_left < len(left):
+            token = left[at_left]
+            if token not in right_items:
+                out.append(live[at_left])
+                at_left += 1
+                continue
+            if token in merged:
+                at_left += 1
+        if at_right < len(right):
+            token = right[at_right]
+            merged.add(token)
+            out.append(both(token))
+            at_right += 1
+            if next_shared is not None and next_shared == token:
+                next_shared = shared.pop(0) if shared else None
+    return out
 
 
-def _drop_emptied(obj: Obj, path: Path, owned: frozenset[Path], holders: set[Path], lists: ListKeys) -> None:
-    """The maps a removal left empty go too, up to the first that holds something or is owned (the API server's
-    apply leaves no empty map nobody applied)."""
-    while len(path) > 0 and path not in owned and path not in holders:
-        node = _locate(obj, path, lists)
-        if not isinstance(node, dict) or node or not path[-1].startswith("f:"):
-            return
-        parent = _locate(obj, path[:-1], lists)
-        if not isinstance(parent, dict):
-            return
-        parent.pop(path[-1][2:], None)
-        path = path[:-1]
+def _pruned(merged: Obj, last: frozenset[Path], managed: frozenset[Path], lists: ListKeys) -> Obj:
+    """``merged`` without what the applier applied last time and no longer does, as structured-merge-diff's
+    Updater.prune has it: remove everything the last set reaches (its named parents too), add back what any
+    manager owns, then take away only what the last set held. A map or list whose items it removed and that ends
+    empty is left null (``extra: null``, which a schema not allowing null refuses); one no manager holds goes."""
+    last_all = _with_parents(last)
+    merged_all = _with_parents(_field_set(merged, lists))
+    first = _removed(merged, last_all, lists)
+    owned = _removed(merged, merged_all - (_with_parents(_field_set(first, lists)) | _with_parents(managed)), lists)
+    return _removed(merged, (merged_all - _with_parents(_field_set(owned, lists))) & last_all, lists)
+
+
+def _field_set(value: Obj, lists: ListKeys) -> frozenset[Path]:
+    """structured-merge-diff's ToFieldSet: the leaves (nulls and atomic values among them), the empty maps, the
+    items of granular lists."""
+    nodes = _nodes(value, lists)
+    parents = {path[:-1] for path in nodes}
+    return frozenset(path for path, node in nodes.items() if node not in (_MAP, _LIST) or path[-1][:2] == "k:"
+                     or (node == _MAP and path not in parents))
+
+
+def _with_parents(paths: frozenset[Path]) -> frozenset[Path]:
+    """EnsureNamedFieldsAreMembers: every field that holds a path of the set joins it (fields only, not list
+    items; every field taken as one the schema names)."""
+    return paths | {path[:end] for path in paths for end in range(1, len(path)) if path[end - 1].startswith("f:")}
+
+
+def _removed(value: Obj, paths: frozenset[Path], lists: ListKeys) -> Obj:
+    """structured-merge-diff's RemoveItems: ``value`` without ``paths``; a map or list walked into that ends empty
+    is null. The metadata stays a map (its identity is not the applier's to remove)."""
+    inside = {path[:end] for path in paths for end in range(1, len(path))}
+
+    def walk(node: Any, path: Path) -> Any:
+        keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
+        if isinstance(node, dict):
+            if not node or keys == ATOMIC_MAP:
+                return None
+            kept: Obj = {}
+            for key, child in node.items():
+                at = (*path, "f:" + key)
+                if at not in paths:
+                    kept[key] = walk(child, at) if at in inside else child
+            return kept or None
+        if isinstance(node, list):
+            if not node or keys is None or keys == ATOMIC_MAP:
+                return None
+            items = []
+            for item in node:
+                at = (*path, _item_token(item, keys, path))
+                if at not in paths:
+                    items.append(walk(item, at) if at in inside else item)
+            return items or None
+        return node
+
+    out: Obj = {}
+    for key, child in value.items():
+        at = ("f:" + key,)
+        if key == "metadata":
+            out[key] = (walk(child, at) if at in inside else child) or {}
+        elif at not in paths:
+            out[key] = walk(child, at) if at in inside else child
+    return out
 
 
 def _locate(obj: Obj, path: Path, lists: ListKeys) -> Any:
@@ -388,9 +478,6 @@ class _Entry:
     fields: frozenset[Path]
     raw: Obj | None = None
     touched: bool = False
-    timeless: bool = False
-    """Touched by an apply that left the object as it was: its time stays (none, for a new entry), as the API
-    server stamps an applier only when its apply changes the object."""
     read: frozenset[Path] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -453,14 +540,14 @@ def _fields_tree(fields: frozenset[Path]) -> Obj:
     return build(())
 
 
-def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str) -> None:
+def _store(result: Obj, before: Obj | None, entries: dict[_Key, _Entry], now: str | None) -> None:
     """Write the entries into result; untouched, they stay exactly as they were in ``before``."""
     rows_before = ((before or {}).get("metadata") or {}).get("managedFields") or []
     kept = [e for e in entries.values() if e.fields]
     unchanged = len(kept) == len(rows_before) and all(
         e.raw is not None and not e.touched and e.fields == e.read for e in kept)
     for e in kept:
-        e.time = now if e.touched and not e.timeless else e.time
+        e.time = now if e.touched else e.time
     rows = copy.deepcopy(rows_before) if unchanged else [e.row() for e in sorted(kept, key=_order)]
     meta = result.setdefault("metadata", {})
     if rows:
@@ -495,10 +582,10 @@ def _manager_text(entry: _Entry) -> str:
     return text + (f" using {entry.api_version}" if entry.operation == "Update" else "")
 
 
-def _set_order(path: Path) -> list[tuple[int, str]]:
-    """structured-merge-diff's order of a field set: at each level the fields that end there, then the ones that go
-    deeper, each by name (``.spec.size`` before ``.spec.nested.a``)."""
-    return [(0 if at == len(path) - 1 else 1, token) for at, token in enumerate(path)]
+def _set_order(path: Path) -> tuple[tuple[int, str], ...]:
+    """The order structured-merge-diff iterates a field set in: at each level the fields that end there (sorted),
+    then those that go deeper (sorted)."""
+    return tuple((0 if at == len(path) - 1 else 1, token) for at, token in enumerate(path))
 
 
 def _conflict_error(conflicts: Mapping[_Entry, frozenset[Path]]) -> Conflict:

@@ -99,7 +99,8 @@ def widget_crd() -> Obj:
 
 _LOOSE: Obj = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
     "limit": {"type": "integer"}, "note": {"type": "string"}, "other": {"type": "integer"},
-    "items": {"type": "array", "items": {"type": "string"}}, "code": {"x-kubernetes-int-or-string": True}}}}}
+    "items": {"type": "array", "items": {"type": "string"}}, "code": {"x-kubernetes-int-or-string": True},
+    "ref": {"x-kubernetes-int-or-string": True}}}}}
 _STRICT: Obj = {"type": "object", "properties": {"spec": {
     "type": "object",
     "x-kubernetes-validations": [
@@ -108,6 +109,8 @@ _STRICT: Obj = {"type": "object", "properties": {"spec": {
     "properties": {
         "code": {"x-kubernetes-int-or-string": True,
                  "x-kubernetes-validations": [{"rule": "self > 0", "message": "code is positive"}]},
+        "ref": {"type": "object", "properties": {"name": {"type": "string"}}, "x-kubernetes-validations": [
+            {"rule": "self.name == oldSelf.name", "message": "ref.name is immutable"}]},
         "limit": {"type": "integer", "maximum": 10},
         "note": {"type": "string", "maxLength": 3},
         "other": {"type": "integer"},
@@ -165,11 +168,6 @@ def apply(path: str, body: object, **query: str) -> Call:
     return call("PATCH", path, body, content_type=APPLY, fieldManager="tester", **query)
 
 
-def _strict_merge_patch(request: Call, path: str) -> bool:
-    return (request.content_type == MERGE and dict(request.query).get("fieldValidation") == "Strict"
-            and path in ("code", "body.code", "body.reason", "body.message", "body.details"))
-
-
 def _versions_managed_fields(request: Call, path: str) -> bool:
     return f"/apis/{GROUP}/" in request.path and "/ratchets" in request.path and path.startswith(
         "body.metadata.managedFields")
@@ -185,14 +183,6 @@ def _mistyped_apply(request: Call, path: str) -> bool:
 
 
 CRD_KEPT: list[Kept] = [
-    Kept("a strict merge patch's unknown field",
-         "the API server refuses it as 422 Invalid, the invalid value of a field named 'patch' being the whole patched "
-         "object as JSON (its uid, resourceVersion, timestamps and managedFields in it); the emulators give the 400 "
-         "strict decoding error they give a create or an update. Both refuse the write and name the unknown field by "
-         "its path",
-         _strict_merge_patch,
-         Case("a strict merge patch", [call("POST", WIDGETS, widget(size=1)),
-                                       merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict")])),
     Kept("managedFields of an object written through two versions",
          "the API server keeps one managedFields entry per manager, operation and apiVersion; the memory cluster keeps "
          "one per manager and operation, labelled with the apiVersion of its latest write. Only a kind with several "

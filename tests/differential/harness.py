@@ -30,6 +30,8 @@ MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY = "application/apply-patch+yaml"
+COMPACT = "COMPACT"
+"""A step that is no request: each leg compacts its storage (etcd's compaction; the memory cluster's event log)."""
 USER_AGENT = "differential-harness"
 """The harness's User-Agent: the field manager of a write that names none (the memory leg passes it as one)."""
 
@@ -48,6 +50,8 @@ IGNORED: Mapping[str, str] = {
                                  "priorities compare",
     "PartialObjectMetadata managedFields in Table rows": "kubectl get never prints them; the object's own compare",
     "Warning header agent": "the '299 -' prefix is kept; only the text is compared",
+    "Service cluster IPs": "allocated at random on both sides: spec.clusterIP(s) and the Table's Cluster-IP cell "
+                           "are numbered <ip:N> by first appearance",
     "bookmarks before a watch's end": "a server sends them when it likes (the real one about once a minute and "
                                       "before a timeout; the emulator once caught up); the initial-events-end "
                                       "bookmark compares",
@@ -107,6 +111,8 @@ class Answer:
     body: Any = None
     warnings: tuple[str, ...] = ()
     events: list[Obj] | None = None
+    compared: bool = True
+    """False: an answer kept for later references (``$rv(step)``) but not compared (a leg's stand-in)."""
 
     def as_json(self) -> Obj:
         out: Obj = {"code": self.code}
@@ -141,8 +147,9 @@ class HttpLeg:
     """A server spoken to over HTTP(S) with a keep-alive connection; watches get connections of their own."""
 
     def __init__(self, name: str, url: str, *, token: str | None = None, ca_pem: bytes | None = None,
-                 watch_patience: float = 10.0) -> None:
+                 watch_patience: float = 10.0, compact: Callable[[], None] | None = None) -> None:
         self.name = name
+        self.compact = compact
         self.url = url
         scheme, _, rest = url.partition("://")
         host, _, port = rest.partition(":")
@@ -174,6 +181,11 @@ class HttpLeg:
         return request.body.encode() if isinstance(request.body, str) else json.dumps(request.body).encode()
 
     def send(self, request: Call) -> Answer:
+        if request.method == COMPACT:
+            if self.compact is None:
+                raise AssertionError(f"{self.name}: this leg cannot compact its storage")
+            self.compact()
+            return Answer(0, "compacted")
         if request.is_watch:
             return self._watch(request)
         for attempt in (1, 2):
@@ -184,7 +196,8 @@ class HttpLeg:
                                          headers=self._headers_for(request))
                 response = self._connection.getresponse()
                 data = response.read()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            except (http.client.RemoteDisconnected, http.client.CannotSendRequest, ConnectionResetError,
+                    BrokenPipeError, ssl.SSLEOFError):  # a keep-alive connection the server closed while idle
                 self._connection.close()
                 self._connection = None
                 if attempt == 2:
@@ -312,8 +325,12 @@ def differences(one: Any, two: Any, path: str = "") -> list[tuple[str, Any, Any]
             else:
                 found += differences(one[key], two[key], where)
         return found
-    if isinstance(one, list) and isinstance(two, list) and len(one) == len(two):
-        return [d for at, (a, b) in enumerate(zip(one, two, strict=True)) for d in differences(a, b, f"{path}[{at}]")]
+    if isinstance(one, list) and isinstance(two, list):
+        found = [d for at, (a, b) in enumerate(zip(one, two, strict=False)) for d in differences(a, b, f"{path}[{at}]")]
+        for at in range(min(len(one), len(two)), max(len(one), len(two))):
+            found.append((f"{path}[{at}]", one[at] if at < len(one) else _ABSENT,
+                          two[at] if at < len(two) else _ABSENT))
+        return found
     return [] if one == two else [(path, one, two)]
 
 
@@ -340,6 +357,8 @@ class Kept:
     reason: str
     covers: Callable[[Call, str], bool]
     case: Case
+    where: str = "shared"
+    """The runner whose real server shows it: "shared" (the session's), "compaction" (no watch cache)."""
 
 
 class Runner:
@@ -380,17 +399,22 @@ class Runner:
                 self.requests += 1
                 context.record(step.name, answer)
                 raw[leg.name] = answer
-                if answer is not UNMAPPED:
+                if answer is not UNMAPPED and answer.compared:
                     answers[leg.name] = normalise(answer, context)
             if step.compare and self._diverge(context_free(step, names), answers):
                 found.append(Divergence(case.name, index, context_free(step, names), answers, raw))
         return found
 
     def _diverge(self, request: Call, answers: dict[str, Any]) -> bool:
-        """Whether some leg differs from the first where no kept difference covers it."""
+        """Whether some leg differs from the first where no kept difference covers it (a leg that gives no
+        warnings is compared without them)."""
         names = list(answers)
+        warns = {leg.name: getattr(leg, "warns", True) for leg in self.legs}
         for other in names[1:]:
-            for path, _, _ in differences(answers[names[0]], answers[other]):
+            one, two = answers[names[0]], answers[other]
+            if not warns.get(other, True):
+                one, two = _without_warnings(one), _without_warnings(two)
+            for path, _, _ in differences(one, two):
                 covering = next((k for k in self.kept if k.covers(request, path)), None)
                 if covering is None:
                     return True
@@ -401,6 +425,10 @@ class Runner:
         for leg in self.legs:
             with contextlib.suppress(Exception):
                 leg.close()
+
+
+def _without_warnings(answer: Any) -> Any:
+    return {key: value for key, value in answer.items() if key != "warnings"} if isinstance(answer, dict) else answer
 
 
 def context_free(step: Call, names: Mapping[str, str]) -> Call:
@@ -449,6 +477,12 @@ class _Context:
 
     def rv(self, value: str) -> str:
         return f"<rv:{self.rvs.setdefault(value, len(self.rvs) + 1)}>"
+
+    def ip(self, value: Any) -> Any:
+        if not isinstance(value, str) or value in ("None", "", "<none>"):
+            return value
+        self.ips = getattr(self, "ips", {})
+        return f"<ip:{self.ips.setdefault(value, len(self.ips) + 1)}>"
 
 
 def _fill(text: str, names: Mapping[str, str]) -> str:
@@ -525,6 +559,10 @@ def _object(obj: Obj, context: _Context) -> Obj:
             meta["ownerReferences"] = [{**r, "uid": context.uid(str(r.get("uid")))} if isinstance(r, dict) else r
                                        for r in meta["ownerReferences"]]
         obj["metadata"] = meta
+    spec = obj.get("spec")
+    if obj.get("kind") == "Service" and isinstance(spec, dict) and "clusterIP" in spec:
+        obj["spec"] = {**spec, "clusterIP": context.ip(spec["clusterIP"]),
+                       "clusterIPs": [context.ip(ip) for ip in spec.get("clusterIPs") or []]}
     return obj
 
 
@@ -565,16 +603,20 @@ def _message(text: str, context: _Context) -> str:
     for uid in sorted(context.uids, key=len, reverse=True):
         text = text.replace(uid, context.uid(uid))
     text = re.sub(r"too old resource version: \d+ \(\d+\)", "too old resource version: <rv> (<rv>)", text)
-    return re.sub(r"(ResourceVersion in (?:precondition|object meta): )(\d+)",
-                  lambda m: m.group(1) + context.rv(m.group(2)), text)
+    text = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z", "<time>", text)
+    text = re.sub(r'(\\"resourceVersion\\":\\")(\d+)', lambda m: m.group(1) + context.rv(m.group(2)), text)
+    return re.sub(r"(ResourceVersion in (?:precondition|object meta): |ResourceVersion in the precondition \(|"
+                  r"ResourceVersion in record \()(\d+)", lambda m: m.group(1) + context.rv(m.group(2)), text)
 
 
 def _table(doc: Obj, context: _Context) -> Obj:
     columns = [{k: c.get(k) for k in ("name", "type", "format", "priority")} for c in doc.get("columnDefinitions", [])]
     ages = {i for i, c in enumerate(columns) if c["name"] in TIME_COLUMNS or c["type"] == "date"}
+    ips = {i for i, c in enumerate(columns) if c["name"] == "Cluster-IP"}
     rows = []
     for row in doc.get("rows") or []:
-        cells = ["<age>" if i in ages and cell is not None else cell for i, cell in enumerate(row.get("cells", []))]
+        cells = ["<age>" if i in ages and cell is not None else context.ip(cell) if i in ips else cell
+                 for i, cell in enumerate(row.get("cells", []))]
         out: Obj = {"cells": cells}
         if isinstance(row.get("object"), dict):
             obj = _object(row["object"], context)

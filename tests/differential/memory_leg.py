@@ -7,6 +7,7 @@ field-selected watches, DeleteOptions) answer ``UNMAPPED`` and are compared on t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -14,10 +15,12 @@ import yaml
 from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.rest import list_item, list_metadata
+from engine.cluster.patches import json_patch, merge_patch
+from engine.testing.emulator.rest import SCALED, addressed, list_item, list_metadata, scale_of
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
+    COMPACT,
     JSON,
     JSON_PATCH,
     MERGE,
@@ -30,12 +33,17 @@ from tests.differential.harness import (
 )
 
 _PATCH_TYPES = {MERGE: "merge", JSON_PATCH: "json", STRATEGIC: "strategic"}
-_UNMAPPED_QUERY = {"dryRun", "fieldValidation", "propagationPolicy", "gracePeriodSeconds", "sendInitialEvents",
-                   "resourceVersionMatch", "limit", "continue"}
+_UNMAPPED_QUERY = {"propagationPolicy", "gracePeriodSeconds", "sendInitialEvents", "resourceVersionMatch", "limit",
+                   "continue"}
+"""Parameters the interface has no counterpart for."""
 
 
 class MemoryLeg:
-    """A leg answering through ``MemoryCluster``'s methods rather than HTTP."""
+    """A leg answering through ``MemoryCluster``'s methods rather than HTTP. It has no warnings to give: its
+    answers are compared without them. Fields validation is the HTTP layer's: a write it would refuse for
+    undeclared fields (Strict, or any server-side apply of a built-in kind) is not made here."""
+
+    warns = False
 
     def __init__(self, cluster: MemoryCluster, name: str = "memory") -> None:
         self.name = name
@@ -45,14 +53,34 @@ class MemoryLeg:
         pass
 
     def send(self, request: Call) -> Answer:
+        if request.method == COMPACT:
+            self.cluster.compact()
+            return Answer(0, "compacted")
+        answer = self._answer(request)
+        if answer is UNMAPPED and request.is_watch and request.sentinel is not None:
+            self._make_sentinel(request)  # the HTTP legs make it whether or not the watch is compared here
+        return answer
+
+    def _make_sentinel(self, request: Call) -> None:
+        route = parse_route(request.path)
+        info = self._info(route) if isinstance(route, Target) else None
+        if info is not None and isinstance(route, Target) and request.sentinel is not None:
+            self.cluster.create(_addressed(request.sentinel, info, route), field_manager=USER_AGENT)
+
+    def _answer(self, request: Call) -> Answer:
+        if "Table" in request.accept and request.method == "GET" and not request.is_watch:
+            plain = self._answer(replace(request, accept=JSON))  # the same read, for the steps that refer to it
+            return replace(plain, compared=False) if plain is not UNMAPPED else plain
         route = parse_route(request.path)
         query = dict(request.query)
         if (not isinstance(route, Target) or "Table" in request.accept or set(query) & _UNMAPPED_QUERY
-                or route.subresource not in (None, "status")):
+                or route.subresource not in (None, "status", "scale")):
             return UNMAPPED
         info = self._info(route)
-        if info is None:
+        if info is None or query.get("fieldValidation") not in (None, "", "Ignore", "Warn", "Strict"):
             return UNMAPPED
+        if "dryRun" in query:
+            return self._dry_run(request, route, query)
         told = self._told(request, info, route)
         with collecting() as said:
             try:
@@ -65,6 +93,26 @@ class MemoryLeg:
             return answer
         return Answer(answer.code, answer.body, (*told, *said), answer.events)
 
+    def _dry_run(self, request: Call, route: Target, query: dict[str, str]) -> Answer:
+        """``dryRun=All`` through the interface: the write on ``scratch()``, answered as nothing was stored."""
+        if query["dryRun"] != "All":
+            return UNMAPPED
+        plain = replace(request, query=tuple((key, value) for key, value in request.query if key != "dryRun"))
+        answer = MemoryLeg(self.cluster.scratch(), self.name).send(plain)
+        body = answer.body
+        if answer is UNMAPPED or answer.code not in (200, 201) or not isinstance(body, dict) or (
+                body.get("kind") == "Status"):
+            return answer
+        meta = dict(body.get("metadata") or {})
+        info = self._info(route)
+        try:
+            assert info is not None
+            live = self.cluster.get(info.api_version, info.kind, route.namespace, str(meta.get("name") or ""))
+            meta["resourceVersion"] = live["metadata"]["resourceVersion"]
+        except (ApiError, AssertionError):
+            meta.pop("resourceVersion", None)
+        return Answer(answer.code, {**body, "metadata": meta}, answer.warnings)
+
     def _info(self, route: Target) -> ResourceInfo | None:
         for info in self.cluster.resources():
             if info.api_version == route.api_version and info.plural == route.plural:
@@ -75,6 +123,12 @@ class MemoryLeg:
         method, manager = request.method, query.get("fieldManager") or USER_AGENT
         status = route.subresource == "status"
         body = _body(request)
+        if route.subresource == "scale":
+            return self._scale(request, route, info, body, manager)
+        if method in ("POST", "PUT", "PATCH") and isinstance(body, dict) and request.content_type != JSON_PATCH:
+            strict = query.get("fieldValidation") == "Strict" or request.content_type == APPLY
+            if strict and self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind}):
+                return UNMAPPED
         if route.name is None:
             if method == "POST" and not status:
                 return Answer(201, self.cluster.create(_addressed(body, info, route), field_manager=manager))
@@ -128,6 +182,27 @@ class MemoryLeg:
         addressed = {**body, "apiVersion": info.api_version, "kind": info.kind}
         return tuple(f'unknown field "{path}"' for path in self.cluster.unknown_fields(addressed))
 
+    def _scale(self, request: Call, route: Target, info: ResourceInfo, body: Any, manager: str) -> Answer:
+        """``/scale`` through the interface: the Scale read from the object, replicas written with ``scale``."""
+        if (info.api_version, info.kind) not in SCALED or route.name is None:
+            return UNMAPPED
+        current = scale_of(self.cluster.get(info.api_version, info.kind, route.namespace, route.name))
+        if request.method == "GET":
+            return Answer(200, current)
+        if request.method == "PUT" and isinstance(body, dict):
+            wanted = body
+        elif request.method == "PATCH" and request.content_type == MERGE and isinstance(body, dict):
+            wanted = merge_patch(current, body)
+        elif request.method == "PATCH" and request.content_type == JSON_PATCH:
+            wanted = json_patch(current, body)
+        else:
+            return UNMAPPED
+        spec, meta = wanted.get("spec") or {}, wanted.get("metadata") or {}
+        scaled = self.cluster.scale(info.api_version, info.kind, route.namespace, route.name,
+                                    int(spec.get("replicas") or 0), field_manager=manager,
+                                    resource_version=str(meta.get("resourceVersion") or "") or None)
+        return Answer(200, scale_of(scaled))
+
     def _exists(self, info: ResourceInfo, route: Target) -> bool:
         assert route.name is not None
         try:
@@ -176,17 +251,9 @@ def _without_nulls(body: Any) -> Any:
 
 
 def _addressed(body: Any, info: ResourceInfo, route: Target) -> Obj:
-    """The body as the HTTP layer hands it on: kind and apiVersion filled, namespace and name from the URL."""
-    obj: Obj = dict(body) if isinstance(body, dict) else {}
-    obj.setdefault("apiVersion", info.api_version)
-    obj.setdefault("kind", info.kind)
-    meta = dict(obj.get("metadata") or {})
-    if info.namespaced and route.namespace:
-        meta.setdefault("namespace", route.namespace)
-    if route.name is not None:
-        meta.setdefault("name", route.name)
-    obj["metadata"] = meta
-    return obj
+    """The body as the HTTP layer hands it on (kind, apiVersion, namespace and name checked against the URL and
+    filled from it): the same function, so a mismatch is refused alike."""
+    return addressed(body, info, route)
 
 
 __all__ = ["JSON", "MemoryLeg"]

@@ -130,6 +130,14 @@ CASES = [
         call("POST", RATCHETS_V1, ratchet("q", code="abc")),
         merge(RATCHETS_V2 + "/q", {"spec": {"note": "ok"}}),
         merge(RATCHETS_V2 + "/q", {"metadata": {"labels": {"a": "b"}}}),
+        call("POST", RATCHETS_V1, ratchet("t", ref="cp")),
+        merge(RATCHETS_V2 + "/t", {"spec": {"note": "ok"}}),
+        merge(RATCHETS_V1 + "/t", {"spec": {"note": "ok"}}),
+    ]),
+    Case("a strict merge patch's unknown field", [
+        call("POST", WIDGETS, widget(size=1)),
+        merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict"),
+        merge(W, {"spec": {"shade": "dark", "size": 2}}, fieldValidation="Warn"),
     ]),
     Case("generation: spec changes count, status and metadata do not", [
         call("POST", WIDGETS, widget(size=1), name="w"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,3 +100,25 @@ def test_apply_k_deploy_then_the_rules_configmap_stores_the_same_deployment(kube
     container = deployments["emulator"]["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "c5c3/order-engine:0.1.0" and container["livenessProbe"]["httpGet"]["port"] == "probes"
     assert not any(key.startswith("$") for key in json.dumps(deployments["emulator"]).split('"'))
+
+
+PRINTED = ("deployments", "configmaps", "serviceaccounts", "poddisruptionbudgets", "roles", "rolebindings",
+           "networkpolicies", "services")
+
+
+def printed(kubectl: Kubectl, kind: str) -> list[list[str]]:
+    """`kubectl get KIND -n c5c3-system` as rows of columns, times (AGE, CREATED AT) and cluster IPs left out."""
+    rows = [re.split(r"\s{2,}", line.strip()) for line in kubectl("get", kind, "-n", "c5c3-system").splitlines()]
+    header = rows[0]
+    dropped = {header.index(name) for name in ("AGE", "CREATED AT", "CLUSTER-IP") if name in header}
+    return [[cell for at, cell in enumerate(row) if at not in dropped] for row in rows]
+
+
+def test_kubectl_get_prints_the_same_columns(kubectls: dict[str, Kubectl]) -> None:
+    """After the install, `kubectl get` prints the same columns and cells on both servers (a Deployment's
+    READY/UP-TO-DATE/AVAILABLE, a PodDisruptionBudget's MIN AVAILABLE...), ages and cluster IPs aside."""
+    for kubectl in kubectls.values():
+        applied(kubectl, DEPLOY)
+    for kind in PRINTED:
+        assert printed(kubectls["emulator"], kind) == printed(kubectls["real"], kind), kind
+    assert printed(kubectls["emulator"], "deployments")[0][:4] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE"]

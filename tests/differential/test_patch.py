@@ -24,6 +24,13 @@ CASES = [
         call("POST", DEPLOYMENTS, minimal_deployment("latest", "example.com:5000/x")),
         call("GET", DEPLOYMENTS),
     ]),
+    Case("quantities are stored in canonical form", [
+        call("POST", DEPLOYMENTS, deployment("q", template={"metadata": {"labels": {"app.kubernetes.io/name": "op"}},
+                                                            "spec": {"containers": [{"name": "c", "image": "x:1",
+                                                                                     "resources": {
+            "requests": {"cpu": "0.5", "memory": "1024Mi", "ephemeral-storage": "1e3"},
+            "limits": {"cpu": "1500m", "memory": "2G"}}}]}})),
+    ]),
     Case("strategic merge: containers and volumes merge by name", [
         call("POST", DEPLOYMENTS, deployment()),
         smp(OP, {"spec": {"template": {"spec": {

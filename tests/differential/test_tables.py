@@ -21,6 +21,7 @@ from tests.differential.objects import (
     ROLES,
     SECRETS,
     SERVICE_ACCOUNTS,
+    SERVICES,
     configmap,
     deployment,
 )
@@ -83,6 +84,12 @@ CASES = [
             "podSelector": {"matchLabels": {"a": "b"}}, "ingress": [{"ports": [{"port": 8080}]}]}}),
         call("POST", NETWORK_POLICIES, {"metadata": {"name": "all"}, "spec": {"podSelector": {}}}),
         table(NETWORK_POLICIES),
+    ]),
+    Case("Service", [
+        call("POST", SERVICES, {"metadata": {"name": "s"}, "spec": {"selector": {"app": "x"}, "ports": [
+            {"name": "metrics", "port": 8080, "targetPort": "metrics"},
+            {"name": "dns", "port": 53, "protocol": "UDP"}]}}),
+        table(SERVICES),
     ]),
     Case("Events, both versions", [
         call("POST", EVENTS, {"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "p",

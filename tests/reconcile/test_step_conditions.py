@@ -11,7 +11,7 @@ import pytest
 
 from engine.rules.catalog import load_catalog
 from tests.conftest import WIDGET
-from tests.reconcile.test_run import World
+from tests.reconcile.test_run import World, part_is_ready
 
 TWO_STEPS = WIDGET.replace("types: [BuiltReady]", "types: [BuiltReady, ShownReady]").replace(
     "reasons: [AllReady, NotAllReady, Built, Waiting, Broken]",
@@ -39,7 +39,7 @@ def world(rules_dir: Callable[..., Path]) -> Callable[[str], World]:
 
 def ready_part(w: World) -> None:
     w.run()
-    w.cluster.patch("v1", "ConfigMap", "ns", "w-part", {"status": {"ready": True}})
+    part_is_ready(w)
 
 
 def test_gate_writes_its_own_reason_and_message_per_condition(world: Callable[[str], World]) -> None:

@@ -625,12 +625,13 @@ class TestRobustness:
         assert code == 415 and doc["reason"] == "UnsupportedMediaType"
 
     def test_dry_run_answers_and_writes_nothing(self, emulator: Emulator, cluster: MemoryCluster) -> None:
-        """dryRun=All answers as the write would (201 and the object), and stores nothing; other values: 400."""
+        """dryRun=All answers as the write would (201 and the object), and stores nothing; other values: 422, as the
+        API server refuses CreateOptions it does not support."""
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
         code, _, _ = raw(emulator, "POST", "/api/v1/namespaces/ns/configmaps?dryRun=All", body)
         assert code == 201 and cluster.list("v1", "ConfigMap").items == []
         code, _, _ = raw(emulator, "POST", "/api/v1/namespaces/ns/configmaps?dryRun=Some", body)
-        assert code == 400 and cluster.list("v1", "ConfigMap").items == []
+        assert code == 422 and cluster.list("v1", "ConfigMap").items == []
 
     def test_server_fault_is_a_500_status(self, emulator: Emulator, cluster: MemoryCluster,
                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,8 @@
 // serve, how encoding/json writes each field when it is empty: "omit" (omitempty or omitzero drops an empty
 // value), "pointer" (dropped when nil, kept when set, even to a zero value), or the JSON the field is written as
 // when it is not set (a by-value field without omitempty: "", 0, false, null for a nil slice or map, {} ...).
-// The definitions are named as the API server's OpenAPI names them (io.k8s.api.apps.v1.Deployment).
+// The definitions are named as the API server's OpenAPI names them (io.k8s.api.apps.v1.Deployment); each one's
+// fields come in the order Go encodes them (the struct's order), which is the order of the API server's answers.
 package main
 
 import (
@@ -34,7 +35,12 @@ func definition(t reflect.Type) string {
 
 var marshaler = reflect.TypeOf((*json.Marshaler)(nil)).Elem()
 
-func fields(t reflect.Type, out map[string]string, seen map[string]map[string]string, todo *[]reflect.Type) {
+type field struct {
+	name string
+	rule string
+}
+
+func fields(t reflect.Type, out *[]field, todo *[]reflect.Type) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -48,7 +54,7 @@ func fields(t reflect.Type, out map[string]string, seen map[string]map[string]st
 				inner = inner.Elem()
 			}
 			if inner.Kind() == reflect.Struct {
-				fields(inner, out, seen, todo)
+				fields(inner, out, todo)
 				continue
 			}
 		}
@@ -59,15 +65,15 @@ func fields(t reflect.Type, out map[string]string, seen map[string]map[string]st
 		kind := f.Type.Kind()
 		switch {
 		case kind == reflect.Pointer:
-			out[name] = `"pointer"`
+			*out = append(*out, field{name, `"pointer"`})
 		case omit && (kind != reflect.Struct || strings.Contains(","+options+",", ",omitzero,")):
-			out[name] = `"omit"`
+			*out = append(*out, field{name, `"omit"`})
 		default:
 			zero, err := json.Marshal(reflect.Zero(f.Type).Interface())
 			if err != nil {
 				panic(err)
 			}
-			out[name] = string(zero)
+			*out = append(*out, field{name, string(zero)})
 		}
 		for _, inner := range []reflect.Type{f.Type} {
 			for inner.Kind() == reflect.Pointer || inner.Kind() == reflect.Slice || inner.Kind() == reflect.Map {
@@ -88,7 +94,7 @@ func main() {
 		policyv1.PodDisruptionBudget{}, rbacv1.ClusterRole{}, rbacv1.ClusterRoleBinding{}, rbacv1.Role{},
 		rbacv1.RoleBinding{}, apiextensionsv1.CustomResourceDefinition{},
 	}
-	seen := map[string]map[string]string{}
+	seen := map[string][]field{}
 	var todo []reflect.Type
 	for _, root := range roots {
 		todo = append(todo, reflect.TypeOf(root))
@@ -100,26 +106,38 @@ func main() {
 		if _, done := seen[name]; done {
 			continue
 		}
-		out := map[string]string{}
+		var out []field
+		fields(t, &out, &todo)
 		seen[name] = out
-		fields(t, out, seen, &todo)
 	}
 	names := make([]string, 0, len(seen))
 	for name := range seen {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	result := map[string]map[string]json.RawMessage{}
-	for _, name := range names {
-		row := map[string]json.RawMessage{}
-		for field, value := range seen[name] {
-			row[field] = json.RawMessage(value)
+	var text strings.Builder
+	text.WriteString("{\n")
+	for i, name := range names {
+		key, _ := json.Marshal(name)
+		text.WriteString(" " + string(key) + ": {")
+		for j, f := range seen[name] {
+			if j > 0 {
+				text.WriteString(",")
+			}
+			fieldName, _ := json.Marshal(f.name)
+			text.WriteString("\n  " + string(fieldName) + ": " + f.rule)
 		}
-		result[name] = row
+		if len(seen[name]) > 0 {
+			text.WriteString("\n ")
+		}
+		text.WriteString("}")
+		if i < len(names)-1 {
+			text.WriteString(",")
+		}
+		text.WriteString("\n")
 	}
-	encoder := json.NewEncoder(os.Stdout)
-	encoder.SetIndent("", " ")
-	if err := encoder.Encode(result); err != nil {
+	text.WriteString("}\n")
+	if _, err := os.Stdout.WriteString(text.String()); err != nil {
 		panic(err)
 	}
 }

@@ -78,7 +78,7 @@ class CrdAdmission:
                 "apiextensions.k8s.io", "CustomResourceDefinition", crd_name, [bad]
             ) from error
 
-    def admit(self, obj: Obj, old: Obj | None = None, *, status: bool = False) -> Obj:
+    def admit(self, obj: Obj, old: Obj | None = None, *, status: bool = False, applied: bool = False) -> Obj:
         """Return a new object (inputs untouched): unknown fields pruned, defaults applied,
         then validated against the structural schema and every x-kubernetes-validations
         rule. `old` is the stored object on an update (None on create). Raises
@@ -88,8 +88,10 @@ class CrdAdmission:
         `Widget.example.io "billing" is invalid: spec.rotation.interval: Invalid value: "30s":
         rotation.interval is 0s or at least 1m` (one line), the Invalid value being the value a rule
         judged (omitted for objects and lists), and for several causes `...is invalid: [cause1, cause2]`.
-        ``status``: a write of the status subresource, whose schema check is the status's alone."""
-        result = self._decode(obj)
+        ``status``: a write of the status subresource, whose schema check is the status's alone. ``applied``: the
+        result of a server-side apply, which the API server does not decode as a request body: nulls of fields
+        that do not allow null stay (and are refused) unless a default replaces them."""
+        result = self._decode(obj, keep_nulls=applied)
         errors = self.errors(result, None if old is None else self._decode(old), ratchet=True, status=status)
         if errors:
             name = str((result.get("metadata") or {}).get("name") or "")
@@ -106,10 +108,10 @@ class CrdAdmission:
         what ``fieldValidation=Strict`` refuses and ``Warn`` reports."""
         return structural.unknown_fields(obj, self.schema, resource_root=True)
 
-    def _decode(self, obj: Obj) -> Obj:
+    def _decode(self, obj: Obj, *, keep_nulls: bool = False) -> Obj:
         """A pruned, defaulted copy: what the API server makes of a request body, or of a stored
         object when it reads it back (so ``oldSelf`` sees defaults added since it was written)."""
-        result: Obj = structural.prune(json_copy(obj), self.schema, resource_root=True)
+        result: Obj = structural.prune(json_copy(obj), self.schema, resource_root=True, keep_nulls=keep_nulls)
         structural.default(result, self.schema)
         return result
 

@@ -259,9 +259,13 @@ class CelOptional:
 
 
 def to_cel(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
-    """The CEL value of a JSON value typed by its schema node (escaped property names, formats)."""
+    """The CEL value of a JSON value typed by its schema node (escaped property names, formats); a value of
+    another type than its schema's is the API server's error value, which fails a rule that reads it."""
     if value is None:
         return None
+    wrong = _mistyped(value, schema)
+    if wrong is not None:
+        return CELEvalError(wrong)
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
@@ -278,6 +282,28 @@ def to_cel(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
     if isinstance(value, dict):
         return _object(value, schema, resource_root)
     return json_to_cel(value)
+
+
+_GO_TYPE = ((bool, "bool"), (int, "int64"), (float, "float64"), (str, "string"), (dict, "map[string]interface {}"),
+            (list, "[]interface {}"))
+
+
+def _mistyped(value: Any, schema: Schema) -> str | None:
+    """The API server's words for a JSON value its schema node's type does not take (UnstructuredToVal)."""
+    kind = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string") or not kind:
+        return None
+    if kind in ("object", "array"):
+        if isinstance(value, dict if kind == "object" else list):
+            return None
+        wanted_kind = "a map" if kind == "object" else "an array"
+        return f"invalid data, expected {wanted_kind} for the provided schema with type={kind}"
+    wanted = {"string": (str, "string"), "number": (int | float, "float"), "integer": (int, "int"),
+              "boolean": (bool, "bool")}.get(str(kind))
+    if wanted is None or (isinstance(value, wanted[0]) and (kind == "boolean" or not isinstance(value, bool))):
+        return None
+    got = next(name for python, name in _GO_TYPE if isinstance(value, python))
+    return f"invalid data, expected {wanted[1]}, got {got}"
 
 
 def _string(value: str, schema: Schema) -> Any:

@@ -22,8 +22,10 @@ ROOT_META = ("apiVersion", "kind", "metadata")
 _INT64 = 2**63
 
 
-def prune(value: Any, schema: Schema, *, resource_root: bool = False, embedded: bool = False) -> Any:
-    """Drop fields the schema does not know, and nulls of non-nullable properties; returns the value.
+def prune(value: Any, schema: Schema, *, resource_root: bool = False, embedded: bool = False,
+          keep_nulls: bool = False) -> Any:
+    """Drop fields the schema does not know, and nulls of fields that do not allow null and have no default
+    (unless ``keep_nulls``); returns the value.
 
     A resource's metadata keeps ObjectMeta's fields only; an embedded resource's is also written back as Go
     writes ObjectMeta (empty fields left out). Integral floats become ints, as they read back from a Go API
@@ -36,7 +38,8 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False, embedded: 
         if not isinstance(items, dict) and schema.get("x-kubernetes-preserve-unknown-fields"):
             return [_numbers(item) for item in value]
         items = items if isinstance(items, dict) else {}  # no schema for the items: their fields are all unknown
-        return [prune(item, items, resource_root=_embedded(items), embedded=_embedded(items)) for item in value]
+        return [prune(item, items, resource_root=_embedded(items), embedded=_embedded(items), keep_nulls=keep_nulls)
+                for item in value]
     if not isinstance(value, dict):
         return value
     properties: dict[str, Schema] = schema.get("properties") or {}
@@ -57,10 +60,12 @@ def prune(value: Any, schema: Schema, *, resource_root: bool = False, embedded: 
                 value[key] = _numbers(value[key])
             else:
                 del value[key]
-        elif value[key] is None and key in properties and not child.get("nullable"):
+        elif value[key] is None and not child.get("nullable") and not keep_nulls and (
+                key in properties or "default" not in child):  # a property's default fills it when it is gone
             del value[key]
         else:
-            value[key] = prune(value[key], child, resource_root=_embedded(child), embedded=_embedded(child))
+            value[key] = prune(value[key], child, resource_root=_embedded(child), embedded=_embedded(child),
+                               keep_nulls=keep_nulls)
     return value
 
 

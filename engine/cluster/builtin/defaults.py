@@ -11,6 +11,8 @@ ipFamilyPolicy) and fields behind feature gates.
 from __future__ import annotations
 
 import base64
+import ipaddress
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +37,10 @@ def tracks_generation(api_version: str, kind: str) -> bool:
 
 def prepare_for_create(obj: Obj) -> None:
     """What a kind's registry strategy sets on create, after the write's managed fields are recorded (so nobody
-    owns it): a Namespace is Active and carries the ``kubernetes`` finalizer."""
+    owns it): a Namespace is Active and carries the ``kubernetes`` finalizer; a Service gets a cluster IP (from
+    10.96.0.0/12, drawn at random: there is no allocator keeping them unique) and its IP family."""
+    if (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Service"):
+        _allocate(obj.setdefault("spec", {}))
     if (obj.get("apiVersion"), obj.get("kind")) == ("v1", "Namespace"):
         obj["status"] = {"phase": "Active"}
         finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
@@ -43,8 +48,25 @@ def prepare_for_create(obj: Obj) -> None:
             finalizers.append("kubernetes")
 
 
+def _allocate(spec: Obj) -> None:
+    if spec.get("type") == "ExternalName":
+        return
+    if not spec.get("clusterIP"):
+        first = int(ipaddress.IPv4Address("10.96.0.0"))
+        spec["clusterIP"] = str(ipaddress.IPv4Address(first + random.randint(1, 2 ** 20 - 2)))
+    spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+
+
 def prepare_for_update(new: Obj, old: Obj) -> None:
-    """What a kind's registry strategy keeps on update: a Namespace's finalizers change only through /finalize."""
+    """What a kind's registry strategy keeps on update: a Namespace's finalizers change only through /finalize; a
+    Service keeps the cluster IP it was given when the write leaves it out."""
+    if (new.get("apiVersion"), new.get("kind")) == ("v1", "Service"):
+        spec, before = new.setdefault("spec", {}), old.get("spec") or {}
+        for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+            if key not in spec and key in before:
+                spec[key] = before[key]
     if (new.get("apiVersion"), new.get("kind")) == ("v1", "Namespace"):
         finalizers = (old.get("spec") or {}).get("finalizers")
         spec = new.setdefault("spec", {})

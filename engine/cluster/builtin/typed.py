@@ -1,10 +1,12 @@
 """A built-in object's round trip through its Go type, as the API server decodes every write and encodes every
 answer: fields the type does not declare are dropped (and named, for ``fieldValidation``), ``null`` means unset,
 an empty value of an ``omitempty`` field is dropped, and a by-value field that is not set is written as Go writes
-its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``).
+its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``); quantities
+are written in canonical form (``0.5`` CPU is ``500m``).
 
 The schema (``engine.cluster.builtin.schema``) tells a struct from a map and names each struct's Go type; the
-encoding data says, per field, what Go's encoder does with it when it is empty.
+encoding data says, per field, what Go's encoder does with it when it is empty, and gives the fields in the
+order Go writes them (so answers list them as the API server does).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from engine.cluster.builtin.quantity import QUANTITY, canonical
 from engine.cluster.builtin.schema import Schema, encoding
 
 Obj = dict[str, Any]
@@ -46,6 +49,8 @@ def _granular_lists_empty(value: Obj, schema: Schema) -> Obj:
 
 
 def _value(value: Any, schema: Schema | None, path: str, unknown: list[str], stored: bool) -> Any:
+    if schema is not None and schema.ref == QUANTITY:
+        return canonical(value)
     if schema is None or schema.open or schema.int_or_string:
         return value
     if schema.type == "array":
@@ -88,6 +93,8 @@ def _struct(value: Obj, schema: Schema, path: str, unknown: list[str], stored: b
             sub = Schema(fields[key])
             out[key] = _struct({}, sub, f"{path}.{key}" if path else key, unknown, stored) if (
                 isinstance(rule, dict) and "properties" in sub.node) else copy.deepcopy(rule)
+    if written:  # the type's order, as Go encodes it
+        out = {**{key: out[key] for key in written if key in out}, **out}
     return out
 
 

@@ -25,6 +25,7 @@ from engine.cluster.api import (
     Conflict,
     Invalid,
     MethodNotAllowed,
+    NoSuchResource,
     NotFound,
     Obj,
     PatchType,
@@ -35,7 +36,7 @@ from engine.cluster.memory import MemoryCluster, typed_patch_error
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
-from engine.testing.emulator.printers import builtin_table
+from engine.testing.emulator.printers import builtin_table, selector_text
 from engine.testing.emulator.routes import Document, Target, parse_route
 from engine.testing.emulator.table import to_table, wanted_table
 from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
@@ -83,7 +84,7 @@ class Stream:
 
 
 def not_served() -> NotFound:
-    return NotFound("the server could not find the requested resource")
+    return NoSuchResource()
 
 
 def status_document(code: int, reason: str, message: str) -> Obj:
@@ -161,7 +162,7 @@ class Rest:
             return self._dry_run(request, target)
         info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
-        unknown = self._unknown_fields(request, info, body)
+        unknown = self._unknown_fields(request, info, body, target)
         told = tuple(f'unknown field "{path}"' for path in unknown)  # fieldValidation=Warn: each dropped field told
         with collecting() as admission_said:
             try:
@@ -179,45 +180,44 @@ class Rest:
         real one (admission, conflicts, defaults) and nothing is stored or watched."""
         wanted = request.query.get("dryRun", "All")
         if wanted != "All":
-            raise BadRequest(f'dryRun: Unsupported value: "{wanted}": supported values: "All"')
+            raise options_invalid(request.method, "dryRun", f'Unsupported value: ["{wanted}"]: supported values: "All"')
         query = {key: value for key, value in request.query.items() if key != "dryRun"}
         if _delete_options_dry_run(request):  # the rest of the DeleteOptions (preconditions) still holds
             options = {key: value for key, value in _parse_body(request).items() if key != "dryRun"}
             request = replace(request, content_type="application/json", body=json.dumps(options).encode())
         scratch = Rest(self.cluster.scratch(), clock=self.clock)
         answer = scratch._resource(replace(request, query=query), target)
-        if request.method not in ("POST", "PUT", "PATCH") or not isinstance(answer, Reply):
-            return answer
-        body = answer.body
-        if not isinstance(body, dict) or body.get("kind") == "Status" or not isinstance(body.get("metadata"), dict):
-            return answer
-        meta = dict(body["metadata"])  # nothing was written: the object keeps the resourceVersion it had, or has none
-        before = self._live_version(request, target)
-        if before is None:
+        if isinstance(answer, Reply) and isinstance(answer.body, dict) and answer.code in (200, 201) and (
+                answer.body.get("kind") != "Status"):
+            answer = replace(answer, body=self._unstored(answer.body, target, request.method))
+        return answer
+
+    def _unstored(self, obj: Obj, target: Target, method: str) -> Obj:
+        """A dry run's answer as the API server gives it: nothing was stored, so a new object has no
+        resourceVersion and a changed one keeps the stored one."""
+        meta = dict(obj.get("metadata") or {})
+        live = None
+        if target.name is not None or method != "POST":
+            try:
+                info = self._resolve(target, Request("GET", ""))
+                live = self.cluster.get(info.api_version, info.kind, target.namespace,
+                                        target.name or str(meta.get("name") or ""))
+            except ApiError:
+                live = None
+        if live is None:
             meta.pop("resourceVersion", None)
         else:
-            meta["resourceVersion"] = before
-        return replace(answer, body={**body, "metadata": meta})
+            meta["resourceVersion"] = live["metadata"].get("resourceVersion")
+        return {**obj, "metadata": meta}
 
-    def _live_version(self, request: Request, target: Target) -> str | None:
-        """The stored resourceVersion of the object a request names, None when it names none or none is stored."""
-        if target.name is None:
-            return None
-        info = self._resolve(target, request)
-        try:
-            return str(self.cluster.get(info.api_version, info.kind, target.namespace, target.name)["metadata"]
-                       ["resourceVersion"])
-        except NotFound:
-            return None
-
-    def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any) -> list[str]:
+    def _unknown_fields(self, request: Request, info: ResourceInfo, body: Any, target: Target) -> list[str]:
         """Fields of a write's body the kind's schema does not declare, under ``fieldValidation``: Strict
         (kubectl's default) refuses them with their paths, Warn (the API server's default) returns them
         to be sent as warnings, Ignore drops them silently."""
         mode = request.query.get("fieldValidation") or "Warn"
-        if mode not in FIELD_VALIDATION:
-            raise BadRequest(f'fieldValidation: Unsupported value: "{mode}": supported values: '
-                             + ", ".join(f'"{m}"' for m in FIELD_VALIDATION))
+        if mode not in FIELD_VALIDATION and request.method in OPTIONS and request.method != "DELETE":
+            raise options_invalid(request.method, "fieldValidation", f'Unsupported value: "{mode}": supported '
+                                  'values: "", "Ignore", "Strict", "Warn"')
         media = request.content_type.partition(";")[0].strip().lower()
         if media == APPLY and request.method == "PATCH" and isinstance(body, dict):  # whatever the mode
             refused = typed_patch_error(body, info.api_version, info.kind, self.cluster.apply_problems(
@@ -233,6 +233,11 @@ class Rest:
         if media == STRATEGIC:
             body = _without_directives(body)
         unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
+        if unknown and mode == "Strict" and media in (MERGE[0], STRATEGIC) and request.method == "PATCH":
+            live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name or "")
+            custom = builtin.kind_schema(info.api_version, info.kind) is None  # stored as JSON, every key sorted
+            raise _strict_patch_refusal(json.loads(json.dumps(live, sort_keys=True)) if custom else live, body,
+                                        unknown, media)
         if unknown and mode == "Strict":
             found = ", ".join(f'unknown field "{path}"' for path in unknown)
             raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
@@ -243,6 +248,8 @@ class Rest:
         method, query = request.method, request.query
         if events.is_core(info):
             return self._core_events(request, info, target, body)
+        if target.subresource == "scale" and target.name is not None and (info.api_version, info.kind) in SCALED:
+            return self._scale(request, info, target, body)
         if target.subresource is not None and (target.subresource != "status" or not info.status_subresource
                                                or target.name is None):
             raise not_served()
@@ -329,10 +336,10 @@ class Rest:
             return Reply(200, self._view(request, info, [obj], obj["metadata"].get("resourceVersion")) or obj)
         manager = request.field_manager
         if method == "POST" and target.name is None:
-            created = self.cluster.create(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            created = self.cluster.create(events.to_stored(addressed(body, info, target)), field_manager=manager)
             return Reply(201, events.to_core(created))
         if method == "PUT" and target.subresource is None:
-            updated = self.cluster.update(events.to_stored(_addressed(body, info, target)), field_manager=manager)
+            updated = self.cluster.update(events.to_stored(addressed(body, info, target)), field_manager=manager)
             return Reply(200, events.to_core(updated))
         if method == "DELETE" and target.subresource is None:
             return self._delete(stored, target, body) if target.name else self._delete_collection(
@@ -357,7 +364,7 @@ class Rest:
         if not isinstance(patched, dict):
             raise BadRequest("the patch does not leave an object")
         manager = request.field_manager
-        updated = self.cluster.update(events.to_stored(_addressed(patched, info, target)), field_manager=manager)
+        updated = self.cluster.update(events.to_stored(addressed(patched, info, target)), field_manager=manager)
         return Reply(200, events.to_core(updated))
 
     def _watch(self, request: Request, info: ResourceInfo, target: Target) -> Stream:
@@ -392,11 +399,11 @@ class Rest:
         return Stream(tables)
 
     def _create(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
-        obj = _addressed(body, info, target)
+        obj = addressed(body, info, target)
         return Reply(201, self.cluster.create(obj, field_manager=request.field_manager))
 
     def _update(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
-        obj = _addressed(body, info, target)
+        obj = addressed(body, info, target)
         manager = request.field_manager
         if target.subresource == "status":
             return Reply(200, self.cluster.update_status(obj, field_manager=manager))
@@ -412,7 +419,7 @@ class Rest:
             manager = request.query.get("fieldManager") or None  # no User-Agent fallback for apply
             if not manager:
                 raise _patch_options_invalid("fieldManager", "Required value: is required for apply patch")
-            obj = _addressed(body, info, target)
+            obj = addressed(body, info, target)
             existed = self._exists(info, target)
             applied = self.cluster.apply(obj, field_manager=manager, force=force in TRUE, status=status)
             return Reply(200 if existed else 201, applied)
@@ -432,6 +439,34 @@ class Rest:
         return Reply(200, self.cluster.patch(info.api_version, info.kind, target.namespace, target.name, body,
                                              patch_type=patch_type, status=status, field_manager=manager))
 
+    def _scale(self, request: Request, info: ResourceInfo, target: Target, body: Any) -> Reply:
+        """A Deployment's ``/scale``: its replicas as an autoscaling/v1 Scale, read, replaced or patched."""
+        assert target.name is not None
+        current = scale_of(self.cluster.get(info.api_version, info.kind, target.namespace, target.name))
+        if request.method == "GET":
+            return Reply(200, current)
+        if request.method == "PUT":
+            wanted = body if isinstance(body, dict) else {}
+        elif request.method == "PATCH":
+            media = request.content_type.partition(";")[0].strip().lower()
+            if media == JSON_PATCH:
+                wanted = json_patch(current, body)
+            elif media in MERGE:
+                wanted = merge_patch(current, body)
+            else:
+                raise UnsupportedMediaType(
+                    f"the body of the request was in an unknown format - accepted media types include: "
+                    f"{JSON_PATCH}, {MERGE[0]}, {APPLY}, {MERGE[1]}")
+        else:
+            raise MethodNotAllowed("the server does not allow this method on the requested resource")
+        meta: Obj = wanted["metadata"] if isinstance(wanted.get("metadata"), dict) else {}
+        spec: Obj = wanted["spec"] if isinstance(wanted.get("spec"), dict) else {}
+        replicas = spec.get("replicas")
+        scaled = self.cluster.scale(info.api_version, info.kind, target.namespace, target.name, int(replicas or 0),
+                                    field_manager=request.field_manager,
+                                    resource_version=str(meta.get("resourceVersion") or "") or None)
+        return Reply(200, scale_of(scaled))
+
     def _exists(self, info: ResourceInfo, target: Target) -> bool:
         assert target.name is not None
         try:
@@ -445,12 +480,14 @@ class Rest:
         live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name)
         preconditions = body.get("preconditions") if isinstance(body, dict) else None
         if isinstance(preconditions, dict):
-            for key, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            for key, label, hint in (("uid", "UID", "deleted and then recreated"),
+                                     ("resourceVersion", "ResourceVersion", "modified")):
                 wanted, actual = preconditions.get(key), live["metadata"].get(key)
                 if wanted and str(wanted) != str(actual):
-                    raise Conflict(f"Precondition failed: {label} in precondition: {wanted}, {label} in object meta:"
-                                   f" {actual}", details={"name": target.name, "group": info.group,
-                                                          "kind": info.plural})
+                    raise Conflict(f'Operation cannot be fulfilled on {info.kind} "{target.name}": the {label} in the '
+                                   f"precondition ({wanted}) does not match the {label} in record ({actual}). The "
+                                   f"object might have been {hint}", details={"name": target.name,
+                                                                             "group": info.group, "kind": info.kind})
         held = self.cluster.delete(info.api_version, info.kind, target.namespace, target.name)
         if held is not None:
             return Reply(200, held)
@@ -498,6 +535,51 @@ def field_selector(info: ResourceInfo, text: str | None) -> FieldSelector:
     return parse_fields(text or None, own, labelled=True)
 
 
+def _strict_patch_refusal(live: Obj, body: Any, unknown: list[str], media: str) -> Invalid:
+    """A Strict patch whose result has undeclared fields, as the API server refuses it (422, field ``patch``):
+    a strategic merge patch quoted as Go prints the decoded patch, a merge patch as the patched object's JSON
+    (json-patch re-encodes the levels the patch touched, keys sorted; the others keep the stored order)."""
+    errors = ", ".join(f'unknown field "{path}"' for path in unknown)
+    quoted = _go_map(body) if media == STRATEGIC else json.dumps(
+        _touched_sorted(merge_patch(live, body), body), separators=(",", ":"))
+    detail = f"Invalid value: {json.dumps(quoted)}: strict decoding error: {errors}"
+    return Invalid(f' "" is invalid: patch: {detail}', causes=[Cause("patch", detail, "FieldValueInvalid")])
+
+
+def _touched_sorted(value: Any, patch: Any) -> Any:
+    """value with the keys of every map the merge patch reaches sorted, the others as they are."""
+    if not isinstance(value, dict) or not isinstance(patch, dict):
+        return value
+    return {key: _touched_sorted(value[key], patch.get(key)) for key in sorted(value)}
+
+
+def _go_map(value: Any) -> str:
+    """A decoded JSON value as Go's ``%+v`` prints it (``map[a:1 b:[x y]]``)."""
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{key}:{_go_map(item)}" for key, item in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_map(item) for item in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "<nil>" if value is None else str(value)
+
+
+SCALED = {("apps/v1", "Deployment")}
+"""Built-in kinds with a scale subresource."""
+
+
+def scale_of(obj: Obj) -> Obj:
+    """An object's autoscaling/v1 Scale: its identity, desired and observed replicas and its pod selector."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {key: meta[key] for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if key in meta},
+            "spec": {"replicas": int(spec.get("replicas") or 0)},
+            "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0),
+                       "selector": selector_text(spec.get("selector"))}}
+
+
 def list_item(info: ResourceInfo, obj: Obj) -> Obj:
     """An item of a list answer: a built-in kind's items carry no apiVersion and kind (the API server encodes its
     typed lists so), a custom resource's carry both."""
@@ -513,10 +595,19 @@ def _success(info: ResourceInfo, name: str, uid: str) -> Obj:
 
 
 def _patch_options_invalid(field_name: str, message: str) -> Invalid:
-    return Invalid(f'PatchOptions.meta.k8s.io "" is invalid: {field_name}: {message}',
-                   causes=[Cause(field_name, message, "FieldValueRequired" if "Required" in message
-                                 else "FieldValueForbidden")],
-                   details={"group": "meta.k8s.io", "kind": "PatchOptions"})
+    return options_invalid("PATCH", field_name, message)
+
+
+OPTIONS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
+
+
+def options_invalid(method: str, field_name: str, message: str) -> Invalid:
+    """A request option the API server refuses (422), named by the options kind of the verb."""
+    kind = OPTIONS.get(method, "CreateOptions")
+    reason = ("FieldValueRequired" if message.startswith("Required") else "FieldValueNotSupported"
+              if message.startswith("Unsupported") else "FieldValueForbidden")
+    return Invalid(f'{kind}.meta.k8s.io "" is invalid: {field_name}: {message}',
+                   causes=[Cause(field_name, message, reason)], details={"group": "meta.k8s.io", "kind": kind})
 
 
 def _parse_body(request: Request) -> Any:
@@ -578,7 +669,8 @@ def _delete_options_dry_run(request: Request) -> bool:
         return False
     wanted = options.get("dryRun") if isinstance(options, dict) else None
     if isinstance(wanted, list) and wanted and wanted != ["All"]:
-        raise BadRequest(f'dryRun: Unsupported value: "{wanted[0]}": supported values: "All"')
+        raise options_invalid("DELETE", "dryRun", f'Unsupported value: {json.dumps(wanted, separators=(",", ":"))}: '
+                              'supported values: "All"')
     return bool(wanted)
 
 
@@ -599,7 +691,7 @@ def _without_directives(value: Any) -> Any:
     return value
 
 
-def _addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
+def addressed(body: Any, info: ResourceInfo, target: Target) -> Obj:
     """The body as an object of the URL's kind, in the URL's namespace and under its name, or
     BadRequest where they disagree (as the API server checks)."""
     if not isinstance(body, dict):

@@ -99,7 +99,7 @@ class TestCreate:
             cluster.create(widget("a", labels={"x": "v" * 64}))
         assert caught.value.message == (
             f'Widget.example.com "a" is invalid: metadata.labels: Invalid value: "{"v" * 64}": '
-            "must be no more than 63 characters"
+            "must be no more than 63 bytes"
         )
 
     def test_cluster_scoped(self, cluster: Cluster) -> None:
