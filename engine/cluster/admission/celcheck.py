@@ -402,6 +402,14 @@ class _Checker:
         arg_types = self._bound_args(args, DYN, DYN)
         if name == "matches" and len(args) == 1:
             self._check_pattern(args[0])
+        if name == "size" and not args and receiver.kind in _SIZELESS:
+            token = node.children[1]
+            offset = _offset(self.source, *_position(token)) if _is_token(token) else -1
+            opening = self.source.find("(", offset) if offset >= 0 else -1
+            if opening >= 0:
+                before = self.source[:opening]
+                self.errors.append(_located(self.source, before.count("\n") + 1, opening - (before.rfind("\n") + 1) + 1,
+                                            f"found no matching overload for 'size' applied to '{receiver.kind}.()'"))
         return _method_result(name, receiver, arg_types)
 
     def _check_pattern(self, arg: Node) -> None:
@@ -480,6 +488,8 @@ class _Checker:
         return BOOL
 
 
+_SIZELESS = frozenset({"int", "uint", "double", "bool", "duration", "timestamp"})
+"""Scalar types without ``size()`` (cel-go has it for strings, bytes, lists and maps only)."""
 _MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 _TWO_VARIABLE = frozenset({"all", "exists", "existsOne", "exists_one"})
 _BOOL_METHODS = frozenset({"startsWith", "endsWith", "contains", "matches", "isSorted", "hasValue", "isQuantity",
