@@ -61,7 +61,7 @@ def _meta_default(s: Schema, default: Any, path: str, meta_field: str) -> list[C
         problem = f"metadata: Invalid value: {go_json(default)}: {object_meta_error(default)}"
     if problem:
         return [Cause(path, f"Invalid value: {go_json(default)}: must result in valid metadata: {problem}")]
-    errors = SchemaValidator(s, int_or_string_typed=False).errors(default)
+    errors = SchemaValidator(s, int_or_string_typed=False, every_format=True).errors(default)
     return [_under(path, error, schema_error=True) for error in errors]
 
 
@@ -77,7 +77,7 @@ def _one_default(s: Schema, default: Any, path: str, embedded: bool) -> list[Cau
     embedded_errors = _embedded_causes(default, s, path, embedded)
     if embedded_errors:
         return causes + embedded_errors
-    errors = SchemaValidator(s, int_or_string_typed=False).errors(default)
+    errors = SchemaValidator(s, int_or_string_typed=False, every_format=True).errors(default)
     if errors:
         return causes + [_under(path, error, schema_error=True) for error in errors]
     if s.get("x-kubernetes-validations") and declared_type(s, resource_root=embedded) is None:

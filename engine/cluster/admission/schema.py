@@ -42,10 +42,11 @@ _TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", 
 class SchemaValidator:
     """One CRD version's schema, translated and compiled once, reused for every object."""
 
-    def __init__(self, schema: Schema, *, int_or_string_typed: bool = True) -> None:
-        """``int_or_string_typed`` False leaves ``x-kubernetes-int-or-string`` nodes untyped, as the API server's
-        check of a CRD's defaults does (it validates them against the structural schema as is)."""
-        translated = to_json_schema(schema, int_or_string_typed=int_or_string_typed)
+    def __init__(self, schema: Schema, *, int_or_string_typed: bool = True, every_format: bool = False) -> None:
+        """``int_or_string_typed`` False leaves ``x-kubernetes-int-or-string`` nodes untyped, and ``every_format``
+        keeps every format for the type check, as the API server's check of a CRD's defaults does (it validates
+        them against the structural schema as is, unsupported formats not stripped)."""
+        translated = to_json_schema(schema, int_or_string_typed=int_or_string_typed, every_format=every_format)
         self._validator = _validator_class(_unknown_types(translated))(translated, format_checker=_FORMATS)
 
     def errors(self, obj: Any) -> list[FieldError]:
@@ -144,8 +145,11 @@ def _non_integral(value: Any) -> bool:
     return isinstance(value, float) and not (value.is_integer() and abs(value) < 2**63)
 
 
-def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
+def to_json_schema(node: Schema, *, int_or_string_typed: bool = True, every_format: bool = False) -> Schema:
     """The Draft 4 JSON Schema equivalent of one structural-schema node (recursively)."""
+    def below(child: Schema) -> Schema:
+        return to_json_schema(child, int_or_string_typed=int_or_string_typed, every_format=every_format)
+
     out: Schema = {}
     types: list[str] = []
     if node.get("x-kubernetes-int-or-string") and not int_or_string_typed:
@@ -163,18 +167,17 @@ def to_json_schema(node: Schema, *, int_or_string_typed: bool = True) -> Schema:
         elif key == "format":
             if node.get("type") == "string" and node.get("format"):
                 out["format"] = node["format"]
-            kept = _kept_format(node)
+            kept = _kept_format(node) if not every_format else str(node.get("format") or "")
             if kept:
                 out[KUBE_FORMAT] = kept
         elif key in ("allOf", "anyOf", "oneOf") and key in node:
-            out[key] = [to_json_schema(branch, int_or_string_typed=int_or_string_typed) for branch in node[key]]
+            out[key] = [below(branch) for branch in node[key]]
         elif key in ("not", "items") and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key], int_or_string_typed=int_or_string_typed)
+            out[key] = below(node[key])
         elif key == "properties" and key in node:
-            out[key] = {name: to_json_schema(child, int_or_string_typed=int_or_string_typed)
-                        for name, child in node[key].items()}
+            out[key] = {name: below(child) for name, child in node[key].items()}
         elif key == "additionalProperties" and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key], int_or_string_typed=int_or_string_typed)
+            out[key] = below(node[key])
         elif key in node and key not in ("not", "items", "additionalProperties"):
             out[key] = node[key]
     return out
