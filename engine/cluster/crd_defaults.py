@@ -83,11 +83,8 @@ def _one_default(s: Schema, default: Any, path: str, embedded: bool) -> list[Cau
     if s.get("x-kubernetes-validations") and declared_type(s, resource_root=embedded) is None:
         return [*causes, Cause(path, f"Invalid value: {go_quote(str(s.get('type') or ''))}: rule compiler"
                                      " initialization error: failed to convert to declType for CEL validation rules")]
-    compile_errors = _rule_compile_causes(default, s, path, embedded)
-    if compile_errors:
-        return causes + compile_errors
-    try:
-        rules = RuleNode.build(s, path, resource_root=embedded)
+    try:  # a rule that does not compile is its 'rule compile error' where the default meets it, in rule order
+        rules = RuleNode.build(s, path, resource_root=embedded, check=_compile_error)
     except RuleCompileError:
         return causes
     if rules is not None:
@@ -139,31 +136,12 @@ def _coerce_cause(value: Any, s: Schema | None, path: str, embedded: bool) -> Ca
     return None
 
 
-def _rule_compile_causes(value: Any, s: Schema, path: str, embedded: bool) -> list[Cause]:
-    """The rules met on the way through a default that do not compile (type-check) against their node: the API
-    server's validator reports each as a 'rule compile error' at that node of the default."""
-    causes: list[Cause] = []
-    rules = [rule for rule in s.get("x-kubernetes-validations") or [] if isinstance(rule, dict)]
-    if rules:
-        declared = declared_type(s, resource_root=embedded)
-        for rule in rules:
-            checked = check_rule(str(rule.get("rule") or ""), "", declared) if declared is not None else None
-            if checked is not None and checked.rule_error:
-                causes.append(Cause(path, f"Invalid value: {go_quote(str(s.get('type') or ''))}: rule compile error:"
-                                          f" {checked.rule_error}"))
-    if isinstance(value, dict):
-        properties = _dict(s.get("properties"))
-        extra = s.get("additionalProperties")
-        for key, item in value.items():
-            if isinstance(properties.get(key), dict):
-                child = properties[key]
-                causes += _rule_compile_causes(item, child, f"{path}.{key}", bool(child.get(_EMBEDDED)))
-            elif key not in properties and isinstance(extra, dict):
-                causes += _rule_compile_causes(item, extra, f"{path}[{key}]", bool(extra.get(_EMBEDDED)))
-    elif isinstance(value, list) and isinstance(s.get("items"), dict):
-        for index, item in enumerate(value):
-            causes += _rule_compile_causes(item, s["items"], f"{path}[{index}]", bool(s["items"].get(_EMBEDDED)))
-    return causes
+def _compile_error(node: Schema, resource_root: bool, rule: dict[str, Any]) -> str | None:
+    """A rule's compile (type-check) error against its node, as the API server's validator of a default reports
+    it; None when it compiles or has no declared type to check against."""
+    declared = declared_type(node, resource_root=resource_root)
+    checked = check_rule(str(rule.get("rule") or ""), "", declared) if declared is not None else None
+    return checked.rule_error if checked is not None and checked.rule_error else None
 
 
 _EMBEDDED = "x-kubernetes-embedded-resource"

@@ -131,32 +131,43 @@ class RuleNode:
 
     schema: Schema
     resource_root: bool = False
-    rules: list[Rule] = field(default_factory=list)
+    rules: list[Rule | str] = field(default_factory=list)
+    """The node's rules in order; a string is the compile error of one that does not compile (a CRD's default is
+    checked with those in place, each reported where it is met)."""
     properties: dict[str, RuleNode] = field(default_factory=dict)
     additional: RuleNode | None = None
     items: RuleNode | None = None
 
     @classmethod
     def build(
-        cls, schema: Schema, path: str, *, resource_root: bool = False, memo: VerdictMemo | None = None
+        cls, schema: Schema, path: str, *, resource_root: bool = False, memo: VerdictMemo | None = None,
+        check: Callable[[Schema, bool, dict[str, Any]], str | None] | None = None,
     ) -> RuleNode | None:
-        """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none."""
+        """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none.
+        ``check(node, resource_root, rule)``, when given, is a rule's compile error or None; a rule with one
+        stays as that error."""
         node = cls(schema, resource_root=resource_root)
         for index, spec in enumerate(schema.get("x-kubernetes-validations") or []):
+            refused = check(schema, resource_root, spec) if check is not None else None
+            if refused is not None:
+                node.rules.append(refused)
+                continue
             try:
                 node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
             except RuleCompileError:
                 if not uses_optional_syntax(str(spec.get("rule", ""))):
                     raise
         for name, child in (schema.get("properties") or {}).items():
-            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo)
+            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo,
+                            check=check)
             if sub is not None:
                 node.properties[name] = sub
         if isinstance(schema.get("additionalProperties"), dict):
-            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties", memo=memo)
+            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties", memo=memo,
+                                        check=check)
         if isinstance(schema.get("items"), dict):
             items = schema["items"]
-            node.items = cls.build(items, f"{path}.items", resource_root=_embedded(items), memo=memo)
+            node.items = cls.build(items, f"{path}.items", resource_root=_embedded(items), memo=memo, check=check)
         has_any = node.rules or node.properties or node.additional or node.items
         return node if has_any else None
 
@@ -207,6 +218,9 @@ class RuleNode:
         unconvertible = self.schema.get("x-kubernetes-int-or-string") and (
             isinstance(value, bool) or not isinstance(value, int | str))
         for rule in self.rules:
+            if isinstance(rule, str):
+                errors.append(RuleError.of(fielderrors.invalid(where, type_name, f"rule compile error: {rule}"), None))
+                continue
             if rule.transition and old is None and not rule.optional_old_self:
                 continue
             if unconvertible and ("self" in rule.reads or "oldSelf" in rule.reads):
