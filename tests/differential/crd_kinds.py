@@ -52,6 +52,7 @@ WIDGET_SPEC: Obj = {
         "generation": {"type": "integer",
                        "x-kubernetes-validations": [{"rule": "self >= oldSelf", "message": "may only grow"}]},
         "ratio": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1},
+        "bounded": {"type": "integer", "allOf": [{"minimum": 1}, {"maximum": 9}]},
         "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
         "when": {"type": "string", "format": "date-time"},
         "every": {"type": "string", "format": "duration",

@@ -134,6 +134,11 @@ CASES = [
         merge(RATCHETS_V2 + "/t", {"spec": {"note": "ok"}}),
         merge(RATCHETS_V1 + "/t", {"spec": {"note": "ok"}}),
     ]),
+    Case("allOf: each branch's error, then the allOf's own", [
+        call("POST", WIDGETS, widget("a", size=1, bounded=0)),
+        call("POST", WIDGETS, widget("b", size=1, bounded=5)),
+        merge(WIDGETS + "/b", {"spec": {"bounded": 10}}),
+    ]),
     Case("a strict merge patch's unknown field", [
         call("POST", WIDGETS, widget(size=1)),
         merge(W, {"spec": {"shade": "dark"}}, fieldValidation="Strict"),

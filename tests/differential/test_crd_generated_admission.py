@@ -40,6 +40,7 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "name": st.sampled_from(["abc", "other", "Bad_Name", "x" * 13, None]),
     "generation": st.integers(0, 4),
     "ratio": st.sampled_from([0, 0.5, 1, 1.5, "x"]),
+    "bounded": st.sampled_from([0, 5, 10, "x"]),
     "port": st.sampled_from([80, "http", True, 1.5, None]),
     "when": st.sampled_from(["2026-01-01T00:00:00Z", "yesterday", 5]),
     "every": st.sampled_from(["30s", "2m", "1h30m", "soon"]),
@@ -64,7 +65,7 @@ WELL_TYPED: dict[str, st.SearchStrategy[Any]] = {
     **FIELDS,
     "size": st.integers(-1, 15), "max": st.sampled_from([5, 10, 100, 101]), "mode": st.sampled_from(
         ["fast", "slow", "locked", "medium"]), "name": st.sampled_from(["abc", "other", "Bad_Name", "x" * 13]),
-    "ratio": st.sampled_from([0, 0.5, 1, 1.5]), "port": st.sampled_from([80, "http"]),
+    "ratio": st.sampled_from([0, 0.5, 1, 1.5]), "bounded": st.sampled_from([0, 5, 10]), "port": st.sampled_from([80, "http"]),
     "when": st.sampled_from(["2026-01-01T00:00:00Z", "yesterday"]), "maybe": st.just("x"),
     "nested": st.fixed_dictionaries({}, optional={"a": SHORT, "b": st.just(1)}),
     "extra": st.dictionaries(SHORT, st.recursive(st.one_of(st.booleans(), st.integers(0, 3), SHORT), lambda inner:

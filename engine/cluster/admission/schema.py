@@ -28,7 +28,7 @@ from engine.cluster.admission.fielderrors import ErrorType, FieldError
 Schema = dict[str, Any]
 
 _ORDER = (
-    "type", "allOf", "anyOf", "oneOf", "not", "maxLength", "minLength", "pattern", "format",
+    "type", "anyOf", "oneOf", "allOf", "not", "maxLength", "minLength", "pattern", "format",
     "multipleOf", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
     "items", "minItems", "maxItems", "uniqueItems", "enum",
     "minProperties", "maxProperties", "properties", "additionalProperties", "required",
@@ -128,12 +128,27 @@ def _unknown_types(node: Any) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=32)
 def _validator_class(unknown: frozenset[str]) -> Any:
-    """Draft 4, with each unknown type a type nothing is."""
+    """Draft 4 with kube-openapi's allOf, each unknown type a type nothing is."""
     if not unknown:
-        return Draft4Validator
+        return _KUBE_DRAFT4
     checker = Draft4Validator.TYPE_CHECKER.redefine_many({name: lambda _checker, _instance: False for name in unknown})
-    extend: Any = jsonschema.validators.extend
-    return extend(Draft4Validator, type_checker=checker)
+    return _EXTEND(_KUBE_DRAFT4, type_checker=checker)
+
+
+def _all_of(validator: Any, all_of: list[Schema], instance: Any, schema: Schema) -> Any:
+    """kube-openapi's allOf: every branch's errors, then its own when a branch failed (". None validated" when
+    every one did)."""
+    failed = 0
+    for index, branch in enumerate(all_of):
+        errors = list(validator.descend(instance, branch, schema_path=index))
+        failed += bool(errors)
+        yield from errors
+    if failed:
+        yield jsonschema.ValidationError(". None validated" if failed == len(all_of) else "")
+
+
+_EXTEND: Any = jsonschema.validators.extend
+_KUBE_DRAFT4: Any = _EXTEND(Draft4Validator, validators={"allOf": _all_of})
 
 
 def _integer_only(expected: Any) -> bool:
@@ -252,7 +267,7 @@ def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
     return fielderrors.invalid(field, _bad_value(keyword, instance), f"{body} {_detail(error)}")
 
 
-_COMPOSITE = ("anyOf", "oneOf", "not")
+_COMPOSITE = ("anyOf", "oneOf", "allOf", "not")
 """Keywords kube-openapi reports as plain errors (no field: the cause is at the object's root) naming the path."""
 
 
@@ -262,6 +277,8 @@ def _composite(error: jsonschema.ValidationError) -> str:
         return "must validate at least one schema (anyOf)"
     if keyword == "not":
         return "must not validate the schema (not)"
+    if keyword == "allOf":
+        return f"must validate all the schemas (allOf){error.message}"
     valid = sum(1 for branch in expected if Draft4Validator(branch, format_checker=_FORMATS).is_valid(instance))
     found = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
     return f"must validate one and only one schema (oneOf). {found}"
