@@ -31,8 +31,10 @@ from typing import Any, Literal
 
 from engine.clock import Clock, format_time
 from engine.cluster import admission, builtin, ssa
+from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import (
     AlreadyExists,
+    ApiError,
     BadRequest,
     Cause,
     Cluster,
@@ -51,10 +53,12 @@ from engine.cluster.api import (
     UnsupportedMediaType,
     WatchEvent,
 )
-from engine.cluster.crd_names import names_causes
+from engine.cluster.crd_decode import decode as decode_crd
+from engine.cluster.crd_decode import drop_unknown
+from engine.cluster.crd_names import APPROVAL
+from engine.cluster.crd_validation import crd_causes
 from engine.cluster.limits import check_depth, int64_or_float
 from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
-from engine.cluster.printer_columns import column_causes
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
@@ -67,7 +71,6 @@ from engine.cluster.selectors import (
     parse_labels,
 )
 from engine.cluster.strategic import strategic_merge
-from engine.cluster.structural import schema_causes
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -238,11 +241,22 @@ class MemoryCluster:
             return {key: json_copy(k.admission.schema) for key, k in self._kinds.items()
                     if k.admission is not None and key not in self._unserved}
 
+    def apply_problems(self, obj: Obj) -> builtins.list[str]:
+        """What typing an apply configuration of the object's kind finds (undeclared fields, repeated set or
+        map-list entries), in structured-merge-diff's words; an apply with any is refused (``typed_patch_error``)."""
+        with self._lock:
+            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+        if k.admission is not None:
+            return k.admission.apply_problems(obj)
+        return [f".{path}: field not declared in schema" for path in self.unknown_fields(obj)]
+
     def unknown_fields(self, obj: Obj) -> builtins.list[str]:
         """The fields of a write's body that its kind's schema does not declare (``spec.rotaton``),
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
         with self._lock:
             k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
+            return decode_crd(obj).unknown
         if k.admission is not None:
             return k.admission.unknown_fields(obj)
         return builtin.unknown_fields(obj) or []
@@ -314,10 +328,11 @@ class MemoryCluster:
             k, namespace, _ = self._identify(obj, need_name=False)
             new = json_copy(obj)
             given_version = (obj.get("metadata") or {}).get("resourceVersion")
-            self._prepare_create(k, new, namespace, keep_managed=False)
+            self._prepare_create(k, new, namespace, keep_managed=False, check_exists=False)
             new = self._admit(k, new, None)
             if given_version not in (None, "", "0"):
                 raise ServerError("resourceVersion should not be set on objects to be created")
+            self._check_not_taken(k, new)  # as the API server: admission refuses before storage finds the name taken
             new = ssa.record_update(builtin.empty(k.info.api_version, k.info.kind), new,
                                     field_manager or UNKNOWN_MANAGER, now=self._now(), list_map_keys=k.list_keys)
             builtin.prepare_for_create(new)  # the strategy's own fields (a Namespace's finalizer): nobody owns them
@@ -425,6 +440,9 @@ class MemoryCluster:
             k, namespace, name = self._identify(obj)
             if status and not k.info.status_subresource:
                 raise _no_resource()
+            refused = typed_patch_error(obj, k.info.api_version, k.info.kind, self.apply_problems(obj))
+            if refused is not None:
+                raise refused
             live = self._stores.get(k.store, {}).get((namespace or "", name))
             applied = json_copy(obj)
             applied["metadata"]["namespace"] = namespace
@@ -438,7 +456,7 @@ class MemoryCluster:
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                new = self._admit(k, new, None)
+                new = self._admit(k, new, None, applied=True)
                 builtin.prepare_for_create(new)
                 return self._commit(k, None, new)
             self._check_precondition(k, applied, live)
@@ -456,7 +474,7 @@ class MemoryCluster:
                 _keep_server_fields(new, live, keep_managed=False)
                 if k.info.status_subresource:
                     _take_status(new, live)
-            return self._update(k, live, new, field_manager, subresource=subresource, attributed=True)
+            return self._update(k, live, new, field_manager, subresource=subresource, attributed=True, applied=True)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
@@ -643,7 +661,15 @@ class MemoryCluster:
             raise self._not_found(k, name)
         return found
 
-    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool) -> None:
+    def _check_not_taken(self, k: _Kind, new: Obj) -> None:
+        """AlreadyExists when an object of the kind has the new one's namespace and name."""
+        meta = new["metadata"]
+        if (meta.get("namespace") or "", meta["name"]) in self._stores.get(k.store, {}):
+            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
+                                details=self._details(k, meta["name"]))
+
+    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool,
+                        check_exists: bool = True) -> None:
         """Server-set fields on a new object; the body's own values for them are ignored."""
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         meta = new.setdefault("metadata", {})
@@ -661,9 +687,8 @@ class MemoryCluster:
                 raise self._invalid(k, "", [Cause("metadata.name", "Required value: name or generateName is required",
                                                   "FieldValueRequired")])
             meta["name"] = self._generate_name(k, namespace, str(prefix))
-        if (namespace or "", meta["name"]) in self._stores.get(k.store, {}):
-            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
-                                details=self._details(k, meta["name"]))
+        if check_exists:
+            self._check_not_taken(k, new)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
         if k.has_generation:
@@ -704,11 +729,13 @@ class MemoryCluster:
             raise self._conflict(k, old["metadata"]["name"])
 
     def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
-                subresource: str | None, attributed: bool = False, stored: Obj | None = None) -> Obj:
+                subresource: str | None, attributed: bool = False, stored: Obj | None = None,
+                applied: bool = False) -> Obj:
         """Admit and store a changed object; a write that changes nothing stores nothing.
 
         ``stored``, when given, is the object in the store and ``old`` the one whose managedFields the
-        bookkeeping continues from (a PUT that sent managedFields of its own).
+        bookkeeping continues from (a PUT that sent managedFields of its own). ``applied``: the result of a
+        server-side apply, which is not decoded as a request body is (its nulls stay).
         """
         if stored is not None and stored["metadata"].get("managedFields") != old["metadata"].get("managedFields"):
             attributed = False
@@ -722,14 +749,13 @@ class MemoryCluster:
             for key in ("spec", "status"):
                 if key in old:
                     new[key] = json_copy(old[key])
-        new = self._admit(k, new, old)
+        new = self._admit(k, new, old, status=subresource == "status", applied=applied)
         builtin.prepare_for_update(new, old)
         if k.has_generation and _spec(new, k) != _spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        unchanged = _content(builtin.stored(new)) == _content(old)
-        if unchanged and (
-            not attributed or new["metadata"].get("managedFields") == old["metadata"].get("managedFields")
-        ):
+        if _content(builtin.stored(new)) == _content(old) and (
+            not attributed or _timeless(new) == _timeless(old)
+        ):  # only managedFields times changed: the API server keeps the old ones, a no-op (its timestamp transformer)
             return self._out(k, old)
         if not attributed and old["metadata"].get("managedFields"):
             # A scale write's entry carries no time: the API server converts it from the Scale's field set.
@@ -740,17 +766,26 @@ class MemoryCluster:
             new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
-    def _admit(self, k: _Kind, new: Obj, old: Obj | None) -> Obj:
+    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        self._validate_metadata(k, new, updating=old is not None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            return self._admit_crd(new, old)
+            admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
+            self._validate_metadata(k, admitted, updating=old is not None)
+            return admitted
+        self._validate_metadata(k, new, updating=old is not None)
         if k.admission is not None:
-            return k.admission.admit(int64_or_float(new), old)
+            return k.admission.admit(int64_or_float(new), old, status=status, applied=applied)
         return builtin.admit(k.info.api_version, k.info.kind, new)
 
     def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
-        """Validate a CRD by compiling it, and fill the status the API server's controllers write."""
+        """Validate a CRD by compiling it (fields its type does not have are dropped, as the API server drops
+        them), and fill the status the API server's controllers write."""
+        refused = crd_decoding_error(crd, strict=False)
+        if refused is not None:
+            raise refused
+        crd = drop_unknown(crd)
+        if old is not None:
+            self._check_crd_immutables(crd, old)
         _compile_crd(crd)
         spec = crd["spec"]
         names = dict(spec["names"])
@@ -769,6 +804,22 @@ class MemoryCluster:
             "storedVersions": stored + [v for v in storage if v not in stored],
         }
         return crd
+
+    def _check_crd_immutables(self, crd: Obj, old: Obj) -> None:
+        """A CRD's group and plural never change, its scope and kind not once it is established (always, here)."""
+        new_spec, old_spec = crd.get("spec") or {}, old.get("spec") or {}
+        causes = []
+        for path, new, before in (
+            ("spec.scope", new_spec.get("scope"), old_spec.get("scope")),
+            ("spec.names.kind", (new_spec.get("names") or {}).get("kind"), (old_spec.get("names") or {}).get("kind")),
+            ("spec.group", new_spec.get("group"), old_spec.get("group")),
+            ("spec.names.plural", (new_spec.get("names") or {}).get("plural"),
+             (old_spec.get("names") or {}).get("plural")),
+        ):
+            if new != before:
+                causes.append(Cause(path, f"Invalid value: {go_value(new)}: field is immutable"))
+        if causes:
+            raise invalid(_CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
 
     def _validate_metadata(self, k: _Kind, obj: Obj, *, updating: bool) -> None:
         meta = obj["metadata"]
@@ -953,12 +1004,56 @@ def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
 _CRD_INFO = BUILTIN_KINDS[-1]
 
 
-def crd_refusal(crd: Obj) -> Invalid | None:
-    """The Invalid error creating this CRD gets (as a real API server would answer it), or None when it installs."""
+class TypedPatchError(ApiError):
+    """The API server's answer to an apply naming a field its kind's schema does not declare: a 500 with no
+    reason, whatever the field validation asked for (the apply configuration cannot be typed)."""
+
+    code, reason = 500, ""
+
+    def status(self) -> Obj:
+        doc = super().status()
+        doc.pop("reason", None)
+        return doc
+
+
+def typed_patch_error(obj: Obj, api_version: str, kind: str, problems: Collection[str]) -> TypedPatchError | None:
+    """The error of an apply configuration with ``problems`` (``MemoryCluster.apply_problems``); None when it has
+    none. The object is named by the namespace and name its body gives; several problems are listed as
+    structured-merge-diff lists them."""
+    found = list(problems)
+    if not found:
+        return None
+    meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+    said = found[0] if len(found) == 1 else "\n".join(["errors:", *(f"  {line}" for line in found)])
+    group_version = api_version if "/" in api_version else f"/{api_version}"  # the core group: "/v1"
+    return TypedPatchError(f"failed to create typed patch object ({named}; {group_version}, Kind={kind}): {said}")
+
+
+def crd_refusal(crd: Obj) -> ApiError | None:
+    """The error creating this CRD gets from a real API server through kubectl (``fieldValidation=Strict``): a
+    BadRequest for a field of the wrong type or one the CRD type does not have, an Invalid with the causes of
+    every check it fails; None when it installs."""
+    refused = crd_decoding_error(crd, strict=True)
+    if refused is not None:
+        return refused
     try:
         _compile_crd(crd)
-    except Invalid as refused:
-        return refused
+    except Invalid as invalid_crd:
+        return invalid_crd
+    return None
+
+
+def crd_decoding_error(crd: Obj, *, strict: bool) -> BadRequest | None:
+    """The BadRequest for a CRD document the API server cannot decode (a field of the wrong type), or, when
+    ``strict``, that has fields its type does not have."""
+    decoded = decode_crd(crd)
+    prefix = f"{CRD_KIND} in version \"v1\" cannot be handled as a {CRD_KIND}: "
+    if decoded.type_error:
+        return BadRequest(prefix + decoded.type_error)
+    if strict and decoded.unknown:
+        found = ", ".join(f'unknown field "{path}"' for path in decoded.unknown)
+        return BadRequest(f"{prefix}strict decoding error: {found}")
     return None
 
 
@@ -968,14 +1063,20 @@ def _compile_crd(crd: Obj) -> list[_Kind]:
     Compiling admission (CEL above all) costs milliseconds, and tests install the same CRDs in
     every cluster they build, so the result is memoized on the CRD's name and spec. The compiled
     kinds are immutable, so clusters can share them."""
-    key = json.dumps({"name": (crd.get("metadata") or {}).get("name"), "spec": crd.get("spec")}, sort_keys=True)
+    meta: Obj = crd["metadata"] if isinstance(crd.get("metadata"), dict) else {}
+    annotations: Obj = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
+    key = json.dumps({"metadata": {"name": meta.get("name"), "generateName": meta.get("generateName"),
+                                   "labels": meta.get("labels"),
+                                   "annotations": {k: v for k, v in annotations.items() if k == APPROVAL}},
+                      "spec": crd.get("spec")}, sort_keys=True)
     return builtins.list(_compile_crd_text(key))
 
 
 @functools.lru_cache(maxsize=64)
 def _compile_crd_text(key: str) -> tuple[_Kind, ...]:
     parsed = json.loads(key)
-    return tuple(_compile_crd_uncached({"metadata": {"name": parsed["name"]}, "spec": parsed["spec"]}))
+    return tuple(_compile_crd_uncached({"metadata": {k: v for k, v in parsed["metadata"].items() if v},
+                                        "spec": parsed["spec"]}))
 
 
 def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
@@ -984,21 +1085,7 @@ def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
     name = str((crd.get("metadata") or {}).get("name") or "")
-    causes: list[Cause] = []
-    for value, path in ((group, "spec.group"), (plural, "spec.names.plural"), (kind, "spec.names.kind")):
-        if not value or not isinstance(value, str):
-            causes.append(Cause(path, "Required value", "FieldValueRequired"))
-    if spec.get("scope") not in ("Namespaced", "Cluster"):
-        causes.append(Cause("spec.scope", f'Unsupported value: "{spec.get("scope") or ""}": supported values:'
-                            ' "Cluster", "Namespaced"', "FieldValueNotSupported"))
-    if group and plural and name != f"{plural}.{group}":
-        causes.append(Cause("metadata.name", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group'))
-    if not versions or not all(isinstance(v, dict) and v.get("name") for v in versions):
-        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"
-                            if versions else "Required value", "FieldValueInvalid"))
-    elif sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(Cause("spec.versions", "Invalid value: must have exactly one version marked as storage version"))
-    causes += names_causes(names) + column_causes(versions) + schema_causes(versions)
+    causes = crd_causes(crd)
     if causes:
         raise invalid(_CRD_INFO, name, causes)
     admissions = admission.admissions_for(crd)
@@ -1060,6 +1147,11 @@ def _spec(obj: Obj, k: _Kind) -> Obj:
     (as the API server's custom resource strategy: without one, a status change is a change)."""
     skip = {"metadata", "apiVersion", "kind"} | ({"status"} if k.info.status_subresource else set())
     return {key: v for key, v in obj.items() if key not in skip}
+
+
+def _timeless(obj: Obj) -> list[Obj]:
+    """The object's managedFields without their times."""
+    return [{k: v for k, v in entry.items() if k != "time"} for entry in obj["metadata"].get("managedFields") or ()]
 
 
 def _content(obj: Obj) -> Obj:

@@ -28,16 +28,35 @@ def json_copy(value: _T) -> _T:
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: null removes a key, objects merge, anything else replaces."""
-    if not isinstance(patch, dict):
-        return json_copy(patch)
-    result = json_copy(target) if isinstance(target, dict) else {}
+    """RFC 7386 JSON merge patch as the API server's json-patch library applies it: null removes a key, objects
+    merge, anything else replaces. A value new to the document (or replacing a non-object) loses its null members,
+    inside its arrays' objects too; an object a non-object replaces is replaced as sent."""
+    if not isinstance(patch, dict) or not isinstance(target, dict):
+        return _without_nulls(json_copy(patch))
+    result = json_copy(target)
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(doc: dict[str, Any], patch: dict[str, Any]) -> None:
     for key, value in patch.items():
         if value is None:
-            result.pop(key, None)
+            doc.pop(key, None)
+        elif doc.get(key) is None or not isinstance(doc[key], dict):
+            doc[key] = _without_nulls(json_copy(value))
+        elif not isinstance(value, dict):
+            doc[key] = json_copy(value)
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            _merge_into(doc[key], value)
+
+
+def _without_nulls(value: Any) -> Any:
+    """json-patch's pruneNulls: null members of objects go, at any depth (null items of arrays stay)."""
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
 
 
 class _PatchError(Exception):

@@ -1,4 +1,4 @@
-"""The API server's static checks of a CRD's ``additionalPrinterColumns``.
+"""The API server's static checks of a CRD's ``additionalPrinterColumns`` and of its simple JSON paths.
 
 A real API server refuses a CRD whose printer column has no name, an unknown type or format, or a
 jsonPath that does not start with ``.``; the memory cluster refuses it the same way, so a CRD that
@@ -11,23 +11,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.cluster.admission.fielderrors import go_quote
 from engine.cluster.api import Cause
 
 TYPES = ("boolean", "date", "integer", "number", "string")
 FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")
 
 
-def column_causes(versions: list[Any]) -> list[Cause]:
-    """Every refused printer column field of every version, as Invalid causes (empty when all are valid)."""
+def column_causes(columns: Any, path: str) -> list[Cause]:
+    """Every refused field of the printer columns at ``path`` (``spec.versions[0].additionalPrinterColumns``)."""
     causes: list[Cause] = []
-    for v, version in enumerate(versions):
-        columns = version.get("additionalPrinterColumns") if isinstance(version, dict) else None
-        if not isinstance(columns, list):
-            continue
-        for c, column in enumerate(columns):
-            column = column if isinstance(column, dict) else {}
-            causes += _one_column(column, f"spec.versions[{v}].additionalPrinterColumns[{c}]")
+    for c, column in enumerate(columns if isinstance(columns, list) else []):
+        causes += _one_column(column if isinstance(column, dict) else {}, f"{path}[{c}]")
     return causes
+
+
+def simple_json_path_causes(value: str, path: str) -> list[Cause]:
+    """A JSON path in dot notation starting with ``.`` (printer columns, the scale subresource)."""
+    if not value:
+        return [Cause(path, f"Invalid value: {go_quote(value)}: must not be empty")]
+    if not value.startswith("."):
+        return [Cause(path, f"Invalid value: {go_quote(value)}: must be a simple json path starting with .")]
+    return []
 
 
 def _one_column(column: dict[str, Any], path: str) -> list[Cause]:
@@ -38,14 +43,14 @@ def _one_column(column: dict[str, Any], path: str) -> list[Cause]:
     if not type_:
         causes.append(Cause(f"{path}.type", f"Required value: must be one of {','.join(TYPES)}", "FieldValueRequired"))
     elif type_ not in TYPES:
-        causes.append(Cause(f"{path}.type", f'Invalid value: "{type_}": must be one of {",".join(TYPES)}'))
+        causes.append(Cause(f"{path}.type", f'Invalid value: {go_quote(type_)}: must be one of {",".join(TYPES)}'))
     if format_ and format_ not in FORMATS:
-        causes.append(Cause(f"{path}.format", f'Invalid value: "{format_}": must be one of {",".join(FORMATS)}'))
+        causes.append(Cause(f"{path}.format",
+                            f'Invalid value: {go_quote(format_)}: must be one of {",".join(FORMATS)}'))
     if not json_path:
         causes.append(Cause(f"{path}.JSONPath", "Required value", "FieldValueRequired"))
-    elif not json_path.startswith("."):
-        causes.append(Cause(f"{path}.JSONPath",
-                            f'Invalid value: "{json_path}": must be a simple json path starting with .'))
+    else:
+        causes += simple_json_path_causes(json_path, f"{path}.JSONPath")
     return causes
 
 

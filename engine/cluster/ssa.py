@@ -78,9 +78,9 @@ def apply_patch(live: Obj | None, applied: Obj, manager: str, *, force: bool, no
     last, applied_set = entry.fields, _owned_by_apply(_nodes(config, lists, empty_maps=True)) - _NEVER_OWNED
 
     before = _body(live)
-    after = _merge(before, config, (), lists)
-    owned = applied_set.union(*(e.fields for k, e in entries.items() if k != mine))
-    _prune(after, last - owned, owned, lists)
+    after = _merge(copy.deepcopy(before), config, (), lists)  # pruned in place below: before stays as it was
+    if last:
+        after = _pruned(after, last, applied_set.union(*(e.fields for k, e in entries.items() if k != mine)), lists)
 
     added, modified, removed = _compare(_nodes(before, lists), _nodes(after, lists))
     changed = added | modified
@@ -291,14 +291,28 @@ def _nodes(value: Obj, lists: ListKeys, *, empty_maps: bool = False) -> dict[Pat
 
 
 def _owned_by_apply(nodes: dict[Path, str]) -> frozenset[Path]:
-    """What applying a config owns: its leaves and the items of its granular lists."""
-    return frozenset(p for p, n in nodes.items() if n not in (_MAP, _LIST) or p[-1][:2] == "k:")
+    """What applying a config owns: its leaves, the items of its granular lists, and its empty maps (``spec: {}``
+    owns spec, as the API server records it)."""
+    parents = {p[:-1] for p in nodes}
+    return frozenset(p for p, n in nodes.items() if n not in (_MAP, _LIST) or p[-1][:2] == "k:"
+                     or (n == _MAP and p not in parents and p != ("f:metadata",)))  # metadata: its name was taken
 
 
 def _compare(before: dict[Path, str], after: dict[Path, str]) -> tuple[set[Path], set[Path], set[Path]]:
-    """(added, modified, removed) paths between two node maps."""
-    modified = {p for p in before.keys() & after.keys() if before[p] != after[p]}
+    """(added, modified, removed) paths between two node maps. A map or list that became null, or null that became
+    one, is itself modified only when it is empty (structured-merge-diff compares the items of a non-empty one)."""
+    modified = {p for p in before.keys() & after.keys() if before[p] != after[p] and not _items_compared(
+        p, before, after)}
     return set(after.keys() - before.keys()), modified, set(before.keys() - after.keys())
+
+
+def _items_compared(path: Path, before: dict[Path, str], after: dict[Path, str]) -> bool:
+    """Whether a node null on one side is a non-empty map or list on the other, whose items are compared instead."""
+    pair = {before[path], after[path]}
+    if pair not in ({_MAP, "null"}, {_LIST, "null"}):
+        return False
+    side = before if before[path] != "null" else after
+    return any(len(q) == len(path) + 1 and q[:len(path)] == path for q in side)
 
 
 def _merge(live: Any, config: Any, path: Path, lists: ListKeys) -> Any:
@@ -366,21 +380,68 @@ def _merge_items(live: list[Any], config: list[Any], keys: tuple[str, ...], path
     return out
 
 
-def _prune(obj: Obj, drop: Iterable[Path], owned: frozenset[Path], lists: ListKeys) -> None:
-    """Remove the dropped paths from obj in place, keeping a field that still holds an owned field and the key
-    fields of surviving list items. Parents go first, so children follow them. A list item nobody owns goes with
-    everything in it, even fields another manager owns (structured-merge-diff's prune adds back only owned
-    paths and the fields above them, not the items above them)."""
-    holders = {p[:i] for p in owned for i in range(1, len(p)) if p[i - 1].startswith("f:")}
-    for path in sorted(drop, key=len):
-        if path in holders or (len(path) > 1 and path[-2].startswith("k:")
-                               and path[-1][2:] in json.loads(path[-2][2:])):
-            continue
-        parent, token, keys = _locate(obj, path[:-1], lists), path[-1], _list_keys(path[:-1], lists)
-        if isinstance(parent, dict) and token.startswith("f:"):
-            parent.pop(token[2:], None)
-        elif isinstance(parent, list) and keys is not None:
-            parent[:] = [item for item in parent if _item_token(item, keys, path[:-1]) != token]
+def _pruned(merged: Obj, last: frozenset[Path], managed: frozenset[Path], lists: ListKeys) -> Obj:
+    """``merged`` without what the applier applied last time and no longer does, as structured-merge-diff's
+    Updater.prune has it: remove everything the last set reaches (its named parents too), add back what any
+    manager owns, then take away only what the last set held. A map or list whose items it removed and that ends
+    empty is left null (``extra: null``, which a schema not allowing null refuses); one no manager holds goes."""
+    last_all = _with_parents(last)
+    merged_all = _with_parents(_field_set(merged, lists))
+    first = _removed(merged, last_all, lists)
+    owned = _removed(merged, merged_all - (_with_parents(_field_set(first, lists)) | _with_parents(managed)), lists)
+    return _removed(merged, (merged_all - _with_parents(_field_set(owned, lists))) & last_all, lists)
+
+
+def _field_set(value: Obj, lists: ListKeys) -> frozenset[Path]:
+    """structured-merge-diff's ToFieldSet: the leaves (nulls and atomic values among them), the empty maps, the
+    items of granular lists."""
+    nodes = _nodes(value, lists)
+    parents = {path[:-1] for path in nodes}
+    return frozenset(path for path, node in nodes.items() if node not in (_MAP, _LIST) or path[-1][:2] == "k:"
+                     or (node == _MAP and path not in parents))
+
+
+def _with_parents(paths: frozenset[Path]) -> frozenset[Path]:
+    """EnsureNamedFieldsAreMembers: every field that holds a path of the set joins it (fields only, not list
+    items; every field taken as one the schema names)."""
+    return paths | {path[:end] for path in paths for end in range(1, len(path)) if path[end - 1].startswith("f:")}
+
+
+def _removed(value: Obj, paths: frozenset[Path], lists: ListKeys) -> Obj:
+    """structured-merge-diff's RemoveItems: ``value`` without ``paths``; a map or list walked into that ends empty
+    is null. The metadata stays a map (its identity is not the applier's to remove)."""
+    inside = {path[:end] for path in paths for end in range(1, len(path))}
+
+    def walk(node: Any, path: Path) -> Any:
+        keys = _list_keys(path, lists) if isinstance(node, list | dict) else None
+        if isinstance(node, dict):
+            if not node or keys == ATOMIC_MAP:
+                return None
+            kept: Obj = {}
+            for key, child in node.items():
+                at = (*path, "f:" + key)
+                if at not in paths:
+                    kept[key] = walk(child, at) if at in inside else child
+            return kept or None
+        if isinstance(node, list):
+            if not node or keys is None or keys == ATOMIC_MAP:
+                return None
+            items = []
+            for item in node:
+                at = (*path, _item_token(item, keys, path))
+                if at not in paths:
+                    items.append(walk(item, at) if at in inside else item)
+            return items or None
+        return node
+
+    out: Obj = {}
+    for key, child in value.items():
+        at = ("f:" + key,)
+        if key == "metadata":
+            out[key] = (walk(child, at) if at in inside else child) or {}
+        elif at not in paths:
+            out[key] = walk(child, at) if at in inside else child
+    return out
 
 
 def _locate(obj: Obj, path: Path, lists: ListKeys) -> Any:

@@ -1,10 +1,12 @@
 """CRD files checked as the API server checks a CRD on create, each refusal at its file, line and column.
 
 A CRD that ``kubectl apply`` would fail on (a printer column of an unknown type, a name that is not
-``<plural>.<group>``, two storage versions, ...) is found by ``engine lint`` and ``engine test`` before
-it reaches a cluster. The check is the memory cluster's own admission of a CRD
+``<plural>.<group>``, two storage versions, a misspelt schema keyword, ...) is found by ``engine lint`` and
+``engine test`` before it reaches a cluster. The check is the memory cluster's own admission of a CRD
 (``engine.cluster.memory.crd_refusal``); this module only reads the files (with positions, as rule files
-are read) and places each cause at the field it names.
+are read) and places each cause at the field it names. The API server names some fields by its internal
+form of the CRD (``spec.validation`` for a schema every version shares, ``spec.version`` for the first
+version's name): the message keeps its words, the position is that of the field in the file.
 """
 
 from __future__ import annotations
@@ -16,15 +18,26 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
+from engine.cluster.crd_decode import decode
 from engine.cluster.memory import crd_refusal
 from engine.rules.errors import Position, RuleError
 from engine.rules.source import SourceFile
 
 __all__ = ["crd_file_errors"]
 
-_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_STEP = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
 _JSON_NAMES = {"JSONPath": "jsonPath"}
 """Field names the API server's causes spell as its Go types do, by the name they have in the YAML."""
+_INTERNAL = (
+    ("spec.validation", "spec.versions[0].schema"),
+    ("spec.additionalPrinterColumns", "spec.versions[0].additionalPrinterColumns"),
+    ("spec.subresources", "spec.versions[0].subresources"),
+    ("spec.selectableFields", "spec.versions[0].selectableFields"),
+    ("spec.conversion.webhookClientConfig", "spec.conversion.webhook.clientConfig"),
+    ("spec.conversion.conversionReviewVersions", "spec.conversion.webhook.conversionReviewVersions"),
+    ("status.storedVersions", "spec.versions"),
+)
+"""The API server's internal field names, by where the field is in a ``v1`` CRD file."""
 
 
 def crd_file_errors(file: Path) -> list[RuleError]:
@@ -44,14 +57,38 @@ def crd_file_errors(file: Path) -> list[RuleError]:
         if refused is None:
             continue
         source, name = SourceFile(str(file), doc), str((doc.get("metadata") or {}).get("name") or "")
-        for cause in refused.causes or ():
-            errors.append(RuleError(source.locate(_steps(cause.field)),
-                                    f"the API server refuses CustomResourceDefinition {name!r}: "
-                                    f"{cause.field}: {cause.message}"))
+        prefix = f"the API server refuses CustomResourceDefinition {name!r}: "
+        if refused.causes:
+            for cause in refused.causes:
+                errors.append(RuleError(source.locate(steps(file_field(cause.field))),
+                                        f"{prefix}{cause.field}: {cause.message}"))
+            continue
+        decoded = decode(doc)
+        if decoded.type_error:
+            errors.append(RuleError(source.locate(steps(decoded.type_error_path)), prefix + refused.message))
+        for path in decoded.unknown:
+            errors.append(RuleError(source.locate(steps(path)), f'{prefix}strict decoding error: unknown field'
+                                                                f' "{path}"'))
     return errors
 
 
-def _steps(field: str) -> list[str | int]:
-    """A cause's field path (``spec.versions[0].schema.openAPIV3Schema.properties[spec].type``) as the keys and
-    indexes ``SourceFile.locate`` walks."""
-    return [int(index) if index else _JSON_NAMES.get(name, name) for name, index in _STEP.findall(field)]
+def file_field(field: str) -> str:
+    """Where a cause's field is in a ``v1`` CRD file (``spec.validation...`` is the first version's schema)."""
+    if field == "spec.version":
+        return "spec.versions[0].name"
+    for internal, written in _INTERNAL:
+        if field == internal or field.startswith((f"{internal}.", f"{internal}[")):
+            return written + field[len(internal):]
+    return field
+
+
+def steps(field: str) -> list[str | int]:
+    """A field path (``spec.versions[0].schema.openAPIV3Schema.properties[spec].type``, or a decoder's
+    ``...properties.spec.requried``) as the keys and indexes ``SourceFile.locate`` walks."""
+    found: list[str | int] = []
+    for bracketed, name in _STEP.findall(field):
+        if name:
+            found.append(_JSON_NAMES.get(name, name))
+        else:
+            found.append(int(bracketed) if bracketed.isdigit() else bracketed)
+    return found

@@ -132,11 +132,11 @@ def test_a_change_the_rules_do_not_read_is_answered_from_the_memo_and_one_they_r
     assert adm.memo.misses == misses
 
     assert outcome(adm, widget({"ref": {"name": "a", "namespace": "x"}}, name="far-too-long"))[1] == [
-        ("<nil>", "FieldValueInvalid", 'Invalid value: "object": name is too long')
+        ("<nil>", "FieldValueInvalid", 'Invalid value: name is too long')
     ]
     moved = widget({"ref": {"name": "a", "namespace": "y"}}, name="short")
     assert outcome(adm, moved, stored)[1] == [
-        ("spec.ref", "FieldValueInvalid", 'Invalid value: "object": ref.namespace is immutable')
+        ("spec.ref", "FieldValueInvalid", 'Invalid value: ref.namespace is immutable')
     ]
     renamed = widget({"ref": {"name": "a", "namespace": "x"}, "userName": "short2"}, name="short")
     assert outcome(adm, renamed, stored)[1] == [("<nil>", "FieldValueForbidden", "Forbidden: userName is immutable")]

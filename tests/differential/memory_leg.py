@@ -12,10 +12,11 @@ from typing import Any
 
 import yaml
 
+from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_patch, merge_patch
-from engine.testing.emulator.rest import SCALED, addressed, list_item, scale_of
+from engine.testing.emulator.rest import SCALED, addressed, list_item, list_metadata, scale_of
 from engine.testing.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
@@ -80,10 +81,17 @@ class MemoryLeg:
             return UNMAPPED
         if "dryRun" in query:
             return self._dry_run(request, route, query)
-        try:
-            return self._send(request, route, info, query)
-        except ApiError as err:
-            return Answer(err.code, err.status())
+        told = self._told(request, info, route)
+        with collecting() as said:
+            try:
+                answer = self._send(request, route, info, query)
+            except ApiError as err:
+                answer = Answer(err.code, err.status())
+                if request.method == "PATCH" and isinstance(err, NotFound):
+                    told = ()  # nothing was patched: no field was met
+        if answer is UNMAPPED or not (told or said):
+            return answer
+        return Answer(answer.code, answer.body, (*told, *said), answer.events)
 
     def _dry_run(self, request: Call, route: Target, query: dict[str, str]) -> Answer:
         """``dryRun=All`` through the interface: the write on ``scratch()``, answered as nothing was stored."""
@@ -103,7 +111,7 @@ class MemoryLeg:
             meta["resourceVersion"] = live["metadata"]["resourceVersion"]
         except (ApiError, AssertionError):
             meta.pop("resourceVersion", None)
-        return Answer(answer.code, {**body, "metadata": meta})
+        return Answer(answer.code, {**body, "metadata": meta}, answer.warnings)
 
     def _info(self, route: Target) -> ResourceInfo | None:
         for info in self.cluster.resources():
@@ -140,7 +148,7 @@ class MemoryLeg:
                                            fields=query.get("fieldSelector") or None)
                 items = [list_item(info, obj) for obj in listed.items]
                 return Answer(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
-                                    "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+                                    "metadata": list_metadata(info, listed.resource_version), "items": items})
             return UNMAPPED
         if method == "GET" and not status:
             return Answer(200, self.cluster.get(info.api_version, info.kind, route.namespace, route.name))
@@ -169,6 +177,18 @@ class MemoryLeg:
             return Answer(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                 "details": {key: value for key, value in details.items() if value}})
         return UNMAPPED
+
+    def _told(self, request: Call, info: ResourceInfo, route: Target) -> tuple[str, ...]:
+        """What the API server's default field validation (Warn) tells of a write's unknown fields (a merge patch's
+        nulls remove fields: none the object will have)."""
+        if request.method not in ("POST", "PUT") and request.content_type != MERGE:
+            return ()
+        body = _body(request)
+        body = _without_nulls(body) if request.content_type == MERGE else body
+        if not isinstance(body, dict):
+            return ()
+        addressed = {**body, "apiVersion": info.api_version, "kind": info.kind}
+        return tuple(f'unknown field "{path}"' for path in self.cluster.unknown_fields(addressed))
 
     def _scale(self, request: Call, route: Target, info: ResourceInfo, body: Any, manager: str) -> Answer:
         """``/scale`` through the interface: the Scale read from the object, replicas written with ``scale``."""
@@ -229,6 +249,13 @@ def _body(request: Call) -> Any:
     if isinstance(request.body, str):
         return yaml.safe_load(request.body) if request.content_type == APPLY else json.loads(request.body)
     return request.body
+
+
+def _without_nulls(body: Any) -> Any:
+    """A merge patch's null removes a field: it is none the object will have."""
+    if isinstance(body, dict):
+        return {key: _without_nulls(value) for key, value in body.items() if value is not None}
+    return body
 
 
 def _addressed(body: Any, info: ResourceInfo, route: Target) -> Obj:

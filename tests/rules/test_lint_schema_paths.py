@@ -142,13 +142,15 @@ def test_project_rule_files_read_only_declared_fields(rules: str) -> None:
 def test_a_crd_the_api_server_would_refuse_is_an_error_at_its_field(rules_dir: Callable[..., Path],
                                                                      tmp_path: Path) -> None:
     """A CRD beside the rules that `kubectl apply` would fail on (here a printer column of type `str` and a
-    jsonPath without its leading dot) is an error at the offending field's line and column, naming it."""
+    jsonPath without its leading dot) is an error at the offending field's line and column, naming it as the API
+    server does (a version's printer columns that are the same in every version are spec.additionalPrinterColumns
+    to it)."""
     bad = CRD.replace("      served: true\n", "      served: true\n      additionalPrinterColumns:\n"
                       "        - {name: Size, type: str, jsonPath: spec.size}\n", 1)
     assert bad != CRD
     found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})], check_crds=True)]
     refusal = "the API server refuses CustomResourceDefinition 'widgets.example.io': "
-    column = "spec.versions[0].additionalPrinterColumns[0]"
+    column = "spec.additionalPrinterColumns[0]"
     assert found == [
         f"{tmp_path}/crds/example.yaml:12:24: {refusal}{column}.type: Invalid value: \"str\": must be one of"
         " boolean,date,integer,number,string",
@@ -166,14 +168,15 @@ def test_a_crd_file_that_does_not_parse_is_an_error_at_its_line(rules_dir: Calla
 
 def test_a_schema_field_without_a_type_is_an_error_at_its_name(rules_dir: Callable[..., Path], tmp_path: Path) -> None:
     """A CRD property without a `type` (not structural: the API server refuses the CRD) is reported at the
-    property's name in the CRD file."""
+    property's name in the CRD file (named as the API server names it: a schema every version shares is
+    spec.validation to it)."""
     bad = CRD.replace("size: {type: integer}", "size: {minimum: 1}", 1)
     assert bad != CRD
     found = [str(e) for e in lint_paths([rules_dir(WIDGET, extra={"crds/example.yaml": bad})], check_crds=True)]
     line = next(n for n, text in enumerate(bad.splitlines(), 1) if "size: {minimum: 1}" in text)
     column = bad.splitlines()[line - 1].index("size") + 1
     assert found == [f"{tmp_path}/crds/example.yaml:{line}:{column}: the API server refuses CustomResourceDefinition"
-                     " 'widgets.example.io': spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size]"
+                     " 'widgets.example.io': spec.validation.openAPIV3Schema.properties[spec].properties[size]"
                      ".type: Required value: must not be empty for specified object fields"], found
 
 

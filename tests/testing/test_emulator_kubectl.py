@@ -121,7 +121,7 @@ def test_a_crd_with_a_printer_column_of_an_unknown_type_is_refused(kubectl: Any,
     (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
     result = kubectl("apply", "--server-side", "--force-conflicts", "-f", str(tmp_path / "crd.yaml"))
     assert result.returncode != 0
-    assert 'spec.versions[0].additionalPrinterColumns[0].type: Invalid value: "text": must be one of' in result.stderr
+    assert 'spec.additionalPrinterColumns[0].type: Invalid value: "text": must be one of' in result.stderr
     installed = cluster.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, crd["metadata"]["name"])
     assert installed["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] != "text"
 

@@ -107,7 +107,7 @@ def test_a_crd_the_api_server_would_refuse_exits_2_at_its_field(gadget: Workspac
     assert code == 2
     assert out.splitlines() == [
         f"{gadget.crds / 'gadgets.yaml'}:12:47: the API server refuses CustomResourceDefinition 'gadgets.example.io':"
-        ' spec.versions[0].additionalPrinterColumns[0].type: Invalid value: "size": must be one of'
+        ' spec.additionalPrinterColumns[0].type: Invalid value: "size": must be one of'
         " boolean,date,integer,number,string"], out
 
 

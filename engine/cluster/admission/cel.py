@@ -57,13 +57,19 @@ class Rule:
     """What the rule and its messageExpression read of each variable they name (celreads)."""
     memo: VerdictMemo | None = None
     number: int = 0
+    has_message: bool = False
+    """The rule has a ``message``, blank or not (the API server then uses it, trimmed, however empty)."""
+    optional_old_self: bool = False
+    """``optionalOldSelf``: the rule also runs without an old value, ``oldSelf`` then an optional (``hasValue()``)."""
 
     @classmethod
     def compile(cls, spec: dict[str, Any], path: str, memo: VerdictMemo | None = None) -> Rule:
         text = str(spec.get("rule", ""))
         program = _compile(text, f"{path}.rule")
         message_expression = spec.get("messageExpression")
-        message_program = _compile(message_expression, f"{path}.messageExpression") if message_expression else None
+        message_program = None
+        if message_expression and not uses_optional_syntax(str(message_expression)):
+            message_program = _compile(message_expression, f"{path}.messageExpression")
         return cls(
             text=text,
             program=program,
@@ -75,12 +81,14 @@ class Rule:
             reads=celreads.reads(program.ast, *([message_program.ast] if message_program else [])),
             memo=memo,
             number=memo.number() if memo is not None else 0,
+            has_message=bool(spec.get("message")),
+            optional_old_self=spec.get("optionalOldSelf") is True,
         )
 
     @property
     def described(self) -> str:
         """ruleErrorString: the message if there is one, else the rule."""
-        return self.message or self.text.strip()
+        return self.message if self.has_message else self.text.strip()
 
     def verdict(self, value: Any, old: Any, activation: Callable[[], dict[str, Any]]) -> Verdict:
         """The verdict on ``self`` = value (and ``oldSelf`` = old, unless None): remembered when the values
@@ -102,7 +110,8 @@ class Rule:
             return Verdict(passed=False, detail=_evaluation_error(error, self), evaluation_error=True)
         if _is_true(outcome):
             return PASSED
-        detail = _message(self, activation) or self.message or f"failed rule: {self.text.strip()}"
+        detail = _message(self, activation) or (self.message if self.has_message else
+                                                f"failed rule: {self.text.strip()}")
         return Verdict(passed=False, detail=detail)
 
     def _key(self, value: Any, old: Any) -> Key | None:
@@ -122,28 +131,43 @@ class RuleNode:
 
     schema: Schema
     resource_root: bool = False
-    rules: list[Rule] = field(default_factory=list)
+    rules: list[Rule | str] = field(default_factory=list)
+    """The node's rules in order; a string is the compile error of one that does not compile (a CRD's default is
+    checked with those in place, each reported where it is met)."""
     properties: dict[str, RuleNode] = field(default_factory=dict)
     additional: RuleNode | None = None
     items: RuleNode | None = None
 
     @classmethod
     def build(
-        cls, schema: Schema, path: str, *, resource_root: bool = False, memo: VerdictMemo | None = None
+        cls, schema: Schema, path: str, *, resource_root: bool = False, memo: VerdictMemo | None = None,
+        check: Callable[[Schema, bool, dict[str, Any]], str | None] | None = None,
     ) -> RuleNode | None:
-        """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none."""
+        """Compile every rule at and below ``schema`` (their verdicts kept in ``memo``); None when there is none.
+        ``check(node, resource_root, rule)``, when given, is a rule's compile error or None; a rule with one
+        stays as that error."""
         node = cls(schema, resource_root=resource_root)
         for index, spec in enumerate(schema.get("x-kubernetes-validations") or []):
-            node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
+            refused = check(schema, resource_root, spec) if check is not None else None
+            if refused is not None:
+                node.rules.append(refused)
+                continue
+            try:
+                node.rules.append(Rule.compile(spec, f"{path}.x-kubernetes-validations[{index}]", memo))
+            except RuleCompileError:
+                if not uses_optional_syntax(str(spec.get("rule", ""))):
+                    raise
         for name, child in (schema.get("properties") or {}).items():
-            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo)
+            sub = cls.build(child, f"{path}.properties[{name}]", resource_root=_embedded(child), memo=memo,
+                            check=check)
             if sub is not None:
                 node.properties[name] = sub
         if isinstance(schema.get("additionalProperties"), dict):
-            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties", memo=memo)
+            node.additional = cls.build(schema["additionalProperties"], f"{path}.additionalProperties", memo=memo,
+                                        check=check)
         if isinstance(schema.get("items"), dict):
             items = schema["items"]
-            node.items = cls.build(items, f"{path}.items", resource_root=_embedded(items), memo=memo)
+            node.items = cls.build(items, f"{path}.items", resource_root=_embedded(items), memo=memo, check=check)
         has_any = node.rules or node.properties or node.additional or node.items
         return node if has_any else None
 
@@ -153,7 +177,8 @@ class RuleNode:
             return []
         errors = self._run_rules(value, old, path)
         if isinstance(value, dict):
-            correlate = self.schema.get("x-kubernetes-map-type", "granular") == "granular" and isinstance(old, dict)
+            correlate = self.schema.get("x-kubernetes-map-type", "granular") in ("granular", "atomic") and isinstance(
+                old, dict)
             for name, child in self.properties.items():
                 if name in value:
                     errors += child.validate(value[name], old.get(name) if correlate else None, _child(path, name))
@@ -183,19 +208,64 @@ class RuleNode:
                     made[0]["oldSelf"] = to_cel(old, self.schema, resource_root=self.resource_root)
             return made[0]
 
+        def optional_activation() -> dict[str, Any]:
+            """For an ``optionalOldSelf`` rule: ``oldSelf`` an optional, empty without an old value."""
+            found = dict(activation())
+            found["oldSelf"] = CelOptional(found.get("oldSelf"), old is not None)
+            return found
+
         errors: list[FieldError] = []
+        unconvertible = self.schema.get("x-kubernetes-int-or-string") and (
+            isinstance(value, bool) or not isinstance(value, int | str))
         for rule in self.rules:
-            if rule.transition and old is None:
+            if isinstance(rule, str):
+                errors.append(RuleError.of(fielderrors.invalid(where, type_name, f"rule compile error: {rule}"), None))
                 continue
-            verdict = rule.verdict(value, old, activation)
+            if rule.transition and old is None and not rule.optional_old_self:
+                continue
+            if unconvertible and ("self" in rule.reads or "oldSelf" in rule.reads):
+                errors.append(RuleError.of(fielderrors.invalid(
+                    where, type_name, "invalid data, expected XIntOrString value to be"
+                    f" either a string or integer evaluating rule: {rule.described}"), None))
+                continue
+            verdict = rule.verdict(value, old, optional_activation if rule.optional_old_self else activation)
             if verdict.passed:
                 continue
             if verdict.evaluation_error:
-                errors.append(fielderrors.invalid(where, type_name, verdict.detail))
+                errors.append(RuleError.of(fielderrors.invalid(where, type_name, verdict.detail), None))
                 continue
             target = _child(path, rule.field_path) if rule.field_path else where
-            errors.append(_for_reason(rule.reason, target, type_name, verdict.detail))
+            shown = fielderrors.OMITTED if self.schema.get("type") in ("object", "array") else value
+            errors.append(RuleError.of(_for_reason(rule.reason, target, shown, verdict.detail),
+                                       None if rule.transition else where))
         return errors
+
+
+@dataclass(frozen=True)
+class RuleError(FieldError):
+    """An error of a rule. ``node``: the path of the schema node whose rule it is, where an update that leaves
+    that node unchanged ratchets the error (the API server then tells it as a warning); None for an error it
+    never ratchets: a rule reading ``oldSelf``, or one that could not be evaluated."""
+
+    node: str | None = None
+
+    @classmethod
+    def of(cls, error: FieldError, node: str | None) -> RuleError:
+        return cls(error.type, error.field, error.value, error.detail, node)
+
+
+class CelOptional:
+    """CEL's optional value, as ``oldSelf`` is to an ``optionalOldSelf`` rule (``hasValue()``, ``value()``,
+    ``orValue(x)``)."""
+
+    def __init__(self, value: Any, present: bool) -> None:
+        self.value, self.present = value, present
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CelOptional) and (self.present, self.value) == (other.present, other.value)
+
+    def __hash__(self) -> int:
+        return hash(self.present)
 
 
 # ---------------------------------------------------------------------------
@@ -203,9 +273,13 @@ class RuleNode:
 
 
 def to_cel(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
-    """The CEL value of a JSON value typed by its schema node (escaped property names, formats)."""
+    """The CEL value of a JSON value typed by its schema node (escaped property names, formats); a value of
+    another type than its schema's is the API server's error value, which fails a rule that reads it."""
     if value is None:
         return None
+    wrong = _mistyped(value, schema)
+    if wrong is not None:
+        return CELEvalError(wrong)
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, int):
@@ -222,6 +296,28 @@ def to_cel(value: Any, schema: Schema, *, resource_root: bool = False) -> Any:
     if isinstance(value, dict):
         return _object(value, schema, resource_root)
     return json_to_cel(value)
+
+
+_GO_TYPE = ((bool, "bool"), (int, "int64"), (float, "float64"), (str, "string"), (dict, "map[string]interface {}"),
+            (list, "[]interface {}"))
+
+
+def _mistyped(value: Any, schema: Schema) -> str | None:
+    """The API server's words for a JSON value its schema node's type does not take (UnstructuredToVal)."""
+    kind = schema.get("type")
+    if schema.get("x-kubernetes-int-or-string") or not kind:
+        return None
+    if kind in ("object", "array"):
+        if isinstance(value, dict if kind == "object" else list):
+            return None
+        wanted_kind = "a map" if kind == "object" else "an array"
+        return f"invalid data, expected {wanted_kind} for the provided schema with type={kind}"
+    wanted = {"string": (str, "string"), "number": (int | float, "float"), "integer": (int, "int"),
+              "boolean": (bool, "bool")}.get(str(kind))
+    if wanted is None or (isinstance(value, wanted[0]) and (kind == "boolean" or not isinstance(value, bool))):
+        return None
+    got = next(name for python, name in _GO_TYPE if isinstance(value, python))
+    return f"invalid data, expected {wanted[1]}, got {got}"
 
 
 def _string(value: str, schema: Schema) -> Any:
@@ -272,6 +368,15 @@ def _compile(source: str, path: str) -> celpy.Runner:
         raise RuleCompileError(path, source, f"compilation failed: {reason}") from error
 
 
+def uses_optional_syntax(source: str) -> bool:
+    """Whether a rule is written with CEL's optional syntax (``.?``, ``[?``, ``{?``), which celpy cannot parse:
+    such a rule is not evaluated here (the API server does evaluate it)."""
+    return _OPTIONAL_SYNTAX.search(source) is not None
+
+
+_OPTIONAL_SYNTAX = re.compile(r"\.\s*\?|\[\s*\?|\{\s*\?")
+
+
 def _is_true(outcome: Any) -> bool:
     """Only the boolean true passes; 1 or a non-empty string do not."""
     return outcome is True or (isinstance(outcome, celtypes.BoolType) and bool(outcome))
@@ -292,14 +397,15 @@ def _message(rule: Rule, activation: dict[str, Any]) -> str:
     return str(text).strip() if isinstance(text, str) and str(text).strip() and "\n" not in str(text) else ""
 
 
-def _for_reason(reason: str | None, path: str, type_name: str, detail: str) -> FieldError:
+def _for_reason(reason: str | None, path: str, value: Any, detail: str) -> FieldError:
+    """A failed rule's error: the value it judged (omitted for objects and lists) and its message."""
     if reason == "FieldValueForbidden":
         return FieldError(ErrorType.FORBIDDEN, path, "", detail)
     if reason == "FieldValueRequired":
         return fielderrors.required(path, detail)
     if reason == "FieldValueDuplicate":
-        return FieldError(ErrorType.DUPLICATE, path, type_name)
-    return fielderrors.invalid(path, type_name, detail)
+        return FieldError(ErrorType.DUPLICATE, path, value)
+    return fielderrors.invalid(path, value, detail)
 
 
 def _evaluation_error(error: CELEvalError, rule: Rule) -> str:

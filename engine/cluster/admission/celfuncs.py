@@ -137,7 +137,32 @@ def logical_and(left: Any, right: Any) -> Any:
     return _first_error(left, right)
 
 
+def has_value(optional: Any) -> celtypes.BoolType:
+    return celtypes.BoolType(_optional(optional).present)
+
+
+def optional_value(optional: Any) -> Any:
+    found = _optional(optional)
+    if not found.present:
+        raise ValueError("optional.none() dereference")
+    return found.value
+
+
+def or_value(optional: Any, default: Any) -> Any:
+    found = _optional(optional)
+    return found.value if found.present else default
+
+
+def _optional(value: Any) -> Any:
+    if not (hasattr(value, "present") and hasattr(value, "value")):
+        raise TypeError("no such overload")
+    return value
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "hasValue": has_value,
+    "value": optional_value,
+    "orValue": or_value,
     "_||_": logical_or,
     "_&&_": logical_and,
     "duration": duration,

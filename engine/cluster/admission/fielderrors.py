@@ -50,6 +50,16 @@ _WORDS = {
 
 _WITHOUT_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG}
 
+
+class _Omitted:
+    """field.OmitValueType: an error that names no value (a rule failing on an object or a list)."""
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Any = _Omitted()
+
 BLOCKING = frozenset(
     {ErrorType.NOT_SUPPORTED, ErrorType.REQUIRED, ErrorType.TOO_LONG, ErrorType.TOO_MANY, ErrorType.TYPE_INVALID}
 )
@@ -73,7 +83,7 @@ class FieldError:
     def body(self) -> str:
         """The error without its path (field.Error.ErrorBody), as a Status cause carries it."""
         text = self.type.words
-        if self.type not in _WITHOUT_VALUE:
+        if self.type not in _WITHOUT_VALUE and self.value is not OMITTED:
             text = f"{text}: {go_value(self.value)}"
         return f"{text}: {self.detail}" if self.detail else text
 
@@ -168,10 +178,21 @@ def go_number(value: int | float) -> str:
     return f"{minus}{digits[:point]}.{digits[point:]}"
 
 
-def go_json(value: Any) -> str:
-    """encoding/json: sorted keys, no spaces, HTML-safe escapes."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def go_json(value: Any, *, ordered: bool = False) -> str:
+    """encoding/json: sorted keys (a map's; ``ordered`` keeps a struct's field order), no spaces, HTML-safe escapes."""
+    text = json.dumps(_go_floats(value), sort_keys=not ordered, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _go_floats(value: Any) -> Any:
+    """Floats as Go's encoding/json writes them: a whole number without its ``.0``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, list):
+        return [_go_floats(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _go_floats(item) for key, item in value.items()}
+    return value
 
 
 _ESCAPES = {

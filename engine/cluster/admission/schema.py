@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import functools
 import ipaddress
 import re
 import uuid
@@ -27,7 +28,7 @@ from engine.cluster.admission.fielderrors import ErrorType, FieldError
 Schema = dict[str, Any]
 
 _ORDER = (
-    "type", "allOf", "anyOf", "oneOf", "not", "maxLength", "minLength", "pattern", "format",
+    "type", "anyOf", "oneOf", "allOf", "not", "maxLength", "minLength", "pattern", "format",
     "multipleOf", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
     "items", "minItems", "maxItems", "uniqueItems", "enum",
     "minProperties", "maxProperties", "properties", "additionalProperties", "required",
@@ -41,8 +42,12 @@ _TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", 
 class SchemaValidator:
     """One CRD version's schema, translated and compiled once, reused for every object."""
 
-    def __init__(self, schema: Schema) -> None:
-        self._validator = Draft4Validator(to_json_schema(schema), format_checker=_FORMATS)
+    def __init__(self, schema: Schema, *, int_or_string_typed: bool = True, every_format: bool = False) -> None:
+        """``int_or_string_typed`` False leaves ``x-kubernetes-int-or-string`` nodes untyped, and ``every_format``
+        keeps every format for the type check, as the API server's check of a CRD's defaults does (it validates
+        them against the structural schema as is, unsupported formats not stripped)."""
+        translated = to_json_schema(schema, int_or_string_typed=int_or_string_typed, every_format=every_format)
+        self._validator = _validator_class(_unknown_types(translated))(translated, format_checker=_FORMATS)
 
     def errors(self, obj: Any) -> list[FieldError]:
         """Every schema error of the object, in kube-openapi's order."""
@@ -62,15 +67,109 @@ class SchemaValidator:
                 required_done.add(path)
                 found += [fielderrors.required(_child(path, name)) for name in expected if name not in instance]
                 continue
-            found.append(_field_error(error, path))
+            found += _errors_of(error, path)
+            if keyword in ("anyOf", "oneOf") and error.context:
+                found += self._best_failures(error, expected, instance)
         return found
 
 
-def to_json_schema(node: Schema) -> Schema:
+    def _best_failures(self, error: jsonschema.ValidationError, branches: Any, instance: Any) -> list[FieldError]:
+        """kube-openapi adds the errors of the failing branch that matched best (here: the first of those with
+        the fewest errors) to an anyOf's, or to a oneOf's none of which matched."""
+        by_branch: dict[int, list[jsonschema.ValidationError]] = {}
+        for inner in error.context or []:
+            by_branch.setdefault(int(inner.relative_schema_path[0]), []).append(inner)
+        if len(by_branch) < len(branches):  # a branch matched: a oneOf matched twice (nothing to add), or an anyOf
+            return []
+        best = min(sorted(by_branch), key=lambda index: len(by_branch[index]))
+        found: list[FieldError] = []
+        for inner in by_branch[best]:
+            inner_keyword, inner_expected, inner_instance = _parts(inner)
+            inner_path = _path(inner.absolute_path)
+            if inner_keyword == "required":
+                found += [fielderrors.required(_child(inner_path, name)) for name in inner_expected
+                          if isinstance(inner_instance, dict) and name not in inner_instance]
+            else:
+                found += _errors_of(inner, inner_path)
+        return found
+
+
+def _errors_of(error: jsonschema.ValidationError, path: str) -> list[FieldError]:
+    """One jsonschema error as kube-openapi's: a number where an integer belongs is two (the type's, and the number
+    check's 'Checked value', at the object's root)."""
+    keyword, expected, instance = _parts(error)
+    first = _type_error(error, path) if keyword == "type" else _field_error(error, path)
+    found = [first] if first is not None else []
+    if keyword == "type" and _integer_only(expected) and _non_integral(instance):
+        found.append(fielderrors.invalid(
+            fielderrors.ROOT, "", f"Checked value must be of type integer (default format) in {path}"))
+    return found
+
+
+_JSON_TYPES = frozenset({"array", "boolean", "integer", "number", "object", "string", "null"})
+
+
+def _unknown_types(node: Any) -> frozenset[str]:
+    """Type names a schema uses that JSON Schema does not know (a CRD's ``type: strin``: refused, but its defaults
+    are still checked against it)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        types = node.get("type")
+        for name in types if isinstance(types, list) else [types]:
+            if isinstance(name, str) and name not in _JSON_TYPES:
+                found.add(name)
+        for value in node.values():
+            found |= _unknown_types(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _unknown_types(item)
+    return frozenset(found)
+
+
+@functools.lru_cache(maxsize=32)
+def _validator_class(unknown: frozenset[str]) -> Any:
+    """Draft 4 with kube-openapi's allOf, each unknown type a type nothing is."""
+    if not unknown:
+        return _KUBE_DRAFT4
+    checker = Draft4Validator.TYPE_CHECKER.redefine_many({name: lambda _checker, _instance: False for name in unknown})
+    return _EXTEND(_KUBE_DRAFT4, type_checker=checker)
+
+
+def _all_of(validator: Any, all_of: list[Schema], instance: Any, schema: Schema) -> Any:
+    """kube-openapi's allOf: every branch's errors, then its own when a branch failed (". None validated" when
+    every one did)."""
+    failed = 0
+    for index, branch in enumerate(all_of):
+        errors = list(validator.descend(instance, branch, schema_path=index))
+        failed += bool(errors)
+        yield from errors
+    if failed:
+        yield jsonschema.ValidationError(". None validated" if failed == len(all_of) else "")
+
+
+_EXTEND: Any = jsonschema.validators.extend
+_KUBE_DRAFT4: Any = _EXTEND(Draft4Validator, validators={"allOf": _all_of})
+
+
+def _integer_only(expected: Any) -> bool:
+    """The node's type is integer (nullable or not): kube-openapi's number check also runs on a number."""
+    return expected == "integer" or (isinstance(expected, list) and set(expected) == {"integer", "null"})
+
+
+def _non_integral(value: Any) -> bool:
+    return isinstance(value, float) and not (value.is_integer() and abs(value) < 2**63)
+
+
+def to_json_schema(node: Schema, *, int_or_string_typed: bool = True, every_format: bool = False) -> Schema:
     """The Draft 4 JSON Schema equivalent of one structural-schema node (recursively)."""
+    def below(child: Schema) -> Schema:
+        return to_json_schema(child, int_or_string_typed=int_or_string_typed, every_format=every_format)
+
     out: Schema = {}
     types: list[str] = []
-    if node.get("x-kubernetes-int-or-string"):
+    if node.get("x-kubernetes-int-or-string") and not int_or_string_typed:
+        types = [node["type"]] if isinstance(node.get("type"), str) else []
+    elif node.get("x-kubernetes-int-or-string"):
         types = ["integer", "string"]
     elif isinstance(node.get("type"), str):
         types = [node["type"]]
@@ -83,17 +182,64 @@ def to_json_schema(node: Schema) -> Schema:
         elif key == "format":
             if node.get("type") == "string" and node.get("format"):
                 out["format"] = node["format"]
+            kept = _kept_format(node) if not every_format else str(node.get("format") or "")
+            if kept:
+                out[KUBE_FORMAT] = kept
         elif key in ("allOf", "anyOf", "oneOf") and key in node:
-            out[key] = [to_json_schema(branch) for branch in node[key]]
+            out[key] = [below(branch) for branch in node[key]]
         elif key in ("not", "items") and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key])
+            out[key] = below(node[key])
         elif key == "properties" and key in node:
-            out[key] = {name: to_json_schema(child) for name, child in node[key].items()}
+            out[key] = {name: below(child) for name, child in node[key].items()}
         elif key == "additionalProperties" and isinstance(node.get(key), dict):
-            out[key] = to_json_schema(node[key])
+            out[key] = below(node[key])
         elif key in node and key not in ("not", "items", "additionalProperties"):
             out[key] = node[key]
     return out
+
+
+KUBE_FORMAT = "x-kube-format"
+"""Where the translated schema keeps the format kube-openapi's type check sees (the API server strips the others)."""
+_STRING_FORMATS = frozenset({"bsonobjectid", "uri", "email", "hostname", "ipv4", "ipv6", "cidr", "mac", "uuid", "uuid3",
+                             "uuid4", "uuid5", "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor",
+                             "byte", "password", "date", "duration", "datetime", "k8s-short-name", "k8s-long-name"})
+_GO_KINDS = {bool: ("boolean", ""), str: ("string", ""), int: ("integer", "int64"), float: ("number", "float64"),
+             list: ("array", ""), dict: ("object", "")}
+
+
+def _kept_format(node: Schema) -> str:
+    """The node's format as the API server keeps it for validation: a supported string format, int32/int64 on an
+    integer, float/double on a number; "" otherwise."""
+    format_ = node.get("format")
+    if not isinstance(format_, str) or not format_:
+        return ""
+    type_ = node.get("type") if isinstance(node.get("type"), str) else ""
+    if type_ in ("", "string"):
+        return format_ if format_.replace("-", "") in _STRING_FORMATS else ""
+    if type_ == "integer":
+        return format_ if format_ in ("int32", "int64") else ""
+    if type_ == "number":
+        return format_ if format_ in ("float", "double") else ""
+    return ""
+
+
+def _type_error(error: jsonschema.ValidationError, path: str) -> FieldError | None:
+    """kube-openapi's type check of a node with a format: a value that is neither a string nor a list is checked
+    against the format (named with its Go type's format); a string or a list passes a non-numeric one."""
+    _, expected, instance = _parts(error)
+    node: Any = error.schema
+    kept = node.get(KUBE_FORMAT, "") if isinstance(node, dict) else ""
+    if not kept or instance is None:
+        return _field_error(error, path)
+    types = expected if isinstance(expected, list) else [expected]
+    if isinstance(instance, str | list):
+        return None if not ({"integer", "number"} & set(types)) else _field_error(error, path)
+    kind, go_format = _GO_KINDS.get(type(instance), ("", ""))
+    if kind in types or (kind == "integer" and "number" in types) or go_format == kept:
+        return _field_error(error, path)
+    body = f"{path} in body"
+    return FieldError(ErrorType.TYPE_INVALID, path or fielderrors.ROOT, go_format,
+                      f'{body} must be of type {kept}: "{go_format}"')
 
 
 def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
@@ -101,7 +247,8 @@ def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
     field = path or fielderrors.ROOT
     body = f"{path} in body"
     if keyword == "type":
-        wanted = ",".join(t for t in (expected if isinstance(expected, list) else [expected]) if t != "null")
+        types = expected if isinstance(expected, list) else [expected]
+        wanted = ",".join(t for t in types if t != "null" or len(types) == 1)
         actual = _type_name(instance)
         return FieldError(ErrorType.TYPE_INVALID, field, actual, f'{body} must be of type {wanted}: "{actual}"')
     if keyword == "format":
@@ -115,7 +262,26 @@ def _field_error(error: jsonschema.ValidationError, path: str) -> FieldError:
         return fielderrors.too_many(field, len(instance), expected)
     if keyword == "maxProperties":
         return fielderrors.too_many(field, len(instance), expected)
+    if keyword in _COMPOSITE:
+        return fielderrors.invalid(fielderrors.ROOT, "", f"{fielderrors.go_quote(path)} {_composite(error)}")
     return fielderrors.invalid(field, _bad_value(keyword, instance), f"{body} {_detail(error)}")
+
+
+_COMPOSITE = ("anyOf", "oneOf", "allOf", "not")
+"""Keywords kube-openapi reports as plain errors (no field: the cause is at the object's root) naming the path."""
+
+
+def _composite(error: jsonschema.ValidationError) -> str:
+    keyword, expected, instance = _parts(error)
+    if keyword == "anyOf":
+        return "must validate at least one schema (anyOf)"
+    if keyword == "not":
+        return "must not validate the schema (not)"
+    if keyword == "allOf":
+        return f"must validate all the schemas (allOf){error.message}"
+    valid = sum(1 for branch in expected if Draft4Validator(branch, format_checker=_FORMATS).is_valid(instance))
+    found = "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
+    return f"must validate one and only one schema (oneOf). {found}"
 
 
 def _detail(error: jsonschema.ValidationError) -> str:

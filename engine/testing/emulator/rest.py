@@ -17,6 +17,7 @@ import yaml
 
 from engine.clock import Clock
 from engine.cluster import builtin
+from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import (
     ApiError,
     BadRequest,
@@ -31,8 +32,8 @@ from engine.cluster.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
-from engine.cluster.memory import MemoryCluster
-from engine.cluster.patches import Unexplained, json_patch, merge_patch
+from engine.cluster.memory import MemoryCluster, typed_patch_error
+from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
 from engine.testing.emulator.printers import builtin_table, selector_text
@@ -162,9 +163,16 @@ class Rest:
         info = self._resolve(target, request)
         body = _parse_body(request) if method in ("POST", "PUT", "PATCH", "DELETE") else None
         unknown = self._unknown_fields(request, info, body, target)
-        answer = self._dispatch(request, info, target, body)
-        if unknown and isinstance(answer, Reply):  # fieldValidation=Warn: written, each field dropped is told
-            return replace(answer, warnings=tuple(f'unknown field "{path}"' for path in unknown))
+        told = tuple(f'unknown field "{path}"' for path in unknown)  # fieldValidation=Warn: each dropped field told
+        with collecting() as admission_said:
+            try:
+                answer = self._dispatch(request, info, target, body)
+            except ApiError as err:  # a refused write still tells its unknown fields, unless nothing was patched
+                answer = Reply(err.code, err.status())
+                if method == "PATCH" and isinstance(err, NotFound):
+                    told = ()
+        if (told or admission_said) and isinstance(answer, Reply):
+            return replace(answer, warnings=(*told, *admission_said))
         return answer
 
     def _dry_run(self, request: Request, target: Target) -> Reply | Stream:
@@ -211,7 +219,12 @@ class Rest:
             raise options_invalid(request.method, "fieldValidation", f'Unsupported value: "{mode}": supported '
                                   'values: "", "Ignore", "Strict", "Warn"')
         media = request.content_type.partition(";")[0].strip().lower()
-        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH"):
+        if media == APPLY and request.method == "PATCH" and isinstance(body, dict):  # whatever the mode
+            refused = typed_patch_error(body, info.api_version, info.kind, self.cluster.apply_problems(
+                {**body, "apiVersion": info.api_version, "kind": info.kind}))
+            if refused is not None:
+                raise refused
+        if mode == "Ignore" or request.method not in ("POST", "PUT", "PATCH") or media == APPLY:
             return []
         if media == JSON_PATCH:
             return self._json_patched_unknown(info, target, body, mode)
@@ -222,18 +235,12 @@ class Rest:
         if media == STRATEGIC:
             body = _without_directives(body)
         unknown = self.cluster.unknown_fields({**body, "apiVersion": info.api_version, "kind": info.kind})
-        if unknown and media == APPLY and builtin.kind_schema(info.api_version, info.kind) is not None:
-            name = (body.get("metadata") or {}).get("name") if isinstance(body.get("metadata"), dict) else ""
-            found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
-            raise Unexplained(f"failed to create typed patch object (/{name or ''}; {info.group}/{info.version}, "
-                              f"Kind={info.kind}): {found}")
         if unknown and mode == "Strict" and media in (MERGE[0], STRATEGIC) and request.method == "PATCH":
             live = self.cluster.get(info.api_version, info.kind, target.namespace, target.name or "")
-            raise _strict_patch_refusal(live, body, unknown, media)
+            custom = builtin.kind_schema(info.api_version, info.kind) is None  # stored as JSON, every key sorted
+            raise _strict_patch_refusal(json.loads(json.dumps(live, sort_keys=True)) if custom else live, body,
+                                        unknown, media)
         if unknown and mode == "Strict":
-            if media == APPLY:
-                found = "; ".join(f".{path}: field not declared in schema" for path in unknown)
-                raise BadRequest(f"failed to create typed patch object ({info.api_version}, Kind={info.kind}): {found}")
             found = ", ".join(f'unknown field "{path}"' for path in unknown)
             raise BadRequest(f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: '
                              f"strict decoding error: {found}")
@@ -333,7 +340,7 @@ class Rest:
             return Reply(200, table)
         items = [list_item(info, obj) for obj in found]
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
-                           "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+                           "metadata": list_metadata(info, listed.resource_version), "items": items})
 
     def _stored(self, info: ResourceInfo) -> ResourceInfo:
         """Where a kind's objects are kept: core v1 Events in the events.k8s.io/v1 store, others in their own."""
@@ -522,6 +529,13 @@ class Rest:
             items.append(held if held is not None else obj)
         return Reply(200, {"kind": f"{info.kind}List", "apiVersion": info.api_version,
                            "metadata": {"resourceVersion": listed.resource_version}, "items": items})
+
+
+def list_metadata(info: ResourceInfo, resource_version: str) -> dict[str, Any]:
+    """A list's metadata: a custom resource's list also says there is nothing to continue, as the API server's does."""
+    if builtin.kind_schema(info.api_version, info.kind) is None:
+        return {"continue": "", "resourceVersion": resource_version}
+    return {"resourceVersion": resource_version}
 
 
 FIELD_LABELS: dict[tuple[str, str], tuple[str, ...]] = {
