@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -277,3 +278,36 @@ def test_two_orders_naming_one_keystone_user_one_holds_it_the_other_waits(
              message=f"{other} Ready once {holder} is deleted")
     orders[other].delete(API, "KeystoneUser", TENANT, other)
     wait_for(lambda: get(orders[other], API, "KeystoneUser", TENANT, other) is None, message=f"{other} gone")
+
+
+def test_a_labelled_secret_without_a_usable_kubeconfig_is_refused_out_loud(
+        world: World, operator: OperatorProcess) -> None:
+    """Through the API server: a registration Secret holding a binary file, and one with no kubeconfig at all,
+    engage nothing and each get a warning naming the Secret and a count by reason; the bytes are never logged."""
+    binary = b"\x89PNG\r\n\x1a\n\xffbinary-registration-payload-0123456789"
+    for name, data in (("edge-binary", {"kubeconfig": base64.b64encode(binary).decode()}),
+                       ("edge-nothing", {"namespaces": base64.b64encode(TENANT.encode()).decode()})):
+        world.management.create({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": "c5c3-clusters",
+                         "labels": {"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}},
+            "data": data,
+        })
+
+    def refused(reason: str) -> float:
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5).read().decode()
+        line = f'c5c3_operator_cluster_registrations_refused_total{{reason="{reason}"}} '
+        return next((float(row[len(line):]) for row in answer.splitlines() if row.startswith(line)), 0.0)
+
+    try:
+        wait_for(lambda: refused("binary") == 1.0 and refused("no-kubeconfig") == 1.0,
+                 message="both Secrets refused and counted")
+        logs = operator.logs()
+        assert ("refused registration Secret c5c3-clusters/edge-binary: its data key 'kubeconfig' is not UTF-8 text"
+                in logs)
+        assert "refused registration Secret c5c3-clusters/edge-nothing: its data has no key 'kubeconfig'" in logs
+        assert "binary-registration-payload" not in logs
+        assert "cluster 'edge-binary' engaged" not in logs and "cluster 'edge-nothing' engaged" not in logs
+    finally:
+        for name in ("edge-binary", "edge-nothing"):
+            world.management.delete("v1", "Secret", "c5c3-clusters", name)
