@@ -311,3 +311,42 @@ def test_a_labelled_secret_without_a_usable_kubeconfig_is_refused_out_loud(
     finally:
         for name in ("edge-binary", "edge-nothing"):
             world.management.delete("v1", "Secret", "c5c3-clusters", name)
+
+
+def test_a_name_the_assignment_does_not_allow_is_refused(world: World, operator: OperatorProcess) -> None:
+    """Through the API server: the ControlPlane's assignment keeps allowedNames (its CRD declares the field), an
+    order claiming another name is refused with NameNotAllowed before any finalizer, and goes on once allowed."""
+
+    def with_allowed(names: list[str] | None) -> None:
+        cp = json_copy(world.management.get(API, "ControlPlane", "openstack", "cp"))
+        for entry in cp["spec"]["namespaceAssignments"]:
+            if entry["namespace"] == TENANT and not entry.get("targetClusterRef"):
+                entry.pop("allowedNames", None)
+                if names is not None:
+                    entry["allowedNames"] = names
+        world.management.update(cp)
+
+    def user_ready(obj: Obj | None) -> dict[str, Any]:
+        found = [c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c["type"] == "UserReady"]
+        return found[0] if found else {}
+
+    with_allowed(["tenant-a-*"])
+    try:
+        stored = world.management.get(API, "ControlPlane", "openstack", "cp")
+        assert [e.get("allowedNames") for e in stored["spec"]["namespaceAssignments"]
+                if e["namespace"] == TENANT and not e.get("targetClusterRef")] == [["tenant-a-*"]]
+        world.management.create(order("KeystoneUser", "squatter"))
+        verdict = wait_for(lambda: user_ready(get(world.management, API, "KeystoneUser", TENANT, "squatter"))
+                           .get("reason") == "NameNotAllowed"
+                           and user_ready(get(world.management, API, "KeystoneUser", TENANT, "squatter")),
+                           message="squatter refused with NameNotAllowed")
+        assert 'claim only the names ["tenant-a-*"]' in verdict["message"]
+        assert 'Keystone user "squatter" is not among them' in verdict["message"]
+        squatter = get(world.management, API, "KeystoneUser", TENANT, "squatter") or {}
+        assert not squatter["metadata"].get("finalizers")
+    finally:
+        with_allowed(None)
+    wait_for(lambda: ready(world.management, "KeystoneUser", "squatter"), timeout=60,
+             message="squatter Ready once the assignment allows any name again")
+    world.management.delete(API, "KeystoneUser", TENANT, "squatter")
+    wait_for(lambda: get(world.management, API, "KeystoneUser", TENANT, "squatter") is None, message="squatter gone")
