@@ -662,10 +662,13 @@ class MemoryCluster:
         return found
 
     def _check_not_taken(self, k: _Kind, new: Obj) -> None:
-        """AlreadyExists when an object of the kind has the new one's namespace and name."""
+        """AlreadyExists when an object of the kind has the new one's namespace and name; the API server's
+        message says when that object is being deleted (held by finalizers)."""
         meta = new["metadata"]
-        if (meta.get("namespace") or "", meta["name"]) in self._stores.get(k.store, {}):
-            raise AlreadyExists(f'{k.info.resource} "{meta["name"]}" already exists',
+        taken = self._stores.get(k.store, {}).get((meta.get("namespace") or "", meta["name"]))
+        if taken is not None:
+            deleting = "object is being deleted: " if taken["metadata"].get("deletionTimestamp") else ""
+            raise AlreadyExists(f'{deleting}{k.info.resource} "{meta["name"]}" already exists',
                                 details=self._details(k, meta["name"]))
 
     def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool,

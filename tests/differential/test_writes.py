@@ -71,6 +71,7 @@ CASES = [
         call("DELETE", CM + "/f"),
         call("DELETE", CM + "/f"),
         call("GET", CM + "/f"),
+        call("POST", CM, configmap("f", k="again")),
         call("PATCH", CM + "/f", {"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}, content_type=MERGE),
         call("PATCH", CM + "/f", {"data": {"k": "w"}}, content_type=MERGE),
         call("PATCH", CM + "/f", {"metadata": {"finalizers": None}}, content_type=MERGE),
