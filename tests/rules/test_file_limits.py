@@ -122,7 +122,8 @@ def test_a_reload_over_the_limit_is_refused_and_the_running_rules_keep_serving(
     caplog.set_level(logging.INFO, logger="engine.rules")
     with running(operator):
         assert wait_for(operator.ready)
-        (rules / "widget.yaml").write_text(padded(NO_WAIT, 20 << 20))
+        (rules.parent / "grown.yaml").write_text(padded(NO_WAIT, 20 << 20))
+        os.replace(rules.parent / "grown.yaml", rules / "widget.yaml")  # at once, as kubelet swaps a ConfigMap
         assert wait_for(lambda: sample(operator, "c5c3_operator_rules_reload_total", result="refused") == 1)
         assert operator.ready()
         cluster.create(widget("w2"))
