@@ -35,7 +35,10 @@ class FileTooLarge(ValueError):
     """A file over its limit; ``size`` is at least what was seen (its stated size, or limit + 1 read)."""
 
     def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"{size_text(size)}, over the limit of {size_text(limit)}")
+        shown, most = size_text(size), size_text(limit)
+        if shown == most:  # just over: the rounded sizes would read alike
+            shown, most = f"{size} bytes", f"{limit} bytes"
+        super().__init__(f"{shown}, over the limit of {most}")
         self.size = size
         self.limit = limit
 
