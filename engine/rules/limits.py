@@ -1,6 +1,6 @@
 """How large a file the operator reads from disk may be, and a read that never takes more than that.
 
-A rule set is tens of KiB: the largest rule file shipped is 32 KiB (rules/rabbitmqvhost.yaml), every
+A rule set is tens of KiB: the largest rule file shipped is 32 KiB, every
 template is under 1 KiB. Reading a rule file costs far more than its size (a round-trip YAML parse
 that keeps every position, then compiling): a valid 256 KiB rule file lints in about 3 s and 35 MiB,
 a 1 MiB one in 10 s and 130 MiB, and a 20 MiB one grew a running operator past 2 GiB. So a rule file, an
