@@ -1,10 +1,10 @@
 """How large a file the operator reads from disk may be, and a read that never takes more than that.
 
-A rule set is tens of KiB: the largest rule file shipped is 32 KiB, every
+A rule set is tens of KiB: the largest rule file shipped is 33 KiB, every
 template is under 1 KiB. Reading a rule file costs far more than its size (a round-trip YAML parse
 that keeps every position, then compiling): a valid 256 KiB rule file lints in about 3 s and 35 MiB,
 a 1 MiB one in 10 s and 130 MiB, and a 20 MiB one grew a running operator past 2 GiB. So a rule file, an
-include or a template larger than ``MAX_RULE_FILE_BYTES`` (eight times the largest shipped) is refused
+include or a template larger than ``MAX_RULE_FILE_BYTES`` (nearly eight times the largest shipped) is refused
 without being read: a lint error naming it and the limit, which ``engine run`` refuses to start on and a
 live reload refuses (the running rules keep serving). A CRD file lint reads beside the rules may be up
 to ``MAX_CRD_FILE_BYTES``: the API server takes no request body larger, so no CRD it serves is.

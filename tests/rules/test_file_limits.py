@@ -37,7 +37,8 @@ def padded(text: str, size: int) -> str:
 
 
 def test_the_limits_are_the_documented_ones_and_generous_for_real_rule_sets() -> None:
-    """The limits are those the docs give, many times the largest rule file, template and CRD shipped."""
+    """The limits are those the docs give, several times the largest rule file, template and CRD shipped (a
+    shipped file past a quarter of its limit fails this, long before a real rule set meets the limit)."""
     from engine.rules import limits
 
     assert (limits.MAX_RULE_FILE_BYTES, limits.MAX_CRD_FILE_BYTES) == (MAX_RULE_FILE_BYTES, MAX_CRD_FILE_BYTES)
@@ -45,7 +46,7 @@ def test_the_limits_are_the_documented_ones_and_generous_for_real_rule_sets() ->
     shipped = [*root.glob("rules/**/*.yaml"), *root.glob("templates/**/*.j2"),
                *root.glob("examples/*/rules/**/*.yaml"), *root.glob("examples/*/templates/**/*.j2")]
     assert shipped
-    assert max(path.stat().st_size for path in shipped) * 8 <= MAX_RULE_FILE_BYTES
+    assert max(path.stat().st_size for path in shipped) * 4 <= MAX_RULE_FILE_BYTES
     crds = list(root.glob("deploy/crds/**/*.yaml"))
     assert crds and max(path.stat().st_size for path in crds) * 100 <= MAX_CRD_FILE_BYTES
 
