@@ -15,10 +15,10 @@ __all__ = ["ExprError", "ExprSyntaxError", "FunctionError", "PassThrough", "safe
 _SNIPPET = 200
 
 
-def _snippet(source: str) -> str:
+def _snippet(source: str, limit: int = _SNIPPET) -> str:
     """The expression as a message shows it: one line, bounded."""
     flat = " ".join(source.split())
-    return flat if len(flat) <= _SNIPPET else flat[: _SNIPPET - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class ExprSyntaxError(ValueError):
@@ -56,25 +56,61 @@ class ExprError(Exception):
     """Evaluating a compiled expression or template failed.
 
     Carries the expression source (or template path), where the rule wrote it (``origin``,
-    file:line:col) and a short reason naming the types met; never the data values.
+    file:line:col) and a short reason naming the types met; never the data values. A value computed
+    when first read fails inside its reader: the error stays the failing expression's own, and each
+    reader it passed through is added (``read_by``), so the message names the cause first, then who
+    needed the value.
     """
 
     def __init__(self, source: str, reason: str, *, path: str | None = None, line: int | None = None,
                  origin: str | None = None) -> None:
+        super().__init__(source, reason)
         self.source = source
         self.reason = reason
         self.path = path
         self.line = line
         self.origin = origin
-        super().__init__(str(self))
+        self.name: str | None = None
+        """The named value or input whose expression failed (``values.assignment``), when it is one."""
+        self.readers: list[tuple[str, str]] = []
+        """(where, what) of each expression that read the failing value, innermost first."""
+
+    def named(self, name: str) -> ExprError:
+        """Say which named value or input was being computed: the failing one, or the last reader."""
+        if not self.readers:
+            self.name = self.name or name
+        elif not self.readers[-1][1] or self.readers[-1][1].startswith(("'", '"')):
+            self.readers[-1] = (self.readers[-1][0], name)
+        return self
+
+    def read_by(self, where: str | None, source: str | None) -> ExprError:
+        """Add the expression, rule string or template file (``source`` None: named by ``where`` alone) that read
+        the failing value; returns this error, to raise again."""
+        self.readers.append((where or "", "" if source is None else repr(_snippet(source, _READER_SNIPPET))))
+        return self
 
     def __str__(self) -> str:
         if self.path is not None:
             where = f"{self.path}:{self.line}" if self.line is not None else self.path
-            return f"{where}: {self.reason}"
+            return f"{where}: {self.reason}{self._readers()}"
         suffix = f" (line {self.line})" if self.line is not None else ""
         where = f"{self.origin}: " if self.origin else ""
-        return f"{where}cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}"
+        return f"{where}cannot evaluate {_snippet(self.source)!r}{suffix}: {self.reason}{self._readers()}"
+
+    def _readers(self) -> str:
+        """``; values.a, read by x.yaml:3:9 values.b, read by x.yaml:9:11 'b > 1'``: who needed the value."""
+        if not self.readers:
+            return ""
+        shown = self.readers if len(self.readers) <= _READERS else [*self.readers[:1], *self.readers[-2:]]
+        parts = [" ".join(["read by", *(text for text in (where, what) if text)]) for where, what in shown]
+        if len(shown) < len(self.readers):
+            parts.insert(1, f"({len(self.readers) - len(shown)} more)")
+        return f"; {self.name or 'the value'}, {', '.join(parts)}"
+
+
+_READER_SNIPPET = 80
+_READERS = 4
+"""Readers a message lists (the first and the last ones past that): an Event note holds 1024 bytes."""
 
 
 LONE_SURROGATE = "a string holds a lone surrogate (half of a UTF-16 pair), which is not Unicode text"

@@ -45,6 +45,7 @@ __all__ = [
     "call_described",
     "check_arguments",
     "current_sink",
+    "redact_secrets",
     "use_sink",
 ]
 
@@ -159,7 +160,7 @@ def call_described(fn: Function, args: tuple[Any, ...]) -> Any:
 def described_failure(fn: Function, exc: Exception, args: Sequence[Any]) -> FunctionError | None:
     """What a failure of ``fn`` on ``args`` is reported as: a FunctionError naming the argument types it met
     (never their values), or None for an error that passes through as it is."""
-    if isinstance(exc, PassThrough):
+    if isinstance(exc, PassThrough | ExprError):  # an ExprError: a value read inside the call failed, named
         return None
     if isinstance(exc, FunctionError):
         reason = str(exc)
@@ -233,9 +234,12 @@ class SecretSink:
             return tuple(self._values)
 
     def redact(self, text: str) -> str:
-        """``text`` with every collected secret replaced by ``[redacted]``."""
-        for value in self.values():
-            text = text.replace(value, "[redacted]")
+        """``text`` with every collected secret, plain or base64-encoded as Secret data holds it, replaced by
+        ``[redacted]`` (longest first, so no part of a longer secret is left beside a shorter one's blank)."""
+        for value in sorted(self.values(), key=len, reverse=True):
+            if value:
+                text = text.replace(value, "[redacted]")
+                text = text.replace(base64.b64encode(value.encode("utf-8", "replace")).decode("ascii"), "[redacted]")
         return text
 
 
@@ -243,6 +247,12 @@ _Read = TypeVar("_Read")
 
 current_sink: ContextVar[SecretSink | None] = ContextVar("current_sink", default=None)
 """The sink ``password()`` reports to; per thread (context), unset by default."""
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every secret the current sink knows blanked (``SecretSink.redact``); as it is with no sink."""
+    sink = current_sink.get()
+    return text if sink is None else sink.redact(text)
 
 
 def remember_secrets(value: _Read) -> _Read:

@@ -457,6 +457,16 @@ def _variables(names: frozenset[str], used: dict[str, Any], context: Mapping[str
     return variables
 
 
+def _read(names: frozenset[str], used: dict[str, Any], context: Mapping[str, Any], where: str | None,
+          source: str | None) -> dict[str, Any]:
+    """``_variables``, where a value the template reads that fails when first computed is named as read by the
+    template (``where``: a rule string's origin and ``source`` its text, or a template file's path alone)."""
+    try:
+        return _variables(names, used, context)
+    except ExprError as exc:
+        raise exc.read_by(where, source) from None
+
+
 def _render_compiled(parts: _Compiled, variables: Mapping[str, Any]) -> str:
     """What Jinja renders for a compiled template: each output ``str(_finalize(value))``; Unanswered when
     only Jinja answers."""
@@ -469,7 +479,7 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
     """Render with a context of only the names and globals the template reads (issue 11): Jinja's own
     ``render`` copies the whole scope and every global into a new dict on each call. Each name is looked up
     here, so a pass's lazy scope resolves just the names the template reads."""
-    variables = _variables(names, used, context)
+    variables = _read(names, used, context, origin or path, source if path is None else None)
     env = template.environment
     try:
         try:
@@ -479,6 +489,8 @@ def _render(template: Template, names: frozenset[str], used: dict[str, Any], con
             return env.concat(template.root_render_func(fresh))
         except Exception:
             env.handle_exception()  # re-raises with the template's own line numbers
+    except ExprError as exc:  # a value read while rendering failed: that error, read by this template
+        raise exc.read_by(origin or path, source if path is None else None) from None
     except Exception as exc:
         line = _template_line(exc.__traceback__)
         raise ExprError(source, safe_reason(exc, source), path=path, line=line, origin=origin) from None
@@ -522,9 +534,12 @@ class Text:
                 return _render_plain(self._parts, context)
             except _NotPlain:
                 pass
+            except ExprError as exc:  # a value it reads failed when first computed
+                raise exc.read_by(self.origin, self.source) from None
         elif self._compiled is not None:
             try:
-                return _render_compiled(self._compiled, _variables(self.names, self._globals, context))
+                return _render_compiled(self._compiled,
+                                        _read(self.names, self._globals, context, self.origin, self.source))
             except Unanswered:
                 pass
         return _render(self._template, self.names, self._globals, context, self.source, None, self.origin)
@@ -600,7 +615,7 @@ class ObjectTemplate:
         """The rendered YAML text, before parsing."""
         if self._compiled is not None:
             try:
-                return _render_compiled(self._compiled, _variables(self.names, self._globals, context))
+                return _render_compiled(self._compiled, _read(self.names, self._globals, context, self.path, None))
             except Unanswered:
                 pass
         return _render(self._template, self.names, self._globals, context, self.source, self.path)
@@ -609,7 +624,7 @@ class ObjectTemplate:
         """The parsed object for ``context``; ExprError on a render failure or invalid YAML output."""
         if self._skeleton is not None:
             try:
-                variables = _variables(self.names, self._globals, context)
+                variables = _read(self.names, self._globals, context, self.path, None)
                 return self._skeleton.build([hole(variables) for hole in self._holes])
             except (Unanswered, rendered_yaml.NotPlain):
                 pass

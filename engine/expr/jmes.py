@@ -177,7 +177,8 @@ class Query:
         return f"Query({self.source!r})"
 
     def evaluate(self, context: Mapping[str, Any]) -> Any:
-        """The expression's value on ``context``; ExprError (naming no value) when a function fails."""
+        """The expression's value on ``context``; ExprError (naming no value) when a function fails, or the
+        error of a value it read (named as read by this expression)."""
         try:
             if self._closure is not None:
                 return self._closure(context)
@@ -193,6 +194,8 @@ class Query:
             raise ExprError(self.source, str(exc), origin=self.origin) from None
         except PassThrough:
             raise
+        except ExprError as exc:  # a value it read failed when first computed: that error, read by this one
+            raise exc.read_by(self.origin, self.source) from None
         except Exception as exc:
             raise ExprError(self.source, safe_reason(exc, self.source), origin=self.origin) from None
 

@@ -18,7 +18,7 @@ from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.cluster.selectors import carries_labels, fitting_selector
 from engine.expr.errors import ExprError, PassThrough
-from engine.expr.functions import FUNCTIONS, remember_secrets
+from engine.expr.functions import FUNCTIONS, redact_secrets, remember_secrets
 from engine.expr.jinja import ObjectTemplate, Text
 from engine.expr.jmes import Query
 from engine.outcome import Request
@@ -28,6 +28,8 @@ from engine.reconcile.stamp import CHILD_STAMP, STAMPED_KINDS
 from engine.rules.model import ClusterScope, CompiledKind, Input, Requeue, Value
 
 DERIVED = ("prefix", "childNamespace", "childLabels")
+_DERIVED_FIELDS = {"childNamespace": "namespace", "childLabels": "labels"}
+"""The ``children`` field each derived name comes from (``prefix`` is its own)."""
 
 _KEPT = (str, int, float, bool, type(None))
 """The values a stable value's memo keeps: immutable scalars (a container could be changed by its reader)."""
@@ -223,6 +225,7 @@ class PassContext:
         return tuple(versions)
 
     def _compute(self, name: str, source: Any, is_input: bool) -> Any:
+        """The value of an input, value or derived name; an expression failing on the way is told as this name's."""
         self._resolving.append(name)
         try:
             if is_input:
@@ -231,6 +234,9 @@ class PassContext:
                 query = source.query
                 return query.evaluate(self.scope) if query is not None else self.evaluate_value(source, self.scope)
             return self.derive(name)
+        except ExprError as err:
+            section = "inputs" if is_input else "values" if source is not None else "children"
+            raise err.named(f"{section}.{_DERIVED_FIELDS.get(name, name) if source is None else name}") from None
         finally:
             self._resolving.pop()
 
@@ -251,6 +257,18 @@ class PassContext:
         request = self.request
         return {"order": f"{request.namespace}/{request.name}", "kind": self.kind.kind, "cluster": request.cluster,
                 **more}
+
+    def rule_failed(self, err: ExprError | RuleRuntimeError) -> str:
+        """One error line a platform team can act on (where the failing expression is, what it is, what it met,
+        and who read it); returns the failure's text for a condition, an Event and the pass error, with every
+        secret the process knows blanked (a cause names types, never values: this holds if one ever did)."""
+        text = redact_secrets(str(err))
+        fields: dict[str, Any] = {"error": text}
+        if isinstance(err, ExprError):
+            fields.update(rule=err.origin or err.path or "", expression=redact_secrets(_one_line(err.source)),
+                          reason=redact_secrets(err.reason))
+        self.log.error("a rule failed at run time", extra=self.log_fields(**fields))
+        return text
 
     def set_order(self, order: Obj) -> None:
         """The order as the API server returned it after our write (keeps the resourceVersion current)."""
@@ -393,6 +411,10 @@ class PassContext:
             sort_query = spec.sort_by
             items.sort(key=lambda item: sort_key(sort_query.evaluate(self.scope.child(item=item))))
         return items
+
+
+def _one_line(source: str) -> str:
+    return " ".join(source.split())[:200]
 
 
 def go_quote(text: str) -> str:

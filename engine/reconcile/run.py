@@ -24,7 +24,7 @@ from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.teardown import run_teardown
-from engine.rules.model import Action, CompiledKind, Step
+from engine.rules.model import Action, CompiledKind, Gate, Step
 
 LOG = logging.getLogger("engine.reconcile")
 
@@ -58,8 +58,7 @@ def _run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clo
             return _noted(ctx, run_teardown(ctx, persist_status))
         result = run_gates_and_steps(ctx)
     except (RuleRuntimeError, ExprError) as err:
-        log_rule_failure(ctx, err)
-        result = Result(error=PassError(str(err)))
+        result = Result(error=PassError(ctx.rule_failed(err)))
     except ReadError as err:
         result = Result(error=PassError(str(err)))
     except ApiError as err:
@@ -82,28 +81,18 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
                               "resourceVersion": ctx.order["metadata"].get("resourceVersion")}})
             ctx.set_order(patched)
             return Result(requeue_after=as_delta(gate.requeue.seconds))
-        assert gate.when is not None and gate.outcome is not None
         try:
-            holds = truthy(ctx.evaluate(gate.when))
-        except ReadError as err:
-            if gate.error is None:
-                raise
-            message = ctx.render(gate.error.message, ctx.scope.child(error=err.text))
+            verdict = run_gate(ctx, gate)
+        except (ExprError, RuleRuntimeError) as err:
+            # A gate that cannot be decided on the data it met: its conditions say which rule failed and why;
+            # the pass fails (retried), and nothing past the gate runs.
+            text = ctx.rule_failed(err)
+            message = f"the rules failed: {text}"
             for condition in gate.conditions or kind.conditions.types:
-                ctx.conditions.set(condition, False, gate.error.reason or gate.outcome.reason, message)
-            wrap = ctx.render(gate.error.wrap, ctx.scope.child(error=err.text)) if gate.error.wrap else err.text
-            return Result(error=PassError(wrap), event=EventNote(gate.error.reason or gate.outcome.reason, message))
-        if not holds:
-            continue
-        message = ctx.render(gate.outcome.message)
-        for condition in gate.conditions or kind.conditions.types:
-            own_reason, own_message = gate.texts(condition)
-            ctx.conditions.set(condition, False, own_reason or gate.outcome.reason,
-                               message if own_message is None else ctx.render(own_message))
-        refused = EventNote(gate.outcome.reason, message)
-        if gate.fail:
-            return Result(error=PassError(message), event=refused)
-        return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)), event=refused)
+                ctx.conditions.set(condition, False, gate.failed_reason, message)
+            return Result(error=PassError(text), event=EventNote(gate.failed_reason, message))
+        if verdict is not None:
+            return verdict
 
     result = Result()
     for step in kind.steps:
@@ -121,14 +110,58 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
     return result
 
 
+def run_gate(ctx: PassContext, gate: Gate) -> Result | None:
+    """One gate that is not the finalizer's: its verdict when it holds (or its read failed), else None."""
+    kind = ctx.kind
+    assert gate.when is not None and gate.outcome is not None
+    try:
+        holds = truthy(ctx.evaluate(gate.when))
+    except ReadError as err:
+        if gate.error is None:
+            raise
+        message = ctx.render(gate.error.message, ctx.scope.child(error=err.text))
+        for condition in gate.conditions or kind.conditions.types:
+            ctx.conditions.set(condition, False, gate.error.reason or gate.outcome.reason, message)
+        wrap = ctx.render(gate.error.wrap, ctx.scope.child(error=err.text)) if gate.error.wrap else err.text
+        return Result(error=PassError(wrap), event=EventNote(gate.error.reason or gate.outcome.reason, message))
+    if not holds:
+        return None
+    message = ctx.render(gate.outcome.message)
+    for condition in gate.conditions or kind.conditions.types:
+        own_reason, own_message = gate.texts(condition)
+        ctx.conditions.set(condition, False, own_reason or gate.outcome.reason,
+                           message if own_message is None else ctx.render(own_message))
+    refused = EventNote(gate.outcome.reason, message)
+    if gate.fail:
+        return Result(error=PassError(message), event=refused)
+    return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)), event=refused)
+
+
 def run_step(ctx: PassContext, step: Step) -> Result:
+    """Run one step; a rule of it that fails on the data it met (its `when`, an action, a message) writes the
+    step's condition False with the failure, and fails the pass with the rule's place, expression and cause."""
+    started = time.perf_counter()
+    try:
+        return _run_step(ctx, step, started)
+    except (ExprError, RuleRuntimeError) as err:
+        # Never a stale verdict beside a True one: the step's condition says the rules failed, and why.
+        text = ctx.rule_failed(err)
+        reason = step.error.reason or "Error"
+        message = f"the rules failed: {text}"
+        ctx.conditions.set(step.condition, False, reason, message)
+        ctx.steps_done[step.name] = False
+        seconds = time.perf_counter() - started
+        return Result(error=PassError(text), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)],
+                      event=EventNote(reason, message))
+
+
+def _run_step(ctx: PassContext, step: Step, started: float) -> Result:
     """Run one step's actions; its condition is True only when every action went through."""
     if any(not ctx.steps_done.get(name) for name in step.requires):
         ctx.steps_done[step.name] = False
         if step.skipped is not None:
             ctx.conditions.set(step.condition, False, step.skipped.reason, ctx.render(step.skipped.message))
         return Result()
-    started = time.perf_counter()
     verdict: Stop | None = None
     recorded: Stop | None = None
     current: Action | None = None
@@ -156,15 +189,6 @@ def run_step(ctx: PassContext, step: Step) -> Result:
         seconds = time.perf_counter() - started
         return Result(error=PassError(wrap), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)],
                       event=EventNote(reason, message))
-    except (ExprError, RuleRuntimeError) as err:
-        # A rule that fails on the data it met: the step's condition says so (never a stale verdict
-        # beside a True one), and the pass fails with the rule's place, expression and types.
-        log_rule_failure(ctx, err)
-        ctx.conditions.set(step.condition, False, step.error.reason or "Error", f"the rules failed: {err}")
-        ctx.steps_done[step.name] = False
-        seconds = time.perf_counter() - started
-        return Result(error=PassError(str(err)), outcomes=[StepOutcome(step.metric, step.condition, seconds, True)],
-                      event=EventNote(step.error.reason or "Error", f"the rules failed: {err}"))
     seconds = time.perf_counter() - started
     outcome = StepOutcome(step.metric, step.condition, seconds, False)
     if verdict is not None:
@@ -207,15 +231,6 @@ def skip_step(ctx: PassContext, step: Step) -> Result:
     ctx.conditions.set(step.condition, outcome.status, outcome.reason, ctx.render(outcome.message))
     ctx.steps_done[step.name] = outcome.status
     return Result()
-
-
-def log_rule_failure(ctx: PassContext, err: ExprError | RuleRuntimeError) -> None:
-    """One error line a platform team can act on: where the rule is, the expression, what it met."""
-    fields: dict[str, Any] = {"error": str(err)}
-    if isinstance(err, ExprError):
-        fields.update(rule=err.origin or err.path or "", expression=" ".join(err.source.split())[:200],
-                      reason=err.reason)
-    ctx.log.error("a rule failed at run time", extra=ctx.log_fields(**fields))
 
 
 def persist_status(ctx: PassContext, result: Result) -> Result:

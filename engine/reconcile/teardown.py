@@ -107,7 +107,7 @@ def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Resu
     except ReadError as err:
         return Result(error=PassError(err.text))
     except (RuleRuntimeError, ExprError) as err:
-        return Result(error=PassError(str(err)))
+        return Result(error=PassError(ctx.rule_failed(err)))
     if progress.errors:
         text = "\n".join(progress.errors)
         if patient:

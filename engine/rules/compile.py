@@ -20,6 +20,7 @@ from engine.expr.jmes import Query, compile_query
 from engine.rules import model, schema
 from engine.rules.check import check_kind, pass_names_in_watch
 from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.limits import MAX_RULE_FILE_BYTES, FileTooLarge, read_limited, refusal
 from engine.rules.load import Loader, Located, Merged, Path_, display
 from engine.rules.names import about_broken, check_names
 from engine.rules.projections import with_reads
@@ -302,7 +303,17 @@ class Compiler:
         if not path.is_file():
             self.error(loc.src, (*loc.path, key), f"{key}: no template {display(path)}", value=True)
             return None
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = read_limited(path, MAX_RULE_FILE_BYTES).decode("utf-8")
+        except FileTooLarge as err:
+            self.errors.append(RuleError(Position(display(path), 1, 1), refusal("template", err)))
+            return None
+        except UnicodeDecodeError:
+            self.errors.append(RuleError(Position(display(path), 1, 1), "the template is not UTF-8 text"))
+            return None
+        except OSError as err:
+            self.errors.append(RuleError(Position(display(path), 1, 1), f"cannot read the template: {err.strerror}"))
+            return None
         try:
             compiled = compile_object_template(text, display(path))
         except ExprSyntaxError as err:

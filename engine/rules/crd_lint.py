@@ -21,6 +21,7 @@ from ruamel.yaml.error import YAMLError
 from engine.cluster.crd_decode import decode
 from engine.cluster.memory import crd_refusal
 from engine.rules.errors import Position, RuleError
+from engine.rules.limits import MAX_CRD_FILE_BYTES, FileTooLarge, read_limited
 from engine.rules.source import SourceFile
 
 __all__ = ["crd_file_errors"]
@@ -42,10 +43,12 @@ _INTERNAL = (
 
 def crd_file_errors(file: Path) -> list[RuleError]:
     """Every refusal of every CRD in one YAML file (other documents are skipped); a file that does not
-    parse is one error."""
+    parse is one error; one over the size limit is left to ``load_schemas``, which reports it."""
     try:
-        docs = list(YAML(typ="rt").load_all(file.read_text(encoding="utf-8")))
-    except (OSError, YAMLError) as exc:
+        docs = list(YAML(typ="rt").load_all(read_limited(file, MAX_CRD_FILE_BYTES).decode("utf-8")))
+    except FileTooLarge:
+        return []  # not read: ``load_schemas`` reports it, once
+    except (OSError, UnicodeDecodeError, YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = Position(str(file), mark.line + 1, mark.column + 1) if mark else Position(str(file), 1, 1)
         return [RuleError(where, f"cannot read this CRD file: {getattr(exc, 'problem', None) or exc}")]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine.rules.catalog import Catalog, catalog_of, load_catalog, rule_files
 from engine.rules.errors import RuleError, RuleErrors
+from engine.rules.limits import MAX_RULE_FILE_BYTES, FileTooLarge, read_limited
 from engine.rules.lint import lint_paths
 from engine.rules.model import CompiledKind
 
@@ -45,8 +46,9 @@ class RuleFolder:
         return self.templates or root.parent / "templates"
 
     def fingerprint(self) -> str:
-        """SHA-256 over every file's relative path and content (rules, then templates). OSError: a file
-        went away while read (a ConfigMap swapping its contents); the caller tries again later."""
+        """SHA-256 over every file's relative path and content (rules, then templates); a file over the size
+        limit by its size alone, unread (lint refuses it). OSError: a file went away while read (a ConfigMap
+        swapping its contents); the caller tries again later."""
         digest = hashlib.sha256()
         for label, root in (("rules", self.rules), ("templates", self.templates_root)):
             if not root.exists():
@@ -54,7 +56,10 @@ class RuleFolder:
             for path in _files(root):
                 relative = path.relative_to(root).as_posix() if path != root else path.name
                 digest.update(f"{label}/{relative}\0".encode())
-                digest.update(path.read_bytes())
+                try:
+                    digest.update(read_limited(path, MAX_RULE_FILE_BYTES))
+                except FileTooLarge as err:
+                    digest.update(f"\0over the limit: {err.size} bytes".encode())
                 digest.update(b"\0")
         return digest.hexdigest()
 

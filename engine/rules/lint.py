@@ -52,6 +52,7 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: l
         if folders:
             if folders not in schemas:
                 schemas[folders] = load_schemas(folders)
+                errors.extend(schemas[folders].refused)
                 if check_crds:  # imported here: the memory cluster's admission (CEL) stays out of the operator
                     from engine.rules.crd_lint import crd_file_errors
 

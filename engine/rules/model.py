@@ -126,6 +126,11 @@ class Gate:
     own: tuple[tuple[str, str | None, Text | None], ...] = ()
     """(type, reason, message) of conditions with their own texts (None: the gate's)."""
 
+    @property
+    def failed_reason(self) -> str:
+        """The reason the gate's conditions take when its rules fail at run time: its error's, else ``Error``."""
+        return (self.error.reason if self.error is not None else None) or "Error"
+
     def texts(self, condition: str) -> tuple[str | None, Text | None]:
         """The reason and message this gate writes to ``condition`` (None: the gate's own)."""
         for type_, reason, message in self.own:

@@ -25,6 +25,7 @@ from engine.expr.paths import ELEMENT, query_paths, template_paths
 from engine.expr.suggest import did_you_mean
 from engine.rules import model
 from engine.rules.errors import Position, RuleError
+from engine.rules.limits import MAX_CRD_FILE_BYTES, FileTooLarge, read_limited, refusal
 from engine.rules.source import SourceFile
 
 __all__ = ["Schemas", "Site", "UnknownField", "check_paths", "check_watch_paths", "crd_files", "crd_folders",
@@ -58,10 +59,13 @@ class UnknownField:
 
 
 class Schemas:
-    """The top-level OpenAPI schema of each kind the CRD folder declares, by (apiVersion, kind)."""
+    """The top-level OpenAPI schema of each kind the CRD folder declares, by (apiVersion, kind); ``refused``: a
+    lint error for each CRD file over the size limit, which was not read."""
 
-    def __init__(self, schemas: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
+    def __init__(self, schemas: Mapping[tuple[str, str], Mapping[str, Any]],
+                 refused: Iterable[RuleError] = ()) -> None:
         self._schemas = dict(schemas)
+        self.refused = tuple(refused)
 
     def get(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
         return self._schemas.get((api_version, kind))
@@ -96,17 +100,22 @@ def crd_files(folders: Iterable[Path]) -> list[Path]:
 
 
 def load_schemas(folders: Iterable[Path]) -> Schemas:
-    """The CRDs in the folders (every ``*.yaml`` below them); unreadable files are skipped (lint reports them)."""
+    """The CRDs in the folders (every ``*.yaml`` below them); unreadable files are skipped (lint reports them),
+    a file over the size limit is not read (``Schemas.refused`` says so)."""
     found: dict[tuple[str, str], Mapping[str, Any]] = {}
+    refused: list[RuleError] = []
     for file in crd_files(folders):
         try:
-            docs = list(yaml.load_all(file.read_text(encoding="utf-8"), Loader=_LOADER))
-        except (OSError, yaml.YAMLError):
+            docs = list(yaml.load_all(read_limited(file, MAX_CRD_FILE_BYTES).decode("utf-8"), Loader=_LOADER))
+        except FileTooLarge as err:
+            refused.append(RuleError(Position(str(file), 1, 1), refusal("CRD file", err)))
+            continue
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         for doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "CustomResourceDefinition":
                 found.update(_crd_schemas(doc))
-    return Schemas(found)
+    return Schemas(found, refused)
 
 
 def _child(schema: Mapping[str, Any], segment: str, top: bool) -> Mapping[str, Any] | str | None:

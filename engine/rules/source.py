@@ -12,6 +12,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError
 
 from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.limits import MAX_RULE_FILE_BYTES, FileTooLarge, read_limited, refusal
 from engine.rules.yaml_text import plain_yaml_problem, token_position
 
 
@@ -73,14 +74,19 @@ class SourceFile:
 
 
 def load_source(path: Path, display: str | None = None) -> SourceFile:
-    """Parse one YAML rule file; syntax errors and duplicate keys become RuleErrors with positions."""
+    """Parse one YAML rule file; syntax errors, duplicate keys and a file over the size limit (not read) become
+    RuleErrors with positions."""
     name = display or str(path)
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path, MAX_RULE_FILE_BYTES).decode("utf-8")
     except OSError as err:
         raise RuleErrors([RuleError(Position(name, 1, 1), f"cannot read the rule file: {err.strerror}")]) from None
+    except FileTooLarge as err:
+        raise RuleErrors([RuleError(Position(name, 1, 1), refusal("rule file", err))]) from None
+    except UnicodeDecodeError:
+        raise RuleErrors([RuleError(Position(name, 1, 1), "the rule file is not UTF-8 text")]) from None
     try:
         data = yaml.load(text)
     except MarkedYAMLError as err:

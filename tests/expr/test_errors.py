@@ -51,3 +51,18 @@ def test_a_failing_function_names_the_types_it_met() -> None:
     assert text.startswith("rules/x.yaml:3:9: cannot evaluate 'time_add(t, `5`)': time_add(): ")
     assert text.endswith("(arguments: string, number)")
     assert "hunter2" not in text
+
+
+def test_a_failing_value_names_its_readers_first_to_last() -> None:
+    """A value's failure keeps its own place and cause first; each reader follows, a long chain shortened to the
+    first and the last two readers (an Event note holds 1024 bytes)."""
+    err = ExprError("b64dec(x)", "b64dec(): not valid base64", origin="r.yaml:3:9").named("values.a")
+    err.read_by("r.yaml:4:9", "a != ''").named("values.b")
+    err.read_by("t/part.yaml.j2", None)
+    assert str(err) == ("r.yaml:3:9: cannot evaluate 'b64dec(x)': b64dec(): not valid base64; values.a, "
+                        "read by r.yaml:4:9 values.b, read by t/part.yaml.j2")
+    for line in range(5, 9):
+        err.read_by(f"r.yaml:{line}:9", "x" * 300)
+    text = str(err)
+    assert "read by r.yaml:4:9 values.b, (3 more), read by r.yaml:7:9 'xxx" in text
+    assert text.endswith("x…'") and len(text) < 400

@@ -30,6 +30,10 @@ from engine.cluster.kube.owned_dirs import sweep_dead
 from engine.cluster.kube.requests import RequestObserver
 from engine.cluster.kubeconfig import ClientSettings, read_kubeconfig
 
+MAX_KUBECONFIG_FILE_BYTES = 4 * 1024 * 1024
+"""The largest ``--kubeconfig`` file handed to the library's loader, which reads and parses it whole: a kubeconfig
+of a few hundred contexts with their certificates inline stays under 1 MiB."""
+
 USER_AGENT = f"c5c3-order-engine/{__version__}"
 """The User-Agent of every request (an API server's audit log records it); a shard member's clients add
 `` (member <name>)`` (``engine.operator``). The library's own would say ``OpenAPI-Generator/<version>/python``."""
@@ -45,6 +49,8 @@ def api_client(configuration: Configuration) -> ApiClient:
 def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, context: str | None = None) -> ApiClient:
     """An ApiClient for one context of a trusted kubeconfig; BadRequest when the kubeconfig is unusable."""
     configuration = _fresh()
+    if not isinstance(kubeconfig, Mapping):
+        _check_size(Path(kubeconfig))
     loader = kube_config()  # imported here: a pod's operator reads no kubeconfig (decision 0036)
     try:
         if isinstance(kubeconfig, Mapping):
@@ -55,7 +61,21 @@ def api_client_from_kubeconfig(kubeconfig: Mapping[str, Any] | str | Path, *, co
                 config_file=str(kubeconfig), context=context, client_configuration=configuration, persist_config=False)
     except (ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
         raise BadRequest(f"unusable kubeconfig: {exc}") from None
+    except Exception as exc:  # the library's YAML parser's own errors (a file that is no YAML text)
+        raise BadRequest(f"unusable kubeconfig: {type(exc).__name__}") from None
     return api_client(configuration)
+
+
+def _check_size(path: Path) -> None:
+    """BadRequest, before the loader reads a byte, for a kubeconfig file over ``MAX_KUBECONFIG_FILE_BYTES`` (a pipe,
+    ``--kubeconfig <(...)``, states no size and is read as given)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the loader says what is wrong with the path
+    if size > MAX_KUBECONFIG_FILE_BYTES:
+        raise BadRequest(f"unusable kubeconfig: the file is {size / (1 << 20):.0f} MiB, over the limit of "
+                         f"{MAX_KUBECONFIG_FILE_BYTES >> 20} MiB; it is not read")
 
 
 def kube_cluster_from_kubeconfig(

@@ -116,6 +116,9 @@ def _gate(gate: Gate, ctype: str) -> Iterator[_Candidate]:
         reason = gate.error.reason or (gate.outcome.reason if gate.outcome else None)
         yield _Candidate(Source(element, "error (a failed read)", str(gate.origin)), "False", reason,
                          gate.error.message.source)
+    if gate.when is not None:
+        yield _Candidate(Source(element, "error (a rule failed)", str(gate.origin)), "False", gate.failed_reason,
+                         _RULES_FAILED, prefix=True)
 
 
 def _step(step: Step) -> Iterator[_Candidate]:
