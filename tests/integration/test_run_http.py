@@ -335,6 +335,14 @@ def test_a_name_the_assignment_does_not_allow_is_refused(world: World, operator:
         stored = world.management.get(API, "ControlPlane", "openstack", "cp")
         assert [e.get("allowedNames") for e in stored["spec"]["namespaceAssignments"]
                 if e["namespace"] == TENANT and not e.get("targetClusterRef")] == [["tenant-a-*"]]
+        # A probe refused tells the operator's cache holds the changed ControlPlane (a pass that read the old one
+        # would rightly go on and install its finalizer); the probe goes before the order under test comes.
+        world.management.create(order("KeystoneUser", "probe"))
+        wait_for(lambda: user_ready(get(world.management, API, "KeystoneUser", TENANT, "probe")).get("reason")
+                 == "NameNotAllowed", message="the probe refused: the operator sees allowedNames")
+        world.management.delete(API, "KeystoneUser", TENANT, "probe")
+        wait_for(lambda: get(world.management, API, "KeystoneUser", TENANT, "probe") is None, timeout=60,
+                 message="probe gone")
         world.management.create(order("KeystoneUser", "squatter"))
         verdict = wait_for(lambda: user_ready(get(world.management, API, "KeystoneUser", TENANT, "squatter"))
                            .get("reason") == "NameNotAllowed"
