@@ -6,9 +6,12 @@ rules, shared by every informer and the registration watch:
 
 - ``Backoff``: the first Gone of a streak re-lists at once (a resourceVersion expiring is
   normal); each further failure in a row, Gone or any other, waits RETRY_MIN doubling up to
-  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A watch that
-  ends normally ends the streak. So a watch that always fails costs at most about one request a
-  second (a list and a watch per wait of at least a second), soon one per RETRY_MAX / 2.
+  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A stream that
+  ends before its first event (an API server, proxy or load balancer answering 200 and closing
+  at once) is a failure too (``ended``): only an event (a bookmark counts) ends the streak. So a
+  watch that always fails costs at most about one request a second (a list and a watch per wait
+  of at least a second), soon one per RETRY_MAX / 2. After FAILING_AFTER failures in a row the
+  watch is ``failing``: the operator's metric and /readyz say so until an event comes.
 - ``WarningLimiter``: at most one warning per cluster per minute; the next one says how many
   were held back.
 """
@@ -24,6 +27,9 @@ RETRY_MIN = 1.0
 RETRY_MAX = 30.0
 JITTER = 0.5
 """A wait is its nominal length times 1 to 1 + JITTER: never shorter, so the bound holds."""
+FAILING_AFTER = 5
+"""Failures in a row after which a watch is failing: at least 15 s of them (waits of 1 + 2 + 4 + 8 s), 7 s when
+every one is a Gone (the first re-lists at once)."""
 
 WARNING_PERIOD = 60.0
 
@@ -32,13 +38,19 @@ class Backoff:
     """The waits of one loop, from its current streak of failures."""
 
     def __init__(self, *, minimum: float = RETRY_MIN, maximum: float = RETRY_MAX, jitter: float = JITTER,
-                 rand: Callable[[], float] = random.random) -> None:
+                 rand: Callable[[], float] = random.random, failing_after: int = FAILING_AFTER) -> None:
+        self._failing_after = failing_after
         self._minimum = minimum
         self._maximum = maximum
         self._jitter = jitter
         self._rand = rand
         self.streak = 0
-        """Failures in a row since the last watch that ended normally."""
+        """Failures in a row since the last event of a watch."""
+
+    @property
+    def failing(self) -> bool:
+        """Whether the streak has reached FAILING_AFTER failures."""
+        return self.streak >= self._failing_after
 
     def after_gone(self) -> float:
         """Seconds to wait before listing again after a Gone: none the first time in a streak."""
@@ -50,8 +62,13 @@ class Backoff:
         self.streak += 1
         return self._delay(self.streak)
 
+    def ended(self, events: int) -> float:
+        """Seconds to wait after a stream ended that delivered ``events`` (a bookmark counts): none when it
+        delivered any (its first ended the streak: ``reset``), else those of a failure."""
+        return 0.0 if events else self.after_failure()
+
     def reset(self) -> None:
-        """A watch ended normally: the next Gone re-lists at once again."""
+        """A watch delivered an event: the streak ends, the next Gone re-lists at once again."""
         self.streak = 0
 
     def _delay(self, n: int) -> float:
