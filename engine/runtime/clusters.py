@@ -31,6 +31,7 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -229,6 +230,7 @@ class Registrations:
                 if not listed:
                     self.sync()
                     listed = True
+                opened = time.monotonic()
                 self._stream = self._management.watch(
                     "v1", "Secret", self.namespace, resource_version=self._rv, labels=SELECTOR,
                     timeout=watch_timeout, bookmarks=True,
@@ -246,7 +248,7 @@ class Registrations:
                         backoff.reset()
                 if stop.is_set() or self._stopped:
                     return
-                delay = backoff.ended(received)
+                delay = backoff.ended(received, lasted=time.monotonic() - opened, timeout=watch_timeout)
                 if delay:  # cut before its first event: a failure like any other, not a re-open at once
                     self._failed("ended", f"the watch ended before its first event; watching again in {delay:.1f}s")
                     stop.wait(delay)

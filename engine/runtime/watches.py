@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -264,11 +265,12 @@ class Informer:
                         self.stop.wait(recheck)
                         continue
                     self._list()
-                received = self.received
+                received, opened = self.received, time.monotonic()
                 self._drain(self._open(timeout=watch_timeout), backoff=backoff)
                 if self.stop.is_set():
                     break
-                delay = backoff.ended(self.received - received)
+                delay = backoff.ended(self.received - received, lasted=time.monotonic() - opened,
+                                      timeout=watch_timeout)
                 if delay:  # cut before its first event: a failure like any other, not a re-open at once
                     self._failed("ended", f"the watch ended before its first event; watching again in {delay:.1f}s")
                     self.stop.wait(delay)

@@ -135,7 +135,7 @@ def test_the_first_event_ends_a_streak_of_failures() -> None:
     """A watch that delivers an event (a bookmark too) is working again: the streak ends, it is no longer failing,
     and a stream that then ends is re-opened at once."""
     backoff = Backoff(rand=lambda: 0.0)
-    waits = [backoff.ended(0) for _ in range(FAILING_AFTER)]
+    waits = [backoff.ended(0, lasted=0.01, timeout=300.0) for _ in range(FAILING_AFTER)]
     assert waits == [1.0, 2.0, 4.0, 8.0, 16.0]
     assert backoff.failing
     cluster = memory()
@@ -146,7 +146,24 @@ def test_the_first_event_ends_a_streak_of_failures() -> None:
     informer.backoff = backoff
     informer._drain(iter([{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}}]), backoff=backoff)
     assert backoff.streak == 0 and not backoff.failing
-    assert backoff.ended(1) == 0.0
+    assert backoff.ended(1, lasted=0.01, timeout=300.0) == 0.0
+
+
+@pytest.mark.parametrize(("lasted", "timeout"), [(300.0, 300.0), (5.0, 5.0), (30.0, 300.0), (31.0, None)])
+def test_a_quiet_watch_that_lasted_is_no_failure(lasted: float, timeout: float | None) -> None:
+    """A stream without an event that lasted its whole timeout, or QUIET seconds, watched a quiet kind (a real API
+    server sends no bookmark for a kind that has not changed): no wait, and the streak of failures ends."""
+    backoff = Backoff()
+    backoff.after_failure()
+    assert backoff.ended(0, lasted=lasted, timeout=timeout) == 0.0
+    assert backoff.streak == 0
+
+
+@pytest.mark.parametrize(("lasted", "timeout"), [(0.0, 300.0), (4.9, 5.0), (29.0, 300.0), (0.5, None)])
+def test_a_stream_cut_before_its_first_event_is_a_failure(lasted: float, timeout: float | None) -> None:
+    backoff = Backoff()
+    assert backoff.ended(0, lasted=lasted, timeout=timeout) >= 1.0
+    assert backoff.streak == 1
 
 
 def test_the_registration_watch_whose_watches_end_before_their_first_event_backs_off() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from engine.cluster.api import Gone, NotFound, Obj, ObjectList, WatchEvent
@@ -30,9 +31,12 @@ class Informer:
     """One kind in one namespace scope on one cluster."""
 
     def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger, cluster: str = "",
-                 warnings: WarningLimiter | None = None, store: Store | None = None) -> None:
+                 warnings: WarningLimiter | None = None, store: Store | None = None,
+                 timeout: float | None = None) -> None:
         """cluster: the name its warnings are limited by (one a minute per cluster); store: where it keeps the
-        objects (a projecting one, decision 0040), a whole-object store by default."""
+        objects (a projecting one, decision 0040), a whole-object store by default; timeout: how long each of
+        ``watch_from``'s watches lasts (a quiet one that lasted it is no failure)."""
+        self._timeout = timeout
         self.name = name
         self.cluster = cluster
         self._warnings = warnings if warnings is not None else CLUSTER_WARNINGS
@@ -89,10 +93,11 @@ class Informer:
                     self._relist()
                     self.relists += 1
                     need_list = False
+                opened = time.monotonic()
                 received = self._follow()
                 if self._stop.is_set():
                     break
-                delay = backoff.ended(received)
+                delay = backoff.ended(received, lasted=time.monotonic() - opened, timeout=self._timeout)
                 if delay:  # cut before its first event: a failure like any other, not a re-open at once
                     self._warn(f"the watch ended before its first event ({backoff.streak} failure(s) in a row); "
                                f"watching again in {delay:.1f}s")
