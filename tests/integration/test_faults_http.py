@@ -115,7 +115,7 @@ def test_a_watch_cut_after_its_headers_backs_off(world: World, proxy: FaultProxy
     wait_for(operator.ready, timeout=CONVERGE_PATIENCE, message="/readyz ok again once the watches deliver events")
     assert operator.metric('c5c3_operator_watches_failing{cluster=""}') == 0.0
     invariants.check(names)
-    print(f"fault window cut ({seen.seconds:.1f}s): {report(seen)}, converged {converged:.1f}s")
+    print(f"fault window cut ({seen.seconds:.1f}s, {watches} watches): {report(seen)}, converged {converged:.1f}s")
 
 
 def report(seen: Tally) -> str:
@@ -149,7 +149,8 @@ def test_fault_windows_cost_bounded_requests_and_keep_the_invariants(
                  message=f"every order Ready after the {fault_name} window")
         converged = time.monotonic() - healed
         invariants.check(names)
-        print(f"fault window {fault_name} ({seen.seconds:.1f}s): {report(seen)}, converged {converged:.1f}s")
+        print(f"fault window {fault_name} ({seen.seconds:.1f}s, {watches} watches): {report(seen)}, "
+              f"converged {converged:.1f}s")
         others = sum(seen.counts.values()) - seen.counts["watch"]
         assert seen.counts["watch"] <= watches * (1 + PER_WATCH * seen.seconds), (
             f"{fault_name}: {seen.counts['watch']} watch requests in {seen.seconds:.1f}s for {watches} watches")
