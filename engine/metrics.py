@@ -21,8 +21,9 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_events_total{result}``: Warning Events on orders: created, series, dropped, failed.
 - ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file
   descriptors, start time, from prometheus_client's ProcessCollector on this registry.
-- ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
-  auth-provider, token-file, file-path, unknown-key, malformed).
+- ``<p>_cluster_registrations_refused_total{reason}``: registration Secrets refused, once per content: their
+  data holds no kubeconfig (no-kubeconfig, empty, binary) or the kubeconfig is refused (exec, auth-provider,
+  token-file, file-path, unknown-key, malformed).
 - ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
 - ``<p>_watch_failures_total{cluster,kind,reason}``: +1 per failure of a watch: ``gone`` (410), ``ended`` (the
   stream ended before its first event), ``error`` (any other).
@@ -121,7 +122,8 @@ class Metrics:
             ["cluster", "verb", "code"], buckets=REQUEST_BUCKETS)
         self.registrations_refused = family(
             Counter, "cluster_registrations_refused_total",
-            "Registration Secrets whose kubeconfig was refused, by why.", ["reason"])
+            "Registration Secrets refused (no usable kubeconfig in their data, or a refused kubeconfig), by why.",
+            ["reason"])
         self.watch_event_errors = family(
             Counter, "watch_event_errors_total",
             "Watch events skipped because an index or mapping expression failed on the object, by its kind.", ["kind"])

@@ -9,17 +9,21 @@ operator lists and watches there. The cluster's name is the Secret's name.
 - A new Secret engages its cluster; one whose kubeconfig or namespaces changed
   engages it afresh (a new client, new caches, every order listed again), which
   is also how a kind installed later on that cluster gets watched.
-- A deleted Secret (or one that lost its label or its kubeconfig) disengages it;
-  requests still queued for it are dropped by their pass.
+- A deleted Secret (or one that lost its label) disengages it; requests still queued for it
+  are dropped by their pass.
 - Other edits (labels, annotations) change nothing.
-- A registration whose kubeconfig is refused or cannot be used stays *registered* but not
-  reachable (the engager's ``unusable``), so a rule can tell it from a cluster nobody registered.
+- Every labelled Secret is engaged or refused. A refused registration (no ``kubeconfig`` key, an
+  empty one, data that is not UTF-8 text, or a kubeconfig refused by its reader) and one whose
+  kubeconfig cannot be used stay *registered* but not reachable (the engager's ``unusable``), so a
+  rule can tell them from a cluster nobody registered.
 
 The kubeconfig is untrusted input: the production factory reads only its inline
 material (``engine.cluster.kubeconfig``) and refuses exec plugins, auth providers,
-token files and file paths. A refusal is one error line naming the Secret and the key,
-and a count in ``cluster_registrations_refused_total{reason}``. The kubeconfig is never
-logged; values from it that could show up in an error message are blanked first.
+token files and file paths. A refusal is one log line naming the Secret and why (an error for
+a refused kubeconfig, a warning for data that holds none) and a count in
+``cluster_registrations_refused_total{reason}``, once per content of the Secret: listing the
+registrations again neither retries, logs nor counts an unchanged refusal. The Secret's data
+is never logged; values from it that could show up in an error message are blanked first.
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ SELECTOR = f"{REGISTRATION_LABEL}=true"
 
 WATCH_TIMEOUT = 300.0
 
+NO_KUBECONFIG = "no-kubeconfig"
+EMPTY = "empty"
+BINARY = "binary"
+"""Why a labelled Secret holds no kubeconfig to read: refusal metric reasons beside the kubeconfig reader's."""
+
 
 @dataclass(frozen=True)
 class Registration:
@@ -72,6 +81,16 @@ class Registration:
             if len(word) >= 8 and word in text:
                 text = text.replace(word, "[redacted]")
         return text
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a labelled Secret registers no usable cluster: a metric reason, words that quote no value, and a
+    fingerprint of what was refused (the same Secret content is refused, logged and counted once)."""
+
+    reason: str
+    message: str
+    fingerprint: str
 
 
 ClusterFactory = Callable[[Registration], Cluster]
@@ -104,21 +123,34 @@ def parse_namespaces(text: str) -> tuple[str, ...] | None:
     return names or None
 
 
-def registration_of(secret: Obj) -> Registration | str:
-    """The registration a Secret holds, or why it holds none (never quoting its data)."""
+def registration_of(secret: Obj) -> Registration | Refusal | str:
+    """The registration a Secret holds; a Refusal when it is labelled but holds no usable kubeconfig; or why
+    it is no registration at all (not labelled). Never quotes its data."""
     meta = secret.get("metadata") or {}
     name = str(meta.get("name") or "")
     if ((meta.get("labels") or {}).get(REGISTRATION_LABEL)) != "true":
         return f"it is not labelled {REGISTRATION_LABEL}: \"true\""
-    data = secret.get("data") or {}
-    try:
-        kubeconfig = _decode(data.get(KUBECONFIG_KEY))
-        namespaces = _decode(data.get(NAMESPACES_KEY))
-    except ValueError as exc:
-        return str(exc)
-    if not kubeconfig.strip():
-        return f"it has no data key {KUBECONFIG_KEY!r}"
-    return Registration(name, kubeconfig, parse_namespaces(namespaces))
+    data = secret.get("data")
+    data = data if isinstance(data, dict) else {}
+    fingerprint = _data_fingerprint(data)
+    if data.get(KUBECONFIG_KEY) is None:
+        return Refusal(NO_KUBECONFIG, f"its data has no key {KUBECONFIG_KEY!r}", fingerprint)
+    texts: dict[str, str] = {}
+    for key in (KUBECONFIG_KEY, NAMESPACES_KEY):
+        try:
+            texts[key] = _decode(data.get(key))
+        except ValueError:
+            return Refusal(BINARY, f"its data key {key!r} is not UTF-8 text", fingerprint)
+    if not texts[KUBECONFIG_KEY].strip():
+        return Refusal(EMPTY, f"its data key {KUBECONFIG_KEY!r} is empty", fingerprint)
+    return Registration(name, texts[KUBECONFIG_KEY], parse_namespaces(texts[NAMESPACES_KEY]))
+
+
+def _data_fingerprint(data: dict[str, object]) -> str:
+    digest = hashlib.sha256()
+    for key in (KUBECONFIG_KEY, NAMESPACES_KEY):
+        digest.update(f"{key}\0{data.get(key)!r}\0".encode("utf-8", "replace"))
+    return digest.hexdigest()
 
 
 def _decode(value: object) -> str:
@@ -159,6 +191,8 @@ class Registrations:
         """Cluster name -> (fingerprint of its registration, its client)."""
         self._unusable: set[str] = set()
         """Registrations whose kubeconfig is refused or cannot be used: registered, not reachable."""
+        self._refused: dict[str, str] = {}
+        """Cluster name -> fingerprint of the refused content (logged and counted once)."""
         self._rv: str | None = None
         self._stream: Iterator[WatchEvent] | None = None
         self._stopped = False
@@ -180,7 +214,7 @@ class Registrations:
             for secret in answer.items:
                 present.add(str(secret["metadata"]["name"]))
                 self.handle("MODIFIED", secret)
-            for name in [n for n in (*self._engaged, *self._unusable) if n not in present]:
+            for name in [n for n in {*self._engaged, *self._unusable, *self._refused} if n not in present]:
                 self._disengage(name, "its registration Secret is gone")
             self._rv = answer.resource_version or None
         self.synced.set()
@@ -200,9 +234,17 @@ class Registrations:
             if isinstance(found, str):
                 self._disengage(name, f"Secret {self.namespace}/{name} is no registration: {found}")
                 return
+            if isinstance(found, Refusal):
+                if self._refused.get(name) != found.fingerprint:
+                    self._refuse(name, found)
+                    self._log.warning("cluster %r: refused registration Secret %s/%s: %s", name, self.namespace,
+                                      name, found.message, extra={"cluster": name})
+                return
             engaged = self._engaged.get(name)
             if engaged is not None and engaged[0] == found.fingerprint():
                 return
+            if self._refused.get(name) == found.fingerprint():
+                return  # the same kubeconfig was refused already: not retried, logged or counted again
             self._engage(found, again=engaged is not None)
 
     def stop(self) -> None:
@@ -298,12 +340,9 @@ class Registrations:
         try:
             cluster = self._factory(registration)
         except KubeconfigRefused as refused:
-            self._disengage(name, "its kubeconfig is refused", quiet=True)
-            self._mark_unusable(name, "its kubeconfig is refused")
+            self._refuse(name, Refusal(refused.reason, str(refused), registration.fingerprint()))
             self._log.error("cluster %r: refused the kubeconfig of Secret %s/%s: %s", name, self.namespace, name,
                             refused, extra={"cluster": name})
-            if self._metrics is not None:
-                self._metrics.record_refused_registration(refused.reason)
             return
         except Exception as exc:
             self._disengage(name, "its kubeconfig cannot be used", quiet=True)
@@ -313,6 +352,7 @@ class Registrations:
             return
         previous = self._engaged.get(name)
         self._unusable.discard(name)
+        self._refused.pop(name, None)
         self._engaged[name] = (registration.fingerprint(), cluster)
         self._engager.engage(name, cluster, namespaces=registration.namespaces)
         if previous is not None:
@@ -321,12 +361,21 @@ class Registrations:
         self._log.info("cluster %r %s (%s)", name, "engaged afresh" if again else "engaged", where,
                        extra={"cluster": name})
 
+    def _refuse(self, name: str, refusal: Refusal) -> None:
+        """Registered, never reachable, remembered by what was refused, counted once (the caller logs it)."""
+        self._disengage(name, "its registration is refused", quiet=True)
+        self._mark_unusable(name, f"its registration is refused: {refusal.message}")
+        self._refused[name] = refusal.fingerprint
+        if self._metrics is not None:
+            self._metrics.record_refused_registration(refusal.reason)
+
     def _mark_unusable(self, name: str, why: str) -> None:
         if isinstance(self._engager, KnowsUnusable):
             self._unusable.add(name)
             self._engager.unusable(name, why)
 
     def _disengage(self, name: str, why: str, *, quiet: bool = False) -> None:
+        self._refused.pop(name, None)
         if name in self._unusable:
             self._unusable.discard(name)
             self._engager.disengage(name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -277,3 +278,75 @@ def test_two_orders_naming_one_keystone_user_one_holds_it_the_other_waits(
              message=f"{other} Ready once {holder} is deleted")
     orders[other].delete(API, "KeystoneUser", TENANT, other)
     wait_for(lambda: get(orders[other], API, "KeystoneUser", TENANT, other) is None, message=f"{other} gone")
+
+
+def test_a_labelled_secret_without_a_usable_kubeconfig_is_refused_out_loud(
+        world: World, operator: OperatorProcess) -> None:
+    """Through the API server: a registration Secret holding a binary file, and one with no kubeconfig at all,
+    engage nothing and each get a warning naming the Secret and a count by reason; the bytes are never logged."""
+    binary = b"\x89PNG\r\n\x1a\n\xffbinary-registration-payload-0123456789"
+    for name, data in (("edge-binary", {"kubeconfig": base64.b64encode(binary).decode()}),
+                       ("edge-nothing", {"namespaces": base64.b64encode(TENANT.encode()).decode()})):
+        world.management.create({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": "c5c3-clusters",
+                         "labels": {"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}},
+            "data": data,
+        })
+
+    def refused(reason: str) -> float:
+        answer = urllib.request.urlopen(f"http://127.0.0.1:{operator.metrics_port}/metrics", timeout=5).read().decode()
+        line = f'c5c3_operator_cluster_registrations_refused_total{{reason="{reason}"}} '
+        return next((float(row[len(line):]) for row in answer.splitlines() if row.startswith(line)), 0.0)
+
+    try:
+        wait_for(lambda: refused("binary") == 1.0 and refused("no-kubeconfig") == 1.0,
+                 message="both Secrets refused and counted")
+        logs = operator.logs()
+        assert ("refused registration Secret c5c3-clusters/edge-binary: its data key 'kubeconfig' is not UTF-8 text"
+                in logs)
+        assert "refused registration Secret c5c3-clusters/edge-nothing: its data has no key 'kubeconfig'" in logs
+        assert "binary-registration-payload" not in logs
+        assert "cluster 'edge-binary' engaged" not in logs and "cluster 'edge-nothing' engaged" not in logs
+    finally:
+        for name in ("edge-binary", "edge-nothing"):
+            world.management.delete("v1", "Secret", "c5c3-clusters", name)
+
+
+def test_a_name_the_assignment_does_not_allow_is_refused(world: World, operator: OperatorProcess) -> None:
+    """Through the API server: the ControlPlane's assignment keeps allowedNames (its CRD declares the field), an
+    order claiming another name is refused with NameNotAllowed before any finalizer, and goes on once allowed."""
+
+    def with_allowed(names: list[str] | None) -> None:
+        cp = json_copy(world.management.get(API, "ControlPlane", "openstack", "cp"))
+        for entry in cp["spec"]["namespaceAssignments"]:
+            if entry["namespace"] == TENANT and not entry.get("targetClusterRef"):
+                entry.pop("allowedNames", None)
+                if names is not None:
+                    entry["allowedNames"] = names
+        world.management.update(cp)
+
+    def user_ready(obj: Obj | None) -> dict[str, Any]:
+        found = [c for c in ((obj or {}).get("status") or {}).get("conditions") or () if c["type"] == "UserReady"]
+        return found[0] if found else {}
+
+    with_allowed(["tenant-a-*"])
+    try:
+        stored = world.management.get(API, "ControlPlane", "openstack", "cp")
+        assert [e.get("allowedNames") for e in stored["spec"]["namespaceAssignments"]
+                if e["namespace"] == TENANT and not e.get("targetClusterRef")] == [["tenant-a-*"]]
+        world.management.create(order("KeystoneUser", "squatter"))
+        verdict = wait_for(lambda: user_ready(get(world.management, API, "KeystoneUser", TENANT, "squatter"))
+                           .get("reason") == "NameNotAllowed"
+                           and user_ready(get(world.management, API, "KeystoneUser", TENANT, "squatter")),
+                           message="squatter refused with NameNotAllowed")
+        assert 'claim only the names ["tenant-a-*"]' in verdict["message"]
+        assert 'Keystone user "squatter" is not among them' in verdict["message"]
+        squatter = get(world.management, API, "KeystoneUser", TENANT, "squatter") or {}
+        assert not squatter["metadata"].get("finalizers")
+    finally:
+        with_allowed(None)
+    wait_for(lambda: ready(world.management, "KeystoneUser", "squatter"), timeout=60,
+             message="squatter Ready once the assignment allows any name again")
+    world.management.delete(API, "KeystoneUser", TENANT, "squatter")
+    wait_for(lambda: get(world.management, API, "KeystoneUser", TENANT, "squatter") is None, message="squatter gone")

@@ -18,6 +18,7 @@ from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.metrics import Metrics
 from engine.runtime.clusters import (
     REGISTRATION_LABEL,
+    Refusal,
     Registration,
     Registrations,
     parse_namespaces,
@@ -244,11 +245,17 @@ def test_run_follows_the_secrets_as_they_change(world: World) -> None:
 
 
 def test_registration_of_explains_what_is_missing() -> None:
-    """A Secret that registers nothing says why, without quoting its data."""
+    """A labelled Secret that holds no usable kubeconfig is a Refusal saying why (a metric reason and words),
+    without quoting its data; an unlabelled one is no registration at all."""
     bad = secret("edge-1", "edge-1")
     bad["data"]["kubeconfig"] = "not base64!"
-    assert registration_of(bad) == "a data value is not base64-encoded UTF-8"
-    assert "no data key 'kubeconfig'" in str(registration_of({**bad, "data": {}}))
+    refusal = registration_of(bad)
+    assert isinstance(refusal, Refusal)
+    assert (refusal.reason, refusal.message) == ("binary", "its data key 'kubeconfig' is not UTF-8 text")
+    missing = registration_of({**bad, "data": {}})
+    assert isinstance(missing, Refusal) and missing.reason == "no-kubeconfig"
+    assert "no key 'kubeconfig'" in missing.message
+    assert "not labelled" in str(registration_of(secret("edge-1", "edge-1", label=None)))
     assert TOKEN not in repr(registration_of(secret("edge-1", "edge-1")))
 
 
@@ -256,3 +263,20 @@ def test_parse_namespaces() -> None:
     """Commas and newlines separate; blanks and duplicates go; nothing means every namespace."""
     assert parse_namespaces("a,b\nc, a") == ("a", "b", "c")
     assert parse_namespaces(" \n, ") is None
+
+
+def test_a_labelled_secret_without_a_kubeconfig_is_registered_but_unreachable(world: World) -> None:
+    """A labelled Secret whose kubeconfig is missing is refused like a malformed kubeconfig: the cluster is
+    registered (a teardown naming it stays patient) but not reachable; once the kubeconfig is there it engages."""
+    world.registrations.handle("ADDED", secret("edge-1", "edge-1"))
+    no_data = secret("edge-1", "edge-1")
+    no_data["data"] = {}
+    world.registrations.handle("MODIFIED", no_data)
+    assert world.registrations.engaged() == []
+    assert world.manager.clusters.registered("edge-1")
+    assert not world.manager.clusters.reachable("edge-1")
+    world.registrations.handle("MODIFIED", secret("edge-1", "edge-1"))
+    assert world.registrations.engaged() == ["edge-1"]
+    assert world.manager.clusters.reachable("edge-1")
+    world.registrations.handle("DELETED", secret("edge-1", "edge-1"))
+    assert not world.manager.clusters.registered("edge-1")

@@ -276,3 +276,62 @@ def test_client_key_directories_left_by_a_killed_operator_are_removed(tmp_path: 
     removed = sweep_private_dirs(tmp_path)
     assert sorted(removed) == sorted([folders["dead"], folders["earlier-with-our-pid"]])
     assert [name for name, folder in folders.items() if folder.exists()] == ["ours", "live", "unrelated"]
+
+
+BINARY = b"\x89PNG\r\n\x1a\n\xff\xfe" + TOKEN.encode()
+"""Bytes that are not UTF-8 (a file uploaded by mistake), carrying a token that must never be logged."""
+
+
+@pytest.mark.parametrize(("data", "reason", "words"), [
+    ({}, "no-kubeconfig", "its data has no key 'kubeconfig'"),
+    ({"namespaces": base64.b64encode(b"tenant-a").decode()}, "no-kubeconfig", "its data has no key 'kubeconfig'"),
+    ({"kubeconfig": ""}, "empty", "its data key 'kubeconfig' is empty"),
+    ({"kubeconfig": base64.b64encode(b" \n\t ").decode()}, "empty", "its data key 'kubeconfig' is empty"),
+    ({"kubeconfig": base64.b64encode(BINARY).decode()}, "binary", "its data key 'kubeconfig' is not UTF-8 text"),
+    ({"kubeconfig": base64.b64encode(yaml.safe_dump(kubeconfig("http://127.0.0.1:9", {"token": TOKEN})).encode())
+      .decode(), "namespaces": base64.b64encode(BINARY).decode()},
+     "binary", "its data key 'namespaces' is not UTF-8 text"),
+], ids=["no-data", "no-kubeconfig-key", "empty", "blank", "binary", "binary-namespaces"])
+def test_a_labelled_secret_without_a_usable_kubeconfig_is_refused_with_a_reason(
+        world: World, data: dict[str, str], reason: str, words: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A labelled Secret with no kubeconfig, an empty one or bytes that are not text engages nothing and is not
+    silent: one warning names the Secret and why (never its data), one count by reason, once however often the
+    registrations are listed again."""
+    world.management.create({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "edge-blank", "namespace": NS, "labels": {REGISTRATION_LABEL: "true"}},
+        "data": data,
+    })
+    with caplog.at_level(logging.DEBUG):
+        world.registrations.sync()
+        world.registrations.sync()
+    assert world.engager.engaged == {}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert f"Secret {NS}/edge-blank" in warnings[0] and words in warnings[0]
+    logged = "\n".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+    assert TOKEN not in logged and "PNG" not in logged
+    assert world.refused(reason) == 1
+
+
+def test_a_refused_registration_is_counted_again_only_when_it_changes(world: World,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Listing the registrations again (after a watch failure) neither logs nor counts an unchanged refusal
+    again; an edit that is still refused is a new refusal; a fixed Secret engages."""
+    secret = {
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "edge-exec", "namespace": NS, "labels": {REGISTRATION_LABEL: "true"}},
+        "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(kubeconfig(
+            "http://127.0.0.1:9", {"exec": {"command": "sh"}})).encode()).decode()},
+    }
+    world.management.create(secret)
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            world.registrations.sync()
+        assert world.refused("exec") == 1
+        assert len(error_lines(caplog)) == 1
+        world.management.update({**secret, "data": {}})
+        world.registrations.sync()
+        world.registrations.sync()
+    assert world.refused("no-kubeconfig") == 1
+    assert world.engager.engaged == {}
