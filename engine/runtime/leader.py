@@ -16,6 +16,8 @@ operator read a Lease the same way:
   this: ``run`` checks the deadline on its own thread.
 - **Release** on a graceful stop: the holder is cleared, so a follower takes over
   without waiting for the lease to expire.
+- **Retire** (a shard member's lapsed tenure): the candidate sends no request any more and never leads
+  again, so its Lease can be deleted without a late renewal bringing it back.
 
 The clock is injected: tests call ``step`` and ``check_deadline`` on a simulated
 clock and never sleep.
@@ -128,6 +130,9 @@ class LeaderElector:
         self._renewed_at: dt.datetime | None = None
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at: dt.datetime | None = None
+        self._retired = False
+        self._ended = False
+        """Set when a tenure ends (leading, then no longer): ``run(until_lost=True)`` returns then."""
         if metrics is not None:
             metrics.set_leader(False)
 
@@ -136,13 +141,30 @@ class LeaderElector:
         with self._lock:
             return self._leading
 
+    @property
+    def renewed_at(self) -> dt.datetime | None:
+        """When the last successful acquisition or renewal started (this elector's clock); None: never held."""
+        with self._lock:
+            return self._renewed_at
+
+    def retire(self) -> None:
+        """Send no request any more and never lead again (a request already sent still gets its answer, which is
+        then ignored): the Lease's holder may delete it."""
+        with self._lock:
+            self._retired = True
+
     # -- one round ------------------------------------------------------------
 
     def step(self) -> bool:
         """Try to acquire or renew the Lease once; start or stop leading accordingly. True while leading."""
+        with self._lock:
+            if self._retired:
+                return False
         now = self._clock.now()
         outcome = self._try_acquire_or_renew(now)
         with self._lock:
+            if self._retired:
+                return False
             if outcome == "held":
                 self._renewed_at = now
                 if not self._leading:
@@ -195,8 +217,9 @@ class LeaderElector:
 
     # -- the loop -------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, *, until_lost: bool = False) -> None:
         """Try every retry period until ``stop`` is set; a watchdog enforces the renew deadline meanwhile.
+        until_lost: return as soon as a tenure ends (leading, then no longer), too.
 
         Does not release the Lease: the caller does, once its workers have stopped.
         """
@@ -206,6 +229,8 @@ class LeaderElector:
         try:
             while not stop.wait(WATCHDOG_INTERVAL):
                 self.check_deadline()
+                if until_lost and self._ended:
+                    return
         finally:
             halt.set()
             rounds.join(self.settings.retry_period)
@@ -226,6 +251,9 @@ class LeaderElector:
         try:
             lease = self._get()
         except NotFound:
+            with self._lock:
+                if self._retired:
+                    return "failed"
             try:
                 created = self._cluster.create({
                     "apiVersion": LEASE_API_VERSION, "kind": LEASE_KIND,
@@ -247,6 +275,9 @@ class LeaderElector:
         if holder and holder != self.settings.identity and not self._expired(spec, now):
             return "taken"
         transitions = int(spec.get("leaseTransitions") or 0)
+        with self._lock:
+            if self._retired:
+                return "failed"
         if holder == self.settings.identity:
             record = self._record(now, acquired=None, transitions=transitions)
             record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
@@ -309,6 +340,7 @@ class LeaderElector:
 
     def _stop_leading(self, why: str, *, lost: bool = True) -> None:
         self._leading = False
+        self._ended = True
         self._on_stopped()
         if self._metrics is not None:
             self._metrics.set_leader(False)
