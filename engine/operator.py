@@ -217,7 +217,7 @@ class ScopedEngager:
         operator = self._operator
         with operator.scoping:
             if operator.member is not None:
-                name_member(cluster, operator.member.name)
+                name_member(cluster, operator.agent)
             scope_by_labels(cluster, operator.scopes, operator.projected)
             operator.manager.engage(name, cluster, namespaces=namespaces)
 
@@ -278,9 +278,12 @@ class Operator:
         """Held while the clients' scopes follow a rejoined member's new name, and while a cluster is engaged."""
         self.member: ShardMember | None = None
         self.assigner: Assigner | None = None
+        self.agent = ""
+        """The member name the clients' User-Agent carries (a shard member's, once it serves under it)."""
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
-            name_member(management, self.member.name)
+            self.agent = self.member.name
+            name_member(management, self.agent)
         self.scopes: LabelScopes = self._label_scopes(catalog)
         self.projected: Projections = projections(catalog) if self.member is not None else {}
         scope_by_labels(management, self.scopes, self.projected)
@@ -288,7 +291,7 @@ class Operator:
         def scoped_target(registration: Registration) -> Cluster:
             target = target_factory(registration)
             if self.member is not None:
-                name_member(target, self.member.name)
+                name_member(target, self.agent)
             return scope_by_labels(target, self.scopes, self.projected)
 
         self.manager: Manager[Any] = Manager(
@@ -379,7 +382,7 @@ class Operator:
             labels=((MEMBER_LABEL, "true"),),
         )
         member = ShardMember(clusters, catalog, settings, clock=self.clock, metrics=self.metrics,
-                             rename=fresh_name, on_rejoin=self.rejoined)
+                             rename=fresh_name, on_rejoin=self.rejoined, on_serving=self.serving)
         assigner = Assigner(clusters, catalog, options.leader_election_namespace, clock=self.clock,
                             lease_duration=options.lease_duration, metrics=self.metrics)
         return member, assigner
@@ -398,18 +401,25 @@ class Operator:
 
     def rejoined(self, lapsed: str, name: str) -> None:
         """The shard member lapsed and rejoins as ``name`` (before its Lease is sought): every client's caches of the
-        lapsed name's orders and children are dropped and those of the new name scoped in, its User-Agent names the
-        new member, the runtime's watches select the new name's orders, and the held-orders gauge follows."""
+        lapsed name's orders and children are dropped and those of the new name scoped in, the runtime's watches
+        select the new name's orders, and the held-orders gauge follows."""
         with self.scoping:
             self.scopes = self._label_scopes(self.manager.catalog)
             for _, cluster in self.manager.clusters:
-                name_member(cluster, name)
                 scope_by_labels(cluster, self.scopes, self.projected)
             assert self.member is not None
             self.manager.select_orders(self.member.selector)
         with contextlib.suppress(KeyError):
             self.metrics.shard_held_orders.remove(lapsed)
         self.metrics.shard_held_orders.labels(member=name).set_function(self.held_orders)
+
+    def serving(self, name: str) -> None:
+        """The shard member starts passes as ``name``: every client's User-Agent names it from now on (a request of
+        a pass under a lapsed name, all of which have ended, never carries it)."""
+        with self.scoping:
+            self.agent = name
+            for _, cluster in self.manager.clusters:
+                name_member(cluster, name)
 
     def replace_rules(self, catalog: Catalog) -> None:
         """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""

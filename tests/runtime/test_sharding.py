@@ -373,6 +373,40 @@ def test_a_lapsed_member_never_works_again_under_its_name_and_rejoins_under_a_ne
     assert world.lapsed() == ["a"]
 
 
+def test_a_rejoined_member_starts_no_pass_while_a_pass_of_its_lapsed_name_runs() -> None:
+    """A pass of "a" is still running (blocked in a call) when "a" lapses and rejoins as a-2 and a-2 holds its Lease:
+    a-2 starts passes (and its clients name it) only once that pass has ended; the pass sends nothing more."""
+    world = World(orders=6)
+    served: list[str] = []
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    settings = LeaseSettings(NS, "a", "a", lease_duration=15, renew_deadline=10, retry_period=2,
+                             labels=((MEMBER_LABEL, "true"),))
+    a = ShardMember(world.clusters(faulty), world.catalog, settings, clock=world.clock, on_serving=served.append)
+    world.members["a"] = a
+    a.elector.step()
+    world.assigner.step()
+    assert a.active.is_set() and served == ["a"]
+    seen: dict[str, object] = {}
+
+    def blocked(kind: FakeKind, req: Request, *, clusters: ClusterSet, **_: Any) -> Result:
+        faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=5)
+        for _ in range(5):  # a's renewals fail past its renew deadline while this pass is blocked
+            world.tick("a")
+        seen["rejoined as"] = a.rejoin()
+        a.elector.step()  # a-2 holds its Lease ...
+        seen["active while the pass runs"] = a.active.is_set()
+        seen["served while the pass runs"] = list(served)
+        return reading_pass(kind, req, clusters=clusters)
+
+    name = "w00"
+    assert world.owners()[("", name)] == "a" and a.admit(request(name)) == "run"
+    result = a.passes(blocked)(world.kind, request(name), clusters=world.clusters(faulty), clock=world.clock,
+                               log=None)
+    assert seen == {"rejoined as": "a-2", "active while the pass runs": False, "served while the pass runs": ["a"]}
+    assert result.error is not None and "tenure has lapsed" in str(result.error)  # its read was refused
+    assert a.active.is_set() and served == ["a", "a-2"]  # ... and serves once the pass of "a" ended
+
+
 def test_a_member_that_leaves_hands_its_orders_back_and_they_move_at_once() -> None:
     """A graceful stop removes its labels and its Lease; the next round reassigns them without waiting."""
     world = World()

@@ -5,10 +5,12 @@ within the renew deadline, exactly as a leader leads (``engine.runtime.leader``)
 never works again: the member stops starting passes at once, a pass still running sends no further
 request (its fence), and the Lease's elector sends no request any more. The replica then rejoins in the
 same process as a new member: a new name (a new incarnation suffix), a new Lease, and the caches of the
-old name dropped (``on_rejoin``: the operator selects the new name's orders and children). The old
-name is never used again, which is what lets the leader hand the lapsed member's orders to others
-without its acknowledgement; the lapsed Lease is deleted once it would have expired in every replica's
-eyes (a lease duration after its last renewal began), so the leader need not wait to observe that.
+old name dropped (``on_rejoin``: the operator selects the new name's orders and children). It starts
+passes under the new name once it holds the new Lease and every admission and pass of the lapsed name
+has ended (``on_serving``: the operator's clients name the new member from then on). The old name is
+never used again, which is what lets the leader hand the lapsed member's orders to others without its
+acknowledgement; the lapsed Lease is deleted once it would have expired in every replica's eyes (a
+lease duration after its last renewal began), so the leader need not wait to observe that.
 
 Before each pass the worker asks ``admit``: the order, as this replica's cache shows it, must carry
 this member's shard label and no drain label, and be newer than any state this member handed back.
@@ -19,13 +21,14 @@ The pass that follows is fenced by the tenure that admitted it, not by a later o
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -65,6 +68,12 @@ class Tenure:
     name: str
     settings: LeaseSettings
     elector: LeaderElector = field(init=False)
+    after: str | None = None
+    """The lapsed member's name it rejoined after (None: the replica's first)."""
+    joined: bool = False
+    """Its Lease is held (it may start passes once nothing of a lapsed tenure runs any more)."""
+    serving: bool = False
+    """Its passes may start (``active`` set for it once)."""
     lapsed: bool = False
     last_renewal: dt.datetime | None = None
     """At the lapse: when its last successful renewal started (its Lease is deleted a lease duration later)."""
@@ -92,11 +101,14 @@ class ShardMember:
         log: Log | None = None,
         rename: Callable[[], str] | None = None,
         on_rejoin: Rejoined = lambda lapsed, name: None,
+        on_serving: Callable[[str], None] = lambda name: None,
     ) -> None:
         """settings: the member's first Lease (its name is the member's name and identity).
         rename: a new member name for each rejoin (default: the first name with a counter).
         on_rejoin: called on the membership's thread when a lapsed member rejoins under a new name, before
-        its Lease is sought (the operator drops the old name's caches and selects the new name's orders)."""
+        its Lease is sought (the operator drops the old name's caches and selects the new name's orders).
+        on_serving: called with the name passes are about to start under, once per name: its Lease is held and
+        nothing of a lapsed name runs any more (the operator's clients name the member in their User-Agent)."""
         self._settings = settings
         self.active = threading.Event()
         """Set while the tenure holds: workers start passes only then."""
@@ -108,7 +120,10 @@ class ShardMember:
         counter = itertools.count(2)
         self._rename = rename if rename is not None else lambda: member_name(settings.name, str(next(counter)))
         self._on_rejoin = on_rejoin
+        self._on_serving = on_serving
         self._lock = threading.Lock()
+        self._busy: dict[Tenure, int] = {}
+        """Admissions and passes running now, by the tenure they run under."""
         self._leaving = False
         self._lapses = 0
         self._lapsed: list[Tenure] = []
@@ -185,6 +200,7 @@ class ShardMember:
                 return None
             name = self._rename()
             self._tenure = self._new_tenure(name)
+            self._tenure.after = lapsed.name
         try:
             self._on_rejoin(lapsed.name, name)
         except Exception:  # the membership must outlive any one failure; the new name's caches fill as they can
@@ -241,7 +257,10 @@ class ShardMember:
         on this thread is fenced by the tenure that said ``run``."""
         tenure = self.tenure
         self._admitting.tenure = None
-        verdict = self._admit(request, tenure)
+        if tenure.after is not None and not tenure.serving:
+            return "retry"  # a worker past the gate as the last tenure lapsed: again once this one serves
+        with self._working(tenure):
+            verdict = self._admit(request, tenure)
         if verdict == "run":
             self._admitting.tenure = tenure
         return verdict
@@ -400,10 +419,27 @@ class ShardMember:
 
         def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
             tenure = self._admitted()
-            return self.recorded(self.fenced(run_pass, tenure), tenure)(kind, request, clusters=clusters,
-                                                                         clock=clock, log=log)
+            with self._working(tenure):
+                return self.recorded(self.fenced(run_pass, tenure), tenure)(kind, request, clusters=clusters,
+                                                                             clock=clock, log=log)
 
         return run
+
+    @contextlib.contextmanager
+    def _working(self, tenure: Tenure) -> Iterator[None]:
+        """An admission or a pass under ``tenure`` runs in the block: a new tenure starts no pass meanwhile."""
+        with self._lock:
+            self._busy[tenure] = self._busy.get(tenure, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy[tenure] -= 1
+                if not self._busy[tenure]:
+                    del self._busy[tenure]
+                done = tenure.lapsed and tenure not in self._busy
+            if done:
+                self._serve()
 
     def _admitted(self) -> Tenure:
         """The tenure that admitted the pass this thread starts (taken once); the current one without admission."""
@@ -505,7 +541,31 @@ class ShardMember:
         with self._lock:
             if tenure is not self._tenure or tenure.lapsed or self._leaving:
                 return
-        self.active.set()
+            tenure.joined = True
+        self._serve()
+
+    def _serve(self) -> None:
+        """Start passes under the current tenure once its Lease is held and nothing of a lapsed tenure runs any
+        more (each such pass ends at its next request, which the fence refuses), so no request of the lapsed
+        name is sent under the new one."""
+        with self._lock:
+            tenure = self._tenure
+            if not tenure.joined or tenure.serving or tenure.lapsed or self._leaving:
+                return
+            waiting = sum(count for other, count in self._busy.items() if other is not tenure)
+            if waiting:
+                self._log.info("member %s holds its Lease; its passes start once %d admission(s) and pass(es) of a "
+                               "lapsed member have ended", tenure.name, waiting)
+                return
+            tenure.serving = True
+        try:
+            self._on_serving(tenure.name)
+        except Exception:  # the member must serve whatever its clients' names say
+            self._log.exception("naming member %s in the clients failed", tenure.name)
+        with self._lock:
+            if tenure is not self._tenure or tenure.lapsed or self._leaving:
+                return
+            self.active.set()
         self._log.info("joined the shards as member %s (Lease %s/%s)", tenure.name, tenure.settings.namespace,
                        tenure.name)
 
