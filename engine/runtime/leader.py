@@ -9,7 +9,10 @@ operator read a Lease the same way:
   (client-go's observed time: clocks of different machines are never compared).
   Taking over from another holder counts one more ``leaseTransitions``.
 - **Renew** every ``retry_period``: an update with the resourceVersion last read,
-  so two replicas racing for one Lease cannot both win (one gets a Conflict).
+  so two replicas racing for one Lease cannot both win (one gets a Conflict). A leader
+  first updates the Lease as it last wrote it, without reading it (client-go's fast
+  path): one request per renewal, so a slow API server (3 s a request) does not make
+  a renewal outlast the renew deadline. If that update fails, it reads and decides.
 - **Lose at once** when the Lease shows another holder, or when no renewal has
   succeeded for ``renew_deadline``: ``on_stopped_leading`` runs before anything
   else, so no new pass starts after the deadline. A hung API call does not delay
@@ -132,6 +135,8 @@ class LeaderElector:
         self._observed_at: dt.datetime | None = None
         self._retired = False
         self._ended = False
+        self._written: Obj | None = None
+        """The Lease as this candidate last wrote it while leading (the fast path's base); None otherwise."""
         """Set when a tenure ends (leading, then no longer): ``run(until_lost=True)`` returns then."""
         if metrics is not None:
             metrics.set_leader(False)
@@ -247,6 +252,8 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self, now: dt.datetime) -> str:
         """``held`` (we hold the Lease now), ``taken`` (another holder's lease is valid) or ``failed``."""
+        if self._renew_as_written(now):
+            return "held"
         mine = self._record(now, acquired=now, transitions=0)
         try:
             lease = self._get()
@@ -265,6 +272,7 @@ class LeaderElector:
                 self._log.info("could not create the leader Lease: %s", exc)
                 return "failed"
             self._observe(created.get("spec") or mine, now)
+            self._wrote(created)
             return "held"
         except ApiError as exc:
             self._log.warning("could not read the leader Lease: %s", exc)
@@ -290,7 +298,34 @@ class LeaderElector:
                            "renew" if holder == self.settings.identity else "acquire", exc)
             return "failed"
         self._observe(updated.get("spec") or record, now)
+        self._wrote(updated)
         return "held"
+
+    def _renew_as_written(self, now: dt.datetime) -> bool:
+        """While leading: renew by updating the Lease as last written (its resourceVersion the precondition), with no
+        read first. False when not leading or when the update fails (changed meanwhile, an API error): the caller
+        reads the Lease and decides, as any candidate does."""
+        with self._lock:
+            written = self._written if self._leading and not self._retired else None
+        if written is None:
+            return False
+        spec = dict(written.get("spec") or {})
+        record = self._record(now, acquired=None, transitions=int(spec.get("leaseTransitions") or 0))
+        record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
+        try:
+            updated = self._cluster.update({**written, "spec": record})
+        except ApiError as exc:
+            self._log.debug("could not renew the Lease as last written (%s); reading it", exc)
+            with self._lock:
+                self._written = None
+            return False
+        self._observe(updated.get("spec") or record, now)
+        self._wrote(updated)
+        return True
+
+    def _wrote(self, lease: Obj) -> None:
+        with self._lock:
+            self._written = lease
 
     def _get(self) -> Obj:
         return self._cluster.get(LEASE_API_VERSION, LEASE_KIND, self.settings.namespace, self.settings.name, live=True)
@@ -341,6 +376,7 @@ class LeaderElector:
     def _stop_leading(self, why: str, *, lost: bool = True) -> None:
         self._leading = False
         self._ended = True
+        self._written = None
         self._on_stopped()
         if self._metrics is not None:
             self._metrics.set_leader(False)

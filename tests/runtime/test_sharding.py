@@ -332,7 +332,7 @@ def test_a_lapsed_member_never_works_again_under_its_name_and_rejoins_under_a_ne
     assert renewed is not None
     admitted = a.admit(request(mine[0][1]))  # a worker admitted a pass under "a" ...
     assert admitted == "run"
-    faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=5)
+    faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=10)  # 2 a step
     for _ in range(5):
         world.tick("a", "b")
     assert not a.active.is_set() and a.lapses == 1 and a.name == "a"
@@ -389,7 +389,7 @@ def test_a_rejoined_member_starts_no_pass_while_a_pass_of_its_lapsed_name_runs()
     seen: dict[str, object] = {}
 
     def blocked(kind: FakeKind, req: Request, *, clusters: ClusterSet, **_: Any) -> Result:
-        faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=5)
+        faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=10)  # 2 a step
         for _ in range(5):  # a's renewals fail past its renew deadline while this pass is blocked
             world.tick("a")
         seen["rejoined as"] = a.rejoin()
