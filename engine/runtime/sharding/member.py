@@ -185,8 +185,8 @@ class ShardMember:
         try:
             while not stop.is_set():
                 self.tenure.elector.run(stop, until_lost=True)
-                if not stop.is_set():
-                    self.rejoin()
+                if not stop.is_set() and self.rejoin() is None:
+                    break  # leaving
         finally:
             forgetting.join(self._settings.retry_period + 1)
 
