@@ -24,6 +24,10 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
 - ``<p>_cluster_registrations_refused_total{reason}``: registration kubeconfigs refused (exec,
   auth-provider, token-file, file-path, unknown-key, malformed).
 - ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
+- ``<p>_watch_failures_total{cluster,kind,reason}``: +1 per failure of a watch: ``gone`` (410), ``ended`` (the
+  stream ended before its first event), ``error`` (any other).
+- ``<p>_watches_failing{cluster}``: watches failing now (``engine.cluster.retry.FAILING_AFTER`` failures in a row,
+  no event since), computed at scrape time (``FailingWatchesCollector``); every engaged cluster has a sample.
 - ``<p>_orders{kind,condition,status,reason}``, ``<p>_order_time_to_ready_seconds{kind}`` and
   ``<p>_order_not_ready_seconds{kind}``: computed at scrape time from the orders the runtime last saw
   (``OrdersCollector``, registered by the operator).
@@ -122,6 +126,10 @@ class Metrics:
         self.watch_event_errors = family(
             Counter, "watch_event_errors_total",
             "Watch events skipped because an index or mapping expression failed on the object, by its kind.", ["kind"])
+        self.watch_failures = family(
+            Counter, "watch_failures_total",
+            "Failures of the operator's watches, by cluster, watched kind and reason: gone (410), ended (the stream "
+            "ended before its first event), error (any other).", ["cluster", "kind", "reason"])
         self.events = family(
             Counter, "events_total",
             "Warning Events on orders: created, added to a series, dropped (rate limit, full queue) or failed.",
@@ -192,6 +200,9 @@ class Metrics:
 
     def record_watch_event_error(self, kind: str) -> None:
         self.watch_event_errors.labels(kind=kind).inc()
+
+    def record_watch_failure(self, cluster: str, kind: str, reason: str) -> None:
+        self.watch_failures.labels(cluster=cluster, kind=kind, reason=reason).inc()
 
     def set_leader(self, leading: bool) -> None:
         self.leader_status.set(1 if leading else 0)
@@ -341,4 +352,24 @@ class CacheCollector:
                                    labels=["cluster", "kind"])
         for (cluster, kind), keys in sorted(held.items()):
             family.add_metric([cluster, kind], len(keys))
+        return iter([family])
+
+
+class FailingWatchesCollector:
+    """``<p>_watches_failing{cluster}``: the watches failing now on each engaged cluster, at scrape time."""
+
+    def __init__(self, prefix: str, failing: Callable[[], Mapping[str, int]]) -> None:
+        """failing: cluster name -> how many of its watches fail now (0 for a cluster whose watches all work)."""
+        self.prefix = prefix
+        self._failing = failing
+
+    def describe(self) -> list[Metric]:
+        return []  # computed at scrape time: registering must not run a scrape
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(f"{self.prefix}_watches_failing",
+                                   "Watches failing now (failures in a row, no event since), by cluster.",
+                                   labels=["cluster"])
+        for cluster, count in sorted(self._failing().items()):
+            family.add_metric([cluster], count)
         return iter([family])

@@ -46,10 +46,10 @@ from prometheus_client import CollectorRegistry
 
 from engine import durations, logs
 from engine.cluster import readonly
-from engine.cluster.api import Cluster
+from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
-from engine.metrics import CacheCollector, CachedKeys, Metrics, OrderKindView, OrdersCollector
+from engine.metrics import CacheCollector, CachedKeys, FailingWatchesCollector, Metrics, OrderKindView, OrdersCollector
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
@@ -71,6 +71,7 @@ from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
 from engine.runtime.sharding.leading import Leadership
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import member_name
+from engine.runtime.watch_health import failing_watches
 from engine.runtime.watches import WATCH_TIMEOUT
 
 LOG = logging.getLogger("engine.operator")
@@ -317,6 +318,7 @@ class Operator:
                           metrics=self.metrics)
             if options.clusters_namespace else None
         )
+        self.registry.register(FailingWatchesCollector(self.metrics.prefix, self.failing_watches))
         self.leading: threading.Event | None = None
         self.elector: LeaderElector | None = None
         if options.leader_elect or options.sharded:
@@ -439,11 +441,20 @@ class Operator:
         has_synced = getattr(self.management, "has_synced", None)
         return self.manager.ready() and (has_synced is None or bool(has_synced()))
 
+    def failing_watches(self) -> dict[str, int]:
+        """Cluster name -> how many of its watches are failing now (``engine.runtime.watch_health``)."""
+        return failing_watches(self.manager.sources, self.manager.clusters, self.registrations)
+
+    def watching(self) -> bool:
+        """/readyz: no watch of the management cluster is failing."""
+        return self.failing_watches().get(MANAGEMENT_CLUSTER, 0) == 0
+
     def serve(self, endpoints: list[Endpoint]) -> list[Endpoint]:
         """Serve /metrics and the probes on the bound endpoints."""
         routes = {
             "metrics": metrics_routes(self.registry),
-            "probes": probe_routes({"/healthz": {"ping": lambda: True}, "/readyz": {"caches-synced": self.ready}}),
+            "probes": probe_routes({"/healthz": {"ping": lambda: True},
+                                    "/readyz": {"caches-synced": self.ready, "watches": self.watching}}),
         }
         return [endpoint.start(routes[endpoint.name]) for endpoint in endpoints]
 

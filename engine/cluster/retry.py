@@ -6,9 +6,14 @@ rules, shared by every informer and the registration watch:
 
 - ``Backoff``: the first Gone of a streak re-lists at once (a resourceVersion expiring is
   normal); each further failure in a row, Gone or any other, waits RETRY_MIN doubling up to
-  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A watch that
-  ends normally ends the streak. So a watch that always fails costs at most about one request a
-  second (a list and a watch per wait of at least a second), soon one per RETRY_MAX / 2.
+  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A stream that
+  ends before its first event (an API server, proxy or load balancer answering 200 and closing
+  at once) is a failure too (``ended``), unless it lasted its whole timeout or QUIET seconds (a
+  quiet kind: a real API server sends no bookmark to a watch of a kind that has not changed). An
+  event (a bookmark counts) or such a quiet watch ends the streak. So a watch that always fails
+  costs at most about one request a second (a list and a watch per wait of at least a second),
+  soon one per RETRY_MAX / 2. After FAILING_AFTER failures in a row the watch is ``failing``: the
+  operator's metric and /readyz say so until the streak ends.
 - ``WarningLimiter``: at most one warning per cluster per minute; the next one says how many
   were held back.
 """
@@ -24,6 +29,11 @@ RETRY_MIN = 1.0
 RETRY_MAX = 30.0
 JITTER = 0.5
 """A wait is its nominal length times 1 to 1 + JITTER: never shorter, so the bound holds."""
+QUIET = 30.0
+"""Seconds after which a stream that ended without an event was a quiet watch, not a cut one."""
+FAILING_AFTER = 5
+"""Failures in a row after which a watch is failing: at least 15 s of them (waits of 1 + 2 + 4 + 8 s), 7 s when
+every one is a Gone (the first re-lists at once)."""
 
 WARNING_PERIOD = 60.0
 
@@ -32,13 +42,19 @@ class Backoff:
     """The waits of one loop, from its current streak of failures."""
 
     def __init__(self, *, minimum: float = RETRY_MIN, maximum: float = RETRY_MAX, jitter: float = JITTER,
-                 rand: Callable[[], float] = random.random) -> None:
+                 rand: Callable[[], float] = random.random, failing_after: int = FAILING_AFTER) -> None:
+        self._failing_after = failing_after
         self._minimum = minimum
         self._maximum = maximum
         self._jitter = jitter
         self._rand = rand
         self.streak = 0
-        """Failures in a row since the last watch that ended normally."""
+        """Failures in a row since the last event of a watch."""
+
+    @property
+    def failing(self) -> bool:
+        """Whether the streak has reached FAILING_AFTER failures."""
+        return self.streak >= self._failing_after
 
     def after_gone(self) -> float:
         """Seconds to wait before listing again after a Gone: none the first time in a streak."""
@@ -50,8 +66,17 @@ class Backoff:
         self.streak += 1
         return self._delay(self.streak)
 
+    def ended(self, events: int, *, lasted: float, timeout: float | None) -> float:
+        """Seconds to wait after a stream ended that delivered ``events`` (a bookmark counts) in ``lasted`` seconds,
+        having asked for ``timeout``. One that ended before its first event, before its timeout and within QUIET
+        seconds (cut after its headers) is a failure: the wait of one. Any other ends the streak: none."""
+        if not events and lasted < min(timeout or QUIET, QUIET):
+            return self.after_failure()
+        self.reset()
+        return 0.0
+
     def reset(self) -> None:
-        """A watch ended normally: the next Gone re-lists at once again."""
+        """A watch worked (an event, or a quiet watch that lasted): the streak ends, the next Gone re-lists at once."""
         self.streak = 0
 
     def _delay(self, n: int) -> float:

@@ -389,6 +389,26 @@ _BY_KEY = operator.attrgetter("key")
 _parsed_pairs = functools.lru_cache(maxsize=1024)(_parse_pairs)
 
 
+def fitting_selector(labels: Mapping[str, str]) -> LabelSelector:
+    """An equality map as a selector the API server accepts whatever its values hold: the map itself when every
+    value can be a label value; else a text in which each value that cannot (an order's name of 64 characters) is
+    only required to be there (``key``), so the caller must check the exact values on what the list answers
+    (``carries_labels``). An API server stores no such value, so that list finds nothing of the map's there; an
+    emulator's seeded objects may hold one."""
+    if all(not label_value_errors(str(value)) for value in labels.values()):
+        return labels
+    return ",".join(key if label_value_errors(str(value)) else f"{key}={value}" for key, value in labels.items())
+
+
+def carries_labels(obj: Obj, labels: Mapping[str, str]) -> bool:
+    """Whether ``obj`` carries every label of the map with exactly its value."""
+    meta = obj.get("metadata")
+    found = meta.get("labels") if isinstance(meta, dict) else None
+    if not isinstance(found, dict):
+        return not labels
+    return all(found.get(key) == value for key, value in labels.items())
+
+
 # ---------------------------------------------------------------------------
 # Field selectors.
 

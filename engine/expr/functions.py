@@ -727,6 +727,19 @@ def valid_time(value: Any) -> bool:
     return True
 
 
+@_register("valid_duration", _ANY, returns="boolean")
+def valid_duration(value: Any) -> bool:
+    """Whether ``value`` is a Go duration string the duration functions accept (``720h``, ``-1h``, ``0``): a
+    rule tests a field an order may hold past its CRD before it reads it."""
+    if not isinstance(value, str):
+        return False
+    try:
+        _duration_ns(value, "valid_duration")
+    except FunctionError:
+        return False
+    return True
+
+
 @_register("trim_suffix", _STR, _STR, returns="string")
 def trim_suffix(s: str, suffix: str) -> str:
     """``s`` without ``suffix`` at its end (unchanged when it does not end with it)."""

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from engine.clock import Clock, format_time
-from engine.cluster.api import ApiError, Cluster, NotFound, Obj
+from engine.cluster.api import ApiError, Cluster, LabelSelector, NotFound, Obj
 from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterNotFound, ClusterSet
+from engine.cluster.selectors import carries_labels, fitting_selector
 from engine.expr.errors import ExprError, PassThrough
 from engine.expr.functions import FUNCTIONS, remember_secrets
 from engine.expr.jinja import ObjectTemplate, Text
@@ -308,12 +309,14 @@ class PassContext:
         children = self.kind.children
         return (children.name_label, children.namespace_label, children.cluster_label)
 
-    def children_selector(self, api_version: str, kind: str) -> dict[str, str]:
+    def children_selector(self, api_version: str, kind: str) -> LabelSelector:
         """The labels a list of the order's children of a kind selects by: the ownership labels, and the stamp for
-        the kinds whose children all carry it (``STAMPED_KINDS``: a member's caches of those hold only its own)."""
+        the kinds whose children all carry it (``STAMPED_KINDS``: a member's caches of those hold only its own).
+        A value no label can hold (a name of 64 characters) is only required to be there (``fitting_selector``):
+        what the list answers is then kept only when ``is_child``, which compares every value."""
         if (api_version, kind) in self.stamped_kinds:
-            return {**self.scope["childLabels"], **self.stamp}
-        return dict(self.scope["childLabels"])
+            return fitting_selector({**self.scope["childLabels"], **self.stamp})
+        return fitting_selector(self.scope["childLabels"])
 
     def stamped(self, obj: Obj) -> Obj:
         """``obj`` with the stamp's labels when it is the order's own (it carries the order's name label, and its
@@ -361,11 +364,12 @@ class PassContext:
                 except NotFound:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
+            selector = fitting_selector(labels) if labels else None
             if not labels and spec.children_only:
-                labels = self.children_selector(api_version, kind)
+                selector = self.children_selector(api_version, kind)
             try:
                 items = remember_secrets(
-                    cluster.list(api_version, kind, namespace or None, labels=labels or None, live=spec.live,
+                    cluster.list(api_version, kind, namespace or None, labels=selector, live=spec.live,
                                  reads=spec.reads).items)
             except NotFound:
                 if spec.unserved_absent:
@@ -378,6 +382,8 @@ class PassContext:
             else:
                 text = f"reading {kind} {where}: {err}".replace("  ", " ")
             raise ReadError(text, err) from None
+        if isinstance(selector, str) and labels:  # a value no label can hold was only required to be there
+            items = [item for item in items if carries_labels(item, labels)]
         if spec.children_only:
             items = [item for item in items if self.is_child(item)]
         if spec.where is not None:

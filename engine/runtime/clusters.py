@@ -31,13 +31,14 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
+from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Cluster, Gone, Obj, WatchEvent
 from engine.cluster.kubeconfig import KubeconfigRefused
-from engine.cluster.retry import Backoff
+from engine.cluster.retry import CLUSTER_WARNINGS, Backoff, WarningLimiter
 from engine.metrics import Metrics
 from engine.runtime.kinds import Log
 
@@ -141,8 +142,13 @@ class Registrations:
         *,
         log: Log | None = None,
         metrics: Metrics | None = None,
+        warnings: WarningLimiter | None = None,
     ) -> None:
+        """warnings: at most one warning about the management cluster a minute (default: the process's limiter)."""
         self._management = management
+        self._warnings = warnings if warnings is not None else CLUSTER_WARNINGS
+        self.backoff = Backoff()
+        """The watch's failures in a row and the waits they call for (``failing``: too many)."""
         self._metrics = metrics
         self.namespace = namespace
         self._engager = engager
@@ -215,38 +221,63 @@ class Registrations:
 
     def run(self, stop: threading.Event, *, watch_timeout: float = WATCH_TIMEOUT) -> None:
         """List, then watch from where the list left off, until ``stop`` is set; re-list on Gone (at once the
-        first time in a row, then backing off)."""
-        backoff = Backoff()
+        first time in a row, then backing off); a watch that ended before its first event, or failed otherwise,
+        waits as after any failure (``engine.cluster.retry``)."""
+        backoff = self.backoff
         listed = False
         while not (stop.is_set() or self._stopped):
             try:
                 if not listed:
                     self.sync()
                     listed = True
+                opened = time.monotonic()
                 self._stream = self._management.watch(
                     "v1", "Secret", self.namespace, resource_version=self._rv, labels=SELECTOR,
                     timeout=watch_timeout, bookmarks=True,
                 )
+                received = 0
                 for event in self._stream:
                     if stop.is_set() or self._stopped:
                         break
                     self._event(event)
-                backoff.reset()
+                    received += 1
+                    if backoff.streak:
+                        if backoff.failing:
+                            self._log.info("watching registration Secrets in %r: events again after %d failure(s) "
+                                           "in a row", self.namespace, backoff.streak)
+                        backoff.reset()
+                if stop.is_set() or self._stopped:
+                    return
+                delay = backoff.ended(received, lasted=time.monotonic() - opened, timeout=watch_timeout)
+                if delay:  # cut before its first event: a failure like any other, not a re-open at once
+                    self._failed("ended", f"the watch ended before its first event; watching again in {delay:.1f}s")
+                    stop.wait(delay)
             except Gone:
                 listed = False
                 delay = backoff.after_gone()
+                self._failed("gone", f"Gone (410); listing again in {delay:.1f}s" if delay else None)
                 if delay:
-                    self._log.warning("watching registration Secrets in %r: Gone (410) %d times in a row; "
-                                      "listing again in %.1fs", self.namespace, backoff.streak, delay)
                     stop.wait(delay)
             except Exception as exc:  # the registration watch must outlive any one failure
                 if self._stopped:
                     return
                 listed = False
                 delay = backoff.after_failure()
-                self._log.warning("watching registration Secrets in %r failed: %s; retrying in %.1fs",
-                                  self.namespace, exc, delay)
+                self._failed("error", f"{exc}; retrying in {delay:.1f}s")
                 stop.wait(delay)
+
+    def _failed(self, reason: str, text: str | None) -> None:
+        """A failure of the registration watch: counted (``reason``), and a warning (``text``, with the streak) unless
+        one was written about the management cluster within the minute."""
+        if self._metrics is not None:
+            self._metrics.record_watch_failure(MANAGEMENT_CLUSTER, "Secret", reason)
+        if text is None:
+            return
+        held = self._warnings.allow(MANAGEMENT_CLUSTER)
+        if held is not None:
+            failing = "; failing: /readyz fails until it delivers an event" if self.backoff.failing else ""
+            self._log.warning("watching registration Secrets in %r: %s (%d failure(s) in a row%s)%s", self.namespace,
+                              text, self.backoff.streak, failing, WarningLimiter.suffix(held))
 
     def _event(self, event: WatchEvent) -> None:
         kind, obj = event["type"], event["object"]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -184,6 +185,10 @@ class Informer:
         """The cluster's read cache of this kind and scope, kept by this informer's watch (one watch per kind),
         or None (a cluster without a cache of its own, or one that does not cover this scope as such)."""
         self.thread: threading.Thread | None = None
+        self.backoff = Backoff()
+        """Threaded mode: the watch's failures in a row and the waits they call for (``failing``: too many)."""
+        self.received = 0
+        """Watch events received (bookmarks too; not ERROR events)."""
 
     def __repr__(self) -> str:
         where = f"cluster {self.cluster_name!r}" if self.cluster_name else "the management cluster"
@@ -252,7 +257,7 @@ class Informer:
 
     def run(self, *, watch_timeout: float, recheck: float) -> None:
         """The informer thread's loop, until ``stop`` is set."""
-        backoff = Backoff()
+        backoff = self.backoff
         while not self.stop.is_set():
             try:
                 if not self.listed:
@@ -260,22 +265,41 @@ class Informer:
                         self.stop.wait(recheck)
                         continue
                     self._list()
-                self._drain(self._open(timeout=watch_timeout))
-                backoff.reset()
+                received, opened = self.received, time.monotonic()
+                self._drain(self._open(timeout=watch_timeout), backoff=backoff)
+                if self.stop.is_set():
+                    break
+                delay = backoff.ended(self.received - received, lasted=time.monotonic() - opened,
+                                      timeout=watch_timeout)
+                if delay:  # cut before its first event: a failure like any other, not a re-open at once
+                    self._failed("ended", f"the watch ended before its first event; watching again in {delay:.1f}s")
+                    self.stop.wait(delay)
             except Gone:
                 self.listed = False
                 delay = backoff.after_gone()
                 if delay:
-                    self._warn(f"the watch answered Gone (410) {backoff.streak} times in a row; "
-                               f"listing again in {delay:.1f}s")
+                    self._failed("gone", f"the watch answered Gone (410); listing again in {delay:.1f}s")
                     self.stop.wait(delay)
+                else:
+                    self._failed("gone", None)
             except NotFound:
                 self._lose()
                 self.stop.wait(recheck)
             except Exception as exc:  # an informer thread must outlive any one failure
                 delay = backoff.after_failure()
-                self._warn(f"{exc}; retrying in {delay:.1f}s")
+                self._failed("error", f"{exc}; retrying in {delay:.1f}s")
                 self.stop.wait(delay)
+
+    def _failed(self, reason: str, text: str | None) -> None:
+        """A failure of this informer's watch: counted (``reason``), and a warning (``text``, with the streak) unless
+        one was written about the cluster within the minute."""
+        metrics = self._sources._metrics
+        if metrics is not None:
+            metrics.record_watch_failure(self.cluster_name, self.kind, reason)
+        if text is not None:
+            streak = self.backoff.streak
+            failing = "; failing: /readyz fails until it delivers an event" if self.backoff.failing else ""
+            self._warn(f"{text} ({streak} failure(s) in a row{failing})")
 
     def _warn(self, text: str) -> None:
         """A warning about this informer's cluster, unless one was written for it within the minute."""
@@ -323,13 +347,21 @@ class Informer:
             with contextlib.suppress(Exception):
                 close()
 
-    def _drain(self, events: Iterator[WatchEvent], *, until_bookmark: bool = False) -> int:
-        """Map a watch's events until it ends (or, until_bookmark: until its first bookmark, the stream then closed)."""
+    def _drain(self, events: Iterator[WatchEvent], *, until_bookmark: bool = False,
+               backoff: Backoff | None = None) -> int:
+        """Map a watch's events until it ends (or, until_bookmark: until its first bookmark, the stream then closed).
+        Each event (a bookmark too) counts in ``received``; the first one ends ``backoff``'s streak of failures."""
         mapped = 0
         for event in events:
             if self.stop.is_set():
                 break
             mapped += self._event(event)
+            self.received += 1
+            if backoff is not None and backoff.streak:
+                if backoff.failing:
+                    self._sources.log.info("%r: the watch delivers events again after %d failure(s) in a row", self,
+                                           backoff.streak, extra={"cluster": self.cluster_name})
+                backoff.reset()
             if until_bookmark and event["type"] == "BOOKMARK":
                 self._close(events)
                 break

@@ -424,6 +424,40 @@ class TestInformerLoop:
         assert all(made <= waited + 6 for made, waited in samples), samples
         assert server.list_calls >= 5
 
+    def test_watches_that_end_before_their_first_event_back_off(self) -> None:
+        """A watch answered and closed at once, with no event (cut after its headers), is a failure: waits
+        doubling with jitter, about one request per second waited at most; failing after FAILING_AFTER in a row."""
+        samples: list[tuple[int, float]] = []
+
+        class AlwaysCut(FakeServer):
+            def watch(self, rv: str) -> Iterator[WatchEvent]:
+                self.watch_calls.append(rv)
+                if len(self.watch_calls) > 1000:
+                    informer.stop(wait=0)
+                return iter(())
+
+        class SimulatedStop(threading.Event):
+            now = 0.0
+
+            def wait(self, timeout: float | None = None) -> bool:
+                self.now += timeout or 0.0
+                samples.append((server.list_calls + len(server.watch_calls), self.now))
+                if self.now >= 300:
+                    self.set()
+                return self.is_set()
+
+        server = AlwaysCut([ObjectList([], "1")])
+        informer = Informer("fake", server.list, server.watch, log=LOG, cluster="edge-1",
+                            warnings=WarningLimiter(clock=lambda: 0.0))
+        stop = informer._stop = SimulatedStop()
+        informer.start()
+        assert informer._thread is not None
+        informer._thread.join(10)
+        assert stop.now >= 300, f"{len(server.watch_calls)} watches and {stop.now:.0f}s waited"
+        assert all(made <= waited + 6 for made, waited in samples), samples
+        assert server.list_calls == 1, "an ended watch resumes, it does not list again"
+        assert informer.backoff.failing
+
     def test_kind_gone_ends_the_informer(self) -> None:
         """NotFound from the watch means the kind is no longer served: the informer ends, dead."""
         server = FakeServer([ObjectList([], "1")])

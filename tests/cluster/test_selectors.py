@@ -9,6 +9,8 @@ from engine.cluster.api import BadRequest
 from engine.cluster.selectors import (
     FieldRequirement,
     Requirement,
+    carries_labels,
+    fitting_selector,
     is_subdomain,
     label_key_errors,
     label_value_errors,
@@ -278,3 +280,24 @@ class TestParseFields:
         """A clause without an operator is a BadRequest."""
         with pytest.raises(BadRequest, match=r"^invalid selector: 'metadata\.name'; can't understand 'metadata\.name"):
             parse_fields("metadata.name")
+
+
+class TestFittingSelector:
+    def test_values_that_fit_are_selected_by_as_they_are(self) -> None:
+        """A map whose values are all label values stays the map (the cheap, indexed selector)."""
+        labels = {"a.io/name": "w", "a.io/cluster": ""}
+        assert fitting_selector(labels) is labels
+
+    def test_a_value_no_label_holds_is_only_required_to_be_there(self) -> None:
+        """A 64-character value becomes a presence requirement the API server accepts; the exact value is the
+        caller's to check, and carries_labels does."""
+        long = "n" * 64
+        selector = fitting_selector({"a.io/name": long, "a.io/namespace": "ns"})
+        assert selector == "a.io/name,a.io/namespace=ns"
+        parsed = parse_labels(selector)
+        own = {"metadata": {"labels": {"a.io/name": long, "a.io/namespace": "ns"}}}
+        other = {"metadata": {"labels": {"a.io/name": "w", "a.io/namespace": "ns"}}}
+        assert parsed.matches_object(own) and parsed.matches_object(other)
+        assert carries_labels(own, {"a.io/name": long, "a.io/namespace": "ns"})
+        assert not carries_labels(other, {"a.io/name": long, "a.io/namespace": "ns"})
+        assert not carries_labels({"metadata": {}}, {"a.io/name": long})

@@ -39,7 +39,7 @@ def memory() -> MemoryCluster:
 @pytest.fixture(scope="session")
 def runner(real_server: KubeServer, emulator: Emulator, memory: MemoryCluster) -> Iterator[Runner]:
     """The three legs, the real server first (the reference every other answer is compared with)."""
-    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
+    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem, fresh_cache=True),
             HttpLeg("emulator", emulator.url), MemoryLeg(memory)]
     running = Runner(legs, kept=KEPT)
     yield running
@@ -49,7 +49,7 @@ def runner(real_server: KubeServer, emulator: Emulator, memory: MemoryCluster) -
 @pytest.fixture(scope="session")
 def http_runner(real_server: KubeServer, emulator: Emulator) -> Iterator[Runner]:
     """The real server and the emulator only: for cases about HTTP itself (tables, dry-run, field validation)."""
-    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
+    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem, fresh_cache=True),
             HttpLeg("emulator", emulator.url)]
     running = Runner(legs, prefix="h", kept=KEPT)
     yield running
@@ -59,7 +59,7 @@ def http_runner(real_server: KubeServer, emulator: Emulator) -> Iterator[Runner]
 @pytest.fixture(scope="session")
 def bare_runner(real_server: KubeServer, emulator: Emulator, memory: MemoryCluster) -> Iterator[Runner]:
     """The three legs with no difference excused: for showing that each kept difference still happens."""
-    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem),
+    legs = [HttpLeg("real", real_server.url, token=real_server.token(), ca_pem=real_server.ca_pem, fresh_cache=True),
             HttpLeg("emulator", emulator.url), MemoryLeg(memory)]
     running = Runner(legs, prefix="k")
     yield running

@@ -5,7 +5,8 @@ runners that send those cases, and the differences of custom-resource admission 
 preserved and embedded fields, int-or-string, nullable fields, bounds, enums, patterns, formats, set and map
 lists, CEL rules with messages, message expressions, reasons and field paths, transition rules on ``oldSelf``,
 a status subresource, printer columns. ``Ratchet`` has two versions of one stored kind, ``v1`` loose and ``v2``
-strict, so an object written through ``v1`` can be updated through ``v2``: validation ratcheting.
+strict (a rule on its name as well), so an object written through ``v1`` can be updated through ``v2``: validation
+ratcheting, and what no ratcheting keeps.
 """
 
 from __future__ import annotations
@@ -102,7 +103,9 @@ _LOOSE: Obj = {"type": "object", "properties": {"spec": {"type": "object", "prop
     "limit": {"type": "integer"}, "note": {"type": "string"}, "other": {"type": "integer"},
     "items": {"type": "array", "items": {"type": "string"}}, "code": {"x-kubernetes-int-or-string": True},
     "ref": {"x-kubernetes-int-or-string": True}}}}}
-_STRICT: Obj = {"type": "object", "properties": {"spec": {
+_STRICT: Obj = {"type": "object", "x-kubernetes-validations": [
+    {"rule": "size(self.metadata.name) <= 9", "message": "metadata.name must be at most 9 bytes"}],
+    "properties": {"spec": {
     "type": "object",
     "x-kubernetes-validations": [
         {"rule": "!has(self.limit) || self.limit % 2 == 0", "message": "limit is even"},

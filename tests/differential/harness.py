@@ -151,8 +151,10 @@ class HttpLeg:
     """A server spoken to over HTTP(S) with a keep-alive connection; watches get connections of their own."""
 
     def __init__(self, name: str, url: str, *, token: str | None = None, ca_pem: bytes | None = None,
-                 watch_patience: float = 10.0, compact: Callable[[str], None] | None = None) -> None:
+                 watch_patience: float = 10.0, compact: Callable[[str], None] | None = None,
+                 fresh_cache: bool = False) -> None:
         self.name = name
+        self.fresh_cache = fresh_cache
         self.compact = compact
         self.url = url
         scheme, _, rest = url.partition("://")
@@ -210,8 +212,27 @@ class HttpLeg:
             if response.getheader("Connection", "").lower() == "close":
                 self._connection.close()
                 self._connection = None
-            return Answer(response.status, _decode(data), _warnings(response))
+            answer = Answer(response.status, _decode(data), _warnings(response))
+            if self.fresh_cache:
+                self._await_cache(request, answer)
+            return answer
         raise AssertionError("unreachable")
+
+    def _await_cache(self, request: Call, answer: Answer) -> None:
+        """After a write, read the object back at the written resourceVersion: a real API server answers that
+        from its watch cache once the cache holds the write. Its next write of the object then starts from the
+        current copy: the server tries a write on its cached copy first, and the warnings of a try on a stale
+        copy (retried after the conflict) stay in the answer, so a write sent too soon can warn about an object
+        state already gone."""
+        body: Obj = answer.body if isinstance(answer.body, dict) else {}
+        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+        if request.method not in ("POST", "PUT", "PATCH") or not 200 <= answer.code < 300 or not meta.get("name"):
+            return
+        if dict(request.query).get("dryRun") or not meta.get("resourceVersion"):
+            return
+        path = request.path.split("?")[0]
+        path = re.sub(r"/(status|scale)$", "", path) if request.method != "POST" else f"{path}/{meta['name']}"
+        self.send(call("GET", path, resourceVersion=str(meta["resourceVersion"])))
 
     def _watch(self, request: Call) -> Answer:
         """Open the watch, create the sentinel, read until it (or the end of the stream) arrives."""

@@ -134,6 +134,15 @@ CASES = [
         merge(RATCHETS_V2 + "/t", {"spec": {"note": "ok"}}),
         merge(RATCHETS_V1 + "/t", {"spec": {"note": "ok"}}),
     ]),
+    Case("a rule on the object's name refuses every write of an object stored past it, a finalizer's removal too", [
+        call("POST", RATCHETS_V1, {**ratchet("ten-bytes0"), "metadata": {"name": "ten-bytes0",
+                                                                           "finalizers": ["example.com/hold"]}}),
+        merge(RATCHETS_V2 + "/ten-bytes0", {"metadata": {"labels": {"a": "b"}}}),
+        call("DELETE", RATCHETS_V2 + "/ten-bytes0"),
+        merge(RATCHETS_V2 + "/ten-bytes0", {"metadata": {"finalizers": None}}),
+        call("GET", RATCHETS_V2 + "/ten-bytes0"),
+        merge(RATCHETS_V1 + "/ten-bytes0", {"metadata": {"finalizers": None}}),
+    ]),
     Case("allOf: each branch's error, then the allOf's own", [
         call("POST", WIDGETS, widget("a", size=1, bounded=0)),
         call("POST", WIDGETS, widget("b", size=1, bounded=5)),

@@ -51,6 +51,17 @@ class TestValidTimeAndTrimSuffix:
         assert q("valid_time('')") is False
         assert q("valid_time(`3`)") is False
 
+    def test_valid_duration_accepts_go_durations_only(self) -> None:
+        """A Go duration (negative included: its sign is the rule's to judge) is valid; other text, an empty string
+        and a number are not."""
+        assert q("valid_duration('720h')") is True
+        assert q("valid_duration('-1h')") is True
+        assert q("valid_duration('0')") is True
+        assert q("valid_duration('1 hour')") is False
+        assert q("valid_duration('')") is False
+        assert q("valid_duration(`60`)") is False
+        assert q("valid_duration(`null`)") is False
+
     def test_trim_suffix(self) -> None:
         """The suffix goes only when the string ends with it."""
         assert q("trim_suffix('a-user-', '-')") == "a-user"

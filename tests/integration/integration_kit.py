@@ -443,7 +443,9 @@ class OperatorProcess:
     object a read handed out ends it with status 70 and a log line that ``World.close`` fails on."""
 
     def __init__(self, world: World, *args: str, name: str = "operator",
-                 program: Sequence[str] = ("-m", "engine.cli"), tmp: Path | None = None) -> None:
+                 program: Sequence[str] = ("-m", "engine.cli"), tmp: Path | None = None,
+                 kubeconfig: Path | None = None) -> None:
+        """kubeconfig: the management cluster's (default: the world's; a fault proxy's in front of it)."""
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.log_path = world.tmp / f"{name}.log"
         self._log = self.log_path.open("wb")
@@ -452,7 +454,7 @@ class OperatorProcess:
         private_tmp.mkdir(exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"} | {"TMPDIR": str(private_tmp)}
         self.process = subprocess.Popen(
-            [sys.executable, *program, "run", "--kubeconfig", str(world.kubeconfig),
+            [sys.executable, *program, "run", "--kubeconfig", str(kubeconfig or world.kubeconfig),
              "--context", "management", "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
              "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}", "--log-level", "debug", *args],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env,

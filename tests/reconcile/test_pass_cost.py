@@ -34,10 +34,12 @@ CALLS_TO_CONVERGE = 21_200
 """Per order, every pass from the first to the first that finds it converged (9 on this deterministic manager,
 which runs a pass for every event): 25,247 before an order's stable values were remembered (decision 52),
 21,929 after, 21,489 once a condition's lookup and a render's names skipped a Python call each, 20,331 at
-c566c10 (the bound about 4% above it, so a regression of that size fails here)."""
+c566c10 (the bound about 4% above it, so a regression of that size fails here), 20,857 with the checks of the
+order's name and spec fields (decision 57), whose values are remembered after an order's first pass."""
 
 CALLS_PER_CONVERGED_PASS = 3_650
-"""A pass over a converged order: 4,353 before decision 52, 3,744 after, 3,662 then, 3,513 at c566c10."""
+"""A pass over a converged order: 4,353 before decision 52, 3,744 after, 3,662 then, 3,513 at c566c10, 3,544 with the
+gates on the order's name and spec fields (decision 57)."""
 
 
 def test_an_orders_passes_stay_within_their_calls() -> None:

@@ -230,3 +230,20 @@ def test_the_take_over_lists_only_the_clusters_the_rules_can_write_children_on(
         assert listed == {"": 1, "edge": int(named), "far": int(named)}
         assert world.parts() == {"w-part": "b"}
         assert world.parts(far) == {"w-part": "b" if named else "a"}
+
+
+def test_an_order_whose_name_no_label_holds_is_admitted(rules_dir: Callable[..., Path]) -> None:
+    """An order whose name is longer than a label value (stored where no rule refused it) is admitted, so its
+    passes (its teardown above all) run: the list of its children only asks that the name label be there, and a
+    child of another order in its namespace is not taken."""
+    world = World(rules_dir(WIDGET))
+    name = "w" * 64
+    world.request = Request(WIDGET_KIND, "", "ns", name)
+    world.cluster.seed({"apiVersion": "example.io/v1", "kind": "Widget",
+                        "metadata": {"name": name, "namespace": "ns", "labels": {SHARD_LABEL: "b"}}, "spec": {}})
+    world.cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": f"{name}-part", "namespace": "ns",
+                                       "labels": {**CHILD, SHARD_LABEL: "a"}}})
+    b = world.member("b")
+    assert b.admit(world.request) == "run"
+    assert world.parts() == {f"{name}-part": "a"}

@@ -739,7 +739,7 @@ class KubeCluster:
             lambda: self._live_list(api_version, kind, scope),
             lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
                                         strip_managed_fields=True, **({"resource_version": rv} if rv else {})),
-            log=self._log, cluster=self.name, store=Store(tree(paths)),
+            log=self._log, cluster=self.name, store=Store(tree(paths)), timeout=self._watch_timeout,
         )
         informer.start()
         with self._lock:
@@ -764,7 +764,7 @@ class KubeCluster:
             lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
                                         strip_managed_fields=True, **selector,
                                         **({"resource_version": rv} if rv else {})),
-            log=self._log, cluster=self.name,
+            log=self._log, cluster=self.name, timeout=self._watch_timeout,
         )
         informer.start()  # the first list: its errors (NotFound for an unserved kind) are the read's
         with self._lock:

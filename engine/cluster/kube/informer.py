@@ -3,8 +3,9 @@
 The DynamicClient's own watch neither tracks the resourceVersion nor reconnects (see the
 library notes), so this loop does: it resumes from the last resourceVersion seen (bookmarks
 included) whenever the server ends a stream, re-lists on Gone (410) (at once the first time in
-a row, then backing off: ``engine.cluster.retry``), and backs off on any other failure while
-the store keeps answering from what it has; its warnings share the per-cluster limit. When
+a row, then backing off: ``engine.cluster.retry``), and backs off on any other failure (a stream
+that ended before its first event is one) while the store keeps answering from what it has; its
+warnings share the per-cluster limit. When
 the kind stops being served (NotFound), the informer ends and says so (``dead``); its owner
 starts a new one on the next read. A ``FedInformer`` is the same store kept by a watch the
 cluster does not own (the runtime's, through ``KubeCluster.share_watch``).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from engine.cluster.api import Gone, NotFound, Obj, ObjectList, WatchEvent
@@ -29,9 +31,12 @@ class Informer:
     """One kind in one namespace scope on one cluster."""
 
     def __init__(self, name: str, list_all: Lister, watch_from: Watcher, *, log: logging.Logger, cluster: str = "",
-                 warnings: WarningLimiter | None = None, store: Store | None = None) -> None:
+                 warnings: WarningLimiter | None = None, store: Store | None = None,
+                 timeout: float | None = None) -> None:
         """cluster: the name its warnings are limited by (one a minute per cluster); store: where it keeps the
-        objects (a projecting one, decision 0040), a whole-object store by default."""
+        objects (a projecting one, decision 0040), a whole-object store by default; timeout: how long each of
+        ``watch_from``'s watches lasts (a quiet one that lasted it is no failure)."""
+        self._timeout = timeout
         self.name = name
         self.cluster = cluster
         self._warnings = warnings if warnings is not None else CLUSTER_WARNINGS
@@ -48,6 +53,8 @@ class Informer:
         """True once the kind is no longer served (or the informer was stopped): it answers nothing more."""
         self.relists = 0
         """How many times the informer listed again after its first list (after Gone)."""
+        self.backoff = Backoff()
+        """The watch's failures in a row and the waits they call for (``failing``: too many)."""
 
     def __repr__(self) -> str:
         return f"<Informer {self.name}>"
@@ -78,7 +85,7 @@ class Informer:
         self.store.replace(answer.items, answer.resource_version)
 
     def _run(self) -> None:
-        backoff = Backoff()
+        backoff = self.backoff
         need_list = False
         while not self._stop.is_set():
             try:
@@ -86,8 +93,15 @@ class Informer:
                     self._relist()
                     self.relists += 1
                     need_list = False
-                self._follow()
-                backoff.reset()
+                opened = time.monotonic()
+                received = self._follow()
+                if self._stop.is_set():
+                    break
+                delay = backoff.ended(received, lasted=time.monotonic() - opened, timeout=self._timeout)
+                if delay:  # cut before its first event: a failure like any other, not a re-open at once
+                    self._warn(f"the watch ended before its first event ({backoff.streak} failure(s) in a row); "
+                               f"watching again in {delay:.1f}s")
+                    self._stop.wait(delay)
             except Gone:
                 need_list = True
                 delay = backoff.after_gone()
@@ -116,24 +130,29 @@ class Informer:
         if held is not None:
             self._log.warning("%r: %s%s", self, text, WarningLimiter.suffix(held))
 
-    def _follow(self) -> None:
-        """One watch from the store's position to its end, every event into the store."""
+    def _follow(self) -> int:
+        """One watch from the store's position to its end, every event into the store; how many events came (the
+        first ends the backoff's streak of failures)."""
         stream = self._watch(self.store.position)
         with self._lock:
             self._stream = stream
         if self._stop.is_set():
             _close(stream)
-            return
+            return 0
+        received = 0
         try:
             for event in stream:
                 if self._stop.is_set():
                     break
+                received += 1
+                self.backoff.reset()
                 if event["type"] in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and rv_of(event["object"]):
                     self.store.apply(event)
         finally:
             with self._lock:
                 self._stream = None
             _close(stream)
+        return received
 
 
 def _close(stream: Iterator[WatchEvent] | None) -> None:

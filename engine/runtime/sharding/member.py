@@ -28,13 +28,14 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from engine.clock import Clock
 from engine.cluster.api import ApiError, Cluster, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
+from engine.cluster.selectors import carries_labels, fitting_selector
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.reconcile.stamp import stamping
@@ -314,7 +315,8 @@ class ShardMember:
                 tenure.adopted.add(request)
             return "run"
         name_label, namespace_label, cluster_label = labels
-        selector = f"{name_label}={request.name},{namespace_label}={request.namespace}"
+        owner = {name_label: request.name, namespace_label: request.namespace}
+        selector = fitting_selector(owner)  # a name no label holds is only required to be there; _take compares
         taken = 0
         anywhere = getattr(kind, "writes_named_clusters", True)
         on_targets = self._watched_on_targets()
@@ -330,7 +332,8 @@ class ShardMember:
                     for namespace in self.namespaces_of(cluster_name) or (None,):
                         for child in cluster.list(api_version, child_kind, namespace, labels=selector,
                                                   live=True).items:
-                            taken += self._take(tenure, cluster_name, cluster, request, child, cluster_label)
+                            taken += self._take(tenure, cluster_name, cluster, request, child, owner,
+                                                cluster_label)
             except ApiError as exc:
                 if cluster_name in ("", request.cluster):
                     self._log.info("%s: could not label its children for this member yet: %s", request, exc,
@@ -352,9 +355,11 @@ class ShardMember:
                 for watch in order_kind.watches if watch.clusters != "management"}
 
     def _take(self, tenure: Tenure, cluster_name: str, cluster: Cluster, request: Request, child: Obj,
-              cluster_label: str) -> int:
-        """Label one listed object for this member when it is the order's and not labelled so (a conditional
-        merge patch); 1 when written."""
+              owner: Mapping[str, str], cluster_label: str) -> int:
+        """Label one listed object for this member when it is the order's (it carries the ``owner`` labels, and
+        the order's cluster label or none) and not labelled so (a conditional merge patch); 1 when written."""
+        if not carries_labels(child, owner):
+            return 0
         found = labels_of(child)
         where = found.get(cluster_label)
         if (where is None and cluster_name != request.cluster) or (where is not None and where != request.cluster):
