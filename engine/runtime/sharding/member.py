@@ -324,6 +324,7 @@ class ShardMember:
             if not anywhere and cluster_name not in ("", request.cluster):
                 continue
             try:
+                refused: ApiError | None = None
                 for api_version, child_kind in kinds:
                     if cluster_name != "" and (api_version, child_kind) not in on_targets:
                         continue
@@ -332,8 +333,15 @@ class ShardMember:
                     for namespace in self.namespaces_of(cluster_name) or (None,):
                         for child in cluster.list(api_version, child_kind, namespace, labels=selector,
                                                   live=True).items:
-                            taken += self._take(tenure, cluster_name, cluster, request, child, owner,
-                                                cluster_label)
+                            try:
+                                taken += self._take(tenure, cluster_name, cluster, request, child, owner,
+                                                    cluster_label)
+                            except Fenced:
+                                raise
+                            except ApiError as exc:  # changed meanwhile, or refused: the others still get theirs
+                                refused = exc
+                if refused is not None:
+                    raise refused  # the order waits for its next try, which labels what is left
             except ApiError as exc:
                 if cluster_name in ("", request.cluster):
                     self._log.info("%s: could not label its children for this member yet: %s", request, exc,
