@@ -36,7 +36,8 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
   reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back;
   ``<p>_shard_held_orders{member}``: orders this replica holds now (every member, not only the leader);
-  ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed.
+  ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed;
+  ``<p>_shard_rejoins_total``: membership Leases of this replica that lapsed, after which it rejoined as a new member.
 - ``<p>_cached_objects{cluster,kind}``: objects this replica holds in full in its caches (the clients' read
   caches and the runtime's watches, each object once), computed at scrape time (``CacheCollector``); what
   sharding makes fall with the replicas (decision 0032).
@@ -151,6 +152,9 @@ class Metrics:
         self.shard_fenced_writes = family(
             Counter, "shard_fenced_writes_total",
             "Writes a pass of this replica did not send: its shard tenure had lapsed (decision 0033).")
+        self.shard_rejoins = family(
+            Counter, "shard_rejoins_total",
+            "Membership Leases of this replica that lapsed, after which it rejoined under a new name (decision 0056).")
         self.rules_reloads = family(
             Counter, "rules_reload_total",
             "Changed rule sets seen while running, by result: loaded, or refused (they do not lint clean).", ["result"])

@@ -21,21 +21,23 @@ its caches stay warm and it leads again if it wins the Lease back.
 With ``--sharded`` every replica is also a shard member (``engine.runtime.sharding``): it holds a
 membership Lease, watches only the orders labelled with its name and runs passes only for them;
 the leader labels every order, from keys-only views of the orders it keeps only while it leads
-(decision 0039). A graceful stop hands its orders back; a member that loses its
-membership Lease stops and exits with status 1, so its restart joins as a new member (decision 0027).
+(decision 0039). A graceful stop hands its orders back. A member that loses its membership Lease
+stops its passes and, in the same process, drops the caches of its name and rejoins as a new member
+with a new Lease (decision 0056); it never exits for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
+import re
 import signal
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -191,18 +193,43 @@ def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: Projection
     return cluster
 
 
+MEMBER_AGENT = re.compile(r" \(member [^)]*\)$")
+
+
 def name_member(cluster: Cluster, member: str) -> Cluster:
     """Have a cluster's client name the shard member in its User-Agent (``c5c3-order-engine/<version> (member
-    <name>)``): an API server's audit log then shows which replica sent each request. A client without one
-    (the in-memory cluster) is left alone."""
+    <name>)``): an API server's audit log then shows which replica sent each request (a member that rejoined
+    under a new name: the new one). A client without one (the in-memory cluster) is left alone."""
     client: Any = getattr(cluster, "api_client", None)
     agent = getattr(client, "user_agent", None)
     if isinstance(agent, str):
-        client.user_agent = f"{agent} (member {member})"
+        client.user_agent = f"{MEMBER_AGENT.sub('', agent)} (member {member})"
     return cluster
 
 
-@contextmanager
+class ScopedEngager:
+    """Where registered clusters go: the manager, each client scoped and named as the member is *now*, under the
+    lock a rejoin takes to re-scope every engaged client, so no client keeps the scopes of a lapsed name."""
+
+    def __init__(self, operator: Operator) -> None:
+        self._operator = operator
+
+    def engage(self, name: str, cluster: Cluster, *, namespaces: Sequence[str] | None = None) -> None:
+        operator = self._operator
+        with operator.scoping:
+            if operator.member is not None:
+                name_member(cluster, operator.agent)
+            scope_by_labels(cluster, operator.scopes, operator.projected)
+            operator.manager.engage(name, cluster, namespaces=namespaces)
+
+    def disengage(self, name: str) -> None:
+        self._operator.manager.disengage(name)
+
+    def unusable(self, name: str, why: str) -> None:
+        self._operator.manager.unusable(name, why)
+
+
+@contextlib.contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught)."""
     if threading.current_thread() is not threading.main_thread():
@@ -248,13 +275,16 @@ class Operator:
         clusters = ClusterSet(management)
         self.identity = options.leader_election_identity or default_identity()
         self.events = EventRecorder(clusters, clock=self.clock, instance=self.identity, metrics=self.metrics)
-        self.lost = threading.Event()
-        """Set when this replica lost its shard membership (``run`` then stops; the exit status is 1)."""
+        self.scoping = threading.Lock()
+        """Held while the clients' scopes follow a rejoined member's new name, and while a cluster is engaged."""
         self.member: ShardMember | None = None
         self.assigner: Assigner | None = None
+        self.agent = ""
+        """The member name the clients' User-Agent carries (a shard member's, once it serves under it)."""
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
-            name_member(management, self.member.name)
+            self.agent = self.member.name
+            name_member(management, self.agent)
         self.scopes: LabelScopes = self._label_scopes(catalog)
         self.projected: Projections = projections(catalog) if self.member is not None else {}
         scope_by_labels(management, self.scopes, self.projected)
@@ -262,7 +292,7 @@ class Operator:
         def scoped_target(registration: Registration) -> Cluster:
             target = target_factory(registration)
             if self.member is not None:
-                name_member(target, self.member.name)
+                name_member(target, self.agent)
             return scope_by_labels(target, self.scopes, self.projected)
 
         self.manager: Manager[Any] = Manager(
@@ -284,7 +314,8 @@ class Operator:
                                      log=logging.getLogger("engine.rules"),
                                      interval=options.rules_reload_interval)
         self.registrations = (
-            Registrations(management, options.clusters_namespace, self.manager, scoped_target, metrics=self.metrics)
+            Registrations(management, options.clusters_namespace, ScopedEngager(self), scoped_target,
+                          metrics=self.metrics)
             if options.clusters_namespace else None
         )
         self.registry.register(FailingWatchesCollector(self.metrics.prefix, self.failing_watches))
@@ -343,14 +374,17 @@ class Operator:
 
     def _shards(self, options: Options, catalog: Any, clusters: ClusterSet) -> tuple[ShardMember, Assigner]:
         """This replica's shard membership (a Lease of its own) and the assigner it runs while leading."""
-        name = member_name(self.identity, uuid.uuid4().hex[:6])
+        def fresh_name() -> str:
+            return member_name(self.identity, uuid.uuid4().hex[:6])
+
+        name = fresh_name()
         settings = LeaseSettings(
             options.leader_election_namespace, name, name, lease_duration=options.lease_duration,
             renew_deadline=options.renew_deadline, retry_period=options.retry_period,
             labels=((MEMBER_LABEL, "true"),),
         )
         member = ShardMember(clusters, catalog, settings, clock=self.clock, metrics=self.metrics,
-                             on_lost=self.lost.set)
+                             rename=fresh_name, on_rejoin=self.rejoined, on_serving=self.serving)
         assigner = Assigner(clusters, catalog, options.leader_election_namespace, clock=self.clock,
                             lease_duration=options.lease_duration, metrics=self.metrics)
         return member, assigner
@@ -366,6 +400,28 @@ class Operator:
                 key = (kind.api_version, kind.kind)
                 scopes[key] = (*scopes.get(key, ()), self.member.selector)
         return scopes
+
+    def rejoined(self, lapsed: str, name: str) -> None:
+        """The shard member lapsed and rejoins as ``name`` (before its Lease is sought): every client's caches of the
+        lapsed name's orders and children are dropped and those of the new name scoped in, the runtime's watches
+        select the new name's orders, and the held-orders gauge follows."""
+        with self.scoping:
+            self.scopes = self._label_scopes(self.manager.catalog)
+            for _, cluster in self.manager.clusters:
+                scope_by_labels(cluster, self.scopes, self.projected)
+            assert self.member is not None
+            self.manager.select_orders(self.member.selector)
+        with contextlib.suppress(KeyError):
+            self.metrics.shard_held_orders.remove(lapsed)
+        self.metrics.shard_held_orders.labels(member=name).set_function(self.held_orders)
+
+    def serving(self, name: str) -> None:
+        """The shard member starts passes as ``name``: every client's User-Agent names it from now on (a request of
+        a pass under a lapsed name, all of which have ended, never carries it)."""
+        with self.scoping:
+            self.agent = name
+            for _, cluster in self.manager.clusters:
+                name_member(cluster, name)
 
     def replace_rules(self, catalog: Catalog) -> None:
         """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""
@@ -404,8 +460,7 @@ class Operator:
 
     def run(self, stop: threading.Event, endpoints: list[Endpoint] | None = None) -> int:
         """Run until ``stop`` is set, then shut down gracefully. ``endpoints``: already bound (else bound
-        here first, so an address in use fails before anything else starts). The exit status: 0, or 1
-        when this replica lost its shard membership."""
+        here first, so an address in use fails before anything else starts). The exit status: 0."""
         endpoints = self.serve(endpoints if endpoints is not None else bind_endpoints(self.options))
         threads: list[threading.Thread] = []
         if self.registrations is not None:
@@ -433,8 +488,6 @@ class Operator:
             threads.append(threading.Thread(target=self.assigner.run,
                                             args=(stop, self.leading, self.options.retry_period),
                                             name="shard assigner", daemon=True))
-            threads.append(threading.Thread(target=_stop_when, args=(self.lost, stop), name="shard loss",
-                                            daemon=True))
         reads_done = threading.Event()
         reads_checked = readonly.guard(reads_done)  # tests only (ENGINE_CHECK_READS=1): a changed read ends the process
         events_done = threading.Event()
@@ -456,7 +509,7 @@ class Operator:
             for thread in renewing:
                 thread.join(5)
             if self.member is not None:
-                self.member.leave()  # the workers have stopped: hand the orders back (not after a loss)
+                self.member.leave()  # the workers have stopped: hand the orders back (not a lapsed tenure's)
             if self.registrations is not None:
                 self.registrations.stop()
             for thread in threads:
@@ -471,7 +524,7 @@ class Operator:
             if callable(stop_client):
                 stop_client()
             LOG.info("operator stopped")
-        return 1 if self.lost.is_set() else 0
+        return 0
 
 
 YOUNG_COLLECTION_THRESHOLD = 20_000
@@ -493,13 +546,6 @@ def thaw_collector() -> None:
     """Objects frozen at start-up (if any) go back to the collector's oldest generation: a rule reload replaced
     some of them."""
     gc.unfreeze()
-
-
-def _stop_when(event: threading.Event, stop: threading.Event) -> None:
-    """Set ``stop`` once ``event`` is set (or ``stop`` is, by itself)."""
-    while not stop.is_set():
-        if event.wait(0.1):
-            stop.set()
 
 
 def run(

@@ -28,9 +28,6 @@ REVIEWED: dict[tuple[str, str, str], str] = {
         "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
     ("test_deploy_rules_configmap.py", "<module>", "skipif"):
         "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
-    ("integration/test_faults_sharded_http.py", "test_three_members_through_fault_windows", "xfail"):
-        "members exit under API outages until the rejoin fix lands; strict, and only an assertion (a member exited)"
-        " counts as the expected failure: the lead flips it once the rejoin fix and this test are both merged",
     ("conftest.py", "<module>", "skip"):
         "the real-server tier needs the binaries of scripts/kube-binaries (Go); scripts/test builds them when Go is"
         " there and then sets C5C3_REAL_SERVER=require, which turns this skip into a failure",

@@ -9,13 +9,18 @@ operator read a Lease the same way:
   (client-go's observed time: clocks of different machines are never compared).
   Taking over from another holder counts one more ``leaseTransitions``.
 - **Renew** every ``retry_period``: an update with the resourceVersion last read,
-  so two replicas racing for one Lease cannot both win (one gets a Conflict).
+  so two replicas racing for one Lease cannot both win (one gets a Conflict). A leader
+  first updates the Lease as it last wrote it, without reading it (client-go's fast
+  path): one request per renewal, so a slow API server (3 s a request) does not make
+  a renewal outlast the renew deadline. If that update fails, it reads and decides.
 - **Lose at once** when the Lease shows another holder, or when no renewal has
   succeeded for ``renew_deadline``: ``on_stopped_leading`` runs before anything
   else, so no new pass starts after the deadline. A hung API call does not delay
   this: ``run`` checks the deadline on its own thread.
 - **Release** on a graceful stop: the holder is cleared, so a follower takes over
   without waiting for the lease to expire.
+- **Retire** (a shard member's lapsed tenure): the candidate sends no request any more and never leads
+  again, so its Lease can be deleted without a late renewal bringing it back.
 
 The clock is injected: tests call ``step`` and ``check_deadline`` on a simulated
 clock and never sleep.
@@ -128,6 +133,11 @@ class LeaderElector:
         self._renewed_at: dt.datetime | None = None
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at: dt.datetime | None = None
+        self._retired = False
+        self._ended = False
+        self._written: Obj | None = None
+        """The Lease as this candidate last wrote it while leading (the fast path's base); None otherwise."""
+        """Set when a tenure ends (leading, then no longer): ``run(until_lost=True)`` returns then."""
         if metrics is not None:
             metrics.set_leader(False)
 
@@ -136,13 +146,30 @@ class LeaderElector:
         with self._lock:
             return self._leading
 
+    @property
+    def renewed_at(self) -> dt.datetime | None:
+        """When the last successful acquisition or renewal started (this elector's clock); None: never held."""
+        with self._lock:
+            return self._renewed_at
+
+    def retire(self) -> None:
+        """Send no request any more and never lead again (a request already sent still gets its answer, which is
+        then ignored): the Lease's holder may delete it."""
+        with self._lock:
+            self._retired = True
+
     # -- one round ------------------------------------------------------------
 
     def step(self) -> bool:
         """Try to acquire or renew the Lease once; start or stop leading accordingly. True while leading."""
+        with self._lock:
+            if self._retired:
+                return False
         now = self._clock.now()
         outcome = self._try_acquire_or_renew(now)
         with self._lock:
+            if self._retired:
+                return False
             if outcome == "held":
                 self._renewed_at = now
                 if not self._leading:
@@ -195,8 +222,9 @@ class LeaderElector:
 
     # -- the loop -------------------------------------------------------------
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, *, until_lost: bool = False) -> None:
         """Try every retry period until ``stop`` is set; a watchdog enforces the renew deadline meanwhile.
+        until_lost: return as soon as a tenure ends (leading, then no longer), too.
 
         Does not release the Lease: the caller does, once its workers have stopped.
         """
@@ -206,6 +234,8 @@ class LeaderElector:
         try:
             while not stop.wait(WATCHDOG_INTERVAL):
                 self.check_deadline()
+                if until_lost and self._ended:
+                    return
         finally:
             halt.set()
             rounds.join(self.settings.retry_period)
@@ -222,10 +252,15 @@ class LeaderElector:
 
     def _try_acquire_or_renew(self, now: dt.datetime) -> str:
         """``held`` (we hold the Lease now), ``taken`` (another holder's lease is valid) or ``failed``."""
+        if self._renew_as_written(now):
+            return "held"
         mine = self._record(now, acquired=now, transitions=0)
         try:
             lease = self._get()
         except NotFound:
+            with self._lock:
+                if self._retired:
+                    return "failed"
             try:
                 created = self._cluster.create({
                     "apiVersion": LEASE_API_VERSION, "kind": LEASE_KIND,
@@ -237,6 +272,7 @@ class LeaderElector:
                 self._log.info("could not create the leader Lease: %s", exc)
                 return "failed"
             self._observe(created.get("spec") or mine, now)
+            self._wrote(created)
             return "held"
         except ApiError as exc:
             self._log.warning("could not read the leader Lease: %s", exc)
@@ -247,6 +283,9 @@ class LeaderElector:
         if holder and holder != self.settings.identity and not self._expired(spec, now):
             return "taken"
         transitions = int(spec.get("leaseTransitions") or 0)
+        with self._lock:
+            if self._retired:
+                return "failed"
         if holder == self.settings.identity:
             record = self._record(now, acquired=None, transitions=transitions)
             record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
@@ -259,7 +298,34 @@ class LeaderElector:
                            "renew" if holder == self.settings.identity else "acquire", exc)
             return "failed"
         self._observe(updated.get("spec") or record, now)
+        self._wrote(updated)
         return "held"
+
+    def _renew_as_written(self, now: dt.datetime) -> bool:
+        """While leading: renew by updating the Lease as last written (its resourceVersion the precondition), with no
+        read first. False when not leading or when the update fails (changed meanwhile, an API error): the caller
+        reads the Lease and decides, as any candidate does."""
+        with self._lock:
+            written = self._written if self._leading and not self._retired else None
+        if written is None:
+            return False
+        spec = dict(written.get("spec") or {})
+        record = self._record(now, acquired=None, transitions=int(spec.get("leaseTransitions") or 0))
+        record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
+        try:
+            updated = self._cluster.update({**written, "spec": record})
+        except ApiError as exc:
+            self._log.debug("could not renew the Lease as last written (%s); reading it", exc)
+            with self._lock:
+                self._written = None
+            return False
+        self._observe(updated.get("spec") or record, now)
+        self._wrote(updated)
+        return True
+
+    def _wrote(self, lease: Obj) -> None:
+        with self._lock:
+            self._written = lease
 
     def _get(self) -> Obj:
         return self._cluster.get(LEASE_API_VERSION, LEASE_KIND, self.settings.namespace, self.settings.name, live=True)
@@ -309,6 +375,8 @@ class LeaderElector:
 
     def _stop_leading(self, why: str, *, lost: bool = True) -> None:
         self._leading = False
+        self._ended = True
+        self._written = None
         self._on_stopped()
         if self._metrics is not None:
             self._metrics.set_leader(False)

@@ -224,6 +224,18 @@ class Manager(Generic[K]):
         self.disengage(name)
         self.clusters.unusable(name, why)
 
+    # -- shards -----------------------------------------------------------------
+
+    def select_orders(self, selector: str) -> None:
+        """Run the orders this label selector matches from now on (a shard member that rejoined under a new name):
+        the watches of the old selector close and what they held is dropped, the new one's open and queue what they
+        list; the stable values remembered of earlier passes are forgotten. Requests still queued for the old
+        selector's orders are skipped by the member's admission."""
+        self.value_memos = ValueMemos()
+        self.sources.reselect(selector)
+        if self._started and not self._threaded:
+            self.sources.pump()
+
     # -- rules ------------------------------------------------------------------
 
     def replace_catalog(self, catalog: Mapping[str, K]) -> int:

@@ -572,6 +572,14 @@ class Sources:
         for informer in closed:
             informer.halt()
 
+    def reselect(self, selector: str | None) -> None:
+        """Select the orders (and the children a shard member caches by its label) by another selector: a shard
+        member rejoined under a new name. The informers of the old selector close and what they held goes (their
+        index entries too); those of the new one open and list; every other informer is kept."""
+        with self.lock:
+            self.order_selector = selector
+        self.replace_catalog(self._catalog)
+
     def quiet_removal(self, child: Obj) -> Callable[[Request], bool]:
         """Whether an order's rules say the removal of ``child`` changes nothing for it (``children.quietRemoval``)."""
         def quiet(request: Request) -> bool:

@@ -47,8 +47,6 @@ def members(world: World, proxy: FaultProxy) -> Iterator[dict[str, OperatorProce
                 process.stop()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="members exit under API outages until the rejoin fix lands")
 def test_three_members_through_fault_windows(world: World, proxy: FaultProxy,
                                              members: dict[str, OperatorProcess]) -> None:
     invariants = Invariants(world)

@@ -119,7 +119,7 @@ def test_leader_that_cannot_renew_stops_at_the_deadline(clock: SimulatedClock) -
     faulty = FaultyCluster(MemoryCluster("", clock=clock), cluster_name="")
     a = Candidate(faulty, clock, "a")
     a.elector.step()
-    faulty.inject(verb="get", kind="Lease", error="ServerError", times=100)
+    faulty.inject(kind="Lease", error="ServerError", times=100)
     clock.advance(2 * S)
     assert a.elector.step() is True
     clock.advance(7 * S)
@@ -127,6 +127,30 @@ def test_leader_that_cannot_renew_stops_at_the_deadline(clock: SimulatedClock) -
     clock.advance(1 * S)
     assert a.elector.check_deadline() is False
     assert a.events == ["started", "stopped"]
+
+
+def test_a_leader_renews_with_one_update_and_reads_only_when_it_fails(clock: SimulatedClock) -> None:
+    """A leader updates the Lease as it last wrote it, with no read (so a slow API server costs one request's time
+    per renewal); when that update fails (the Lease changed meanwhile) it reads the Lease and renews from it."""
+    cluster = MemoryCluster("", clock=clock)
+    faulty = FaultyCluster(cluster, cluster_name="")
+    a = Candidate(faulty, clock, "a")
+    a.elector.step()
+    faulty.calls.clear()
+    clock.advance(2 * S)
+    assert a.elector.step() is True
+    assert [call.verb for call in faulty.calls] == ["update"]
+    assert lease(cluster)["renewTime"] == micro_time(START + 2 * S)
+    changed = json_copy(cluster.get(LEASE_API_VERSION, "Lease", NS, NAME))
+    changed["metadata"]["annotations"] = {"example.io/touched": "yes"}
+    cluster.update(changed)  # someone else wrote the Lease: the one a wrote is stale
+    faulty.calls.clear()
+    clock.advance(2 * S)
+    assert a.elector.step() is True
+    assert [(call.verb, call.failed) for call in faulty.calls] == [("update", True), ("get", False),
+                                                                   ("update", False)]
+    assert lease(cluster)["renewTime"] == micro_time(START + 4 * S)
+    assert a.events == ["started"]
 
 
 def test_leader_that_sees_another_holder_stops_at_once(cluster: MemoryCluster, clock: SimulatedClock) -> None:

@@ -26,12 +26,13 @@ from runtime_kit import (
     widget_kind,
 )
 
-from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
+from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Obj
 from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
+from engine.outcome import PassError, Request, Result
 from engine.runtime.kinds import shard_scoped_kinds
 from engine.runtime.leader import LEASE_API_VERSION, LeaseSettings
 from engine.runtime.manager import Manager
@@ -59,7 +60,6 @@ class World:
             for n in range(orders):
                 cluster.create(obj("Widget", f"w{n:02}"))
         self.members: dict[str, ShardMember] = {}
-        self.lost: list[str] = []
         self.metrics = Metrics(CollectorRegistry())
         self.assigner = Assigner(self.clusters(), self.catalog, NS, clock=self.clock, lease_duration=15,
                                  metrics=self.metrics)
@@ -73,8 +73,7 @@ class World:
     def join(self, name: str, management: Any = None) -> ShardMember:
         settings = LeaseSettings(NS, name, name, lease_duration=15, renew_deadline=10, retry_period=2,
                                  labels=((MEMBER_LABEL, "true"),))
-        member = ShardMember(self.clusters(management), self.catalog, settings, clock=self.clock,
-                             on_lost=lambda: self.lost.append(name))
+        member = ShardMember(self.clusters(management), self.catalog, settings, clock=self.clock)
         self.members[name] = member
         member.elector.step()
         return member
@@ -86,6 +85,10 @@ class World:
             if name in renewing:
                 member.elector.step()
             member.elector.check_deadline()
+
+    def lapsed(self) -> list[str]:
+        """The members (by their first name) a tenure of which lapsed."""
+        return [name for name, member in self.members.items() if member.lapses]
 
     def orders(self) -> dict[tuple[str, str], Obj]:
         found = {}
@@ -292,7 +295,7 @@ def test_a_lapsed_member_stops_before_the_leader_reassigns_its_orders() -> None:
         done = world.assigner.step()
         if done.moves:
             reassigned_at = world.clock.now()
-            assert not b.active.is_set() and b.lost  # it had stopped already
+            assert not b.active.is_set() and b.lapses == 1  # it had stopped already
             assert done.moves == {"reassigned": list(before.values()).count("b")}
             break
         assert world.owners() == before
@@ -300,23 +303,108 @@ def test_a_lapsed_member_stops_before_the_leader_reassigns_its_orders() -> None:
     after = world.owners()
     assert {k for k in after if after[k] != before[k]} == {k for k in before if before[k] == "b"}
     assert set(after.values()) == {"a", "c"}
-    assert world.lost == ["b"]
+    assert world.lapsed() == ["b"]
 
 
-def test_a_lapsed_member_never_works_again_under_its_name() -> None:
-    """A renewal that succeeds after the deadline does not bring the member back: a restart joins afresh."""
-    world = World(orders=3)
+def reading_pass(kind: FakeKind, req: Request, *, clusters: ClusterSet, **_: Any) -> Result:
+    """A pass that reads its order; an API error ends it as ``run_pass`` ends one (the error in the Result)."""
+    try:
+        clusters.resolve(req.cluster).get(kind.api_version, kind.kind, req.namespace, req.name)
+    except ApiError as err:
+        return Result(error=PassError(str(err)))
+    return Result()
+
+
+def test_a_lapsed_member_never_works_again_under_its_name_and_rejoins_under_a_new_one() -> None:
+    """A renewal that succeeds after the deadline does not bring the lapsed tenure back: its elector sends no request
+    any more. The member rejoins under a new name with a new Lease; the lapsed Lease is deleted once it would have
+    expired for everyone (a lease duration after its last renewal began), and only then does the leader give its
+    orders on, to the new member among others; a pass admitted under the lapsed name never sends a request."""
+    world = World()
     faulty = FaultyCluster(world.cluster, cluster_name="")
-    member = world.join("a", management=faulty)
-    assert member.active.is_set()
-    faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=5)
+    a = world.join("a", management=faulty)
+    world.join("b")
+    world.assigner.step()
+    before = world.owners()
+    mine = sorted(k for k, m in before.items() if m == "a")
+    assert mine and a.active.is_set()
+    renewed = a.elector.renewed_at
+    assert renewed is not None
+    admitted = a.admit(request(mine[0][1]))  # a worker admitted a pass under "a" ...
+    assert admitted == "run"
+    faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=10)  # 2 a step
     for _ in range(5):
-        world.tick("a")
-    assert not member.active.is_set() and member.lost
-    world.tick("a")
-    assert member.elector.leading  # the Lease is renewed again ...
-    assert not member.active.is_set()  # ... but the member stays stopped
-    assert world.lost == ["a"]
+        world.tick("a", "b")
+    assert not a.active.is_set() and a.lapses == 1 and a.name == "a"
+    calls = len(faulty.calls)
+    world.tick("a", "b")
+    assert len(faulty.calls) == calls and not a.elector.leading  # the lapsed tenure's elector sends nothing
+
+    assert a.rejoin() == "a-2"
+    assert a.name == "a-2" and a.selector == f"{SHARD_LABEL}=a-2"
+    a.elector.step()
+    assert a.active.is_set() and a.holds()
+    calls = len(faulty.calls)
+    result = a.passes(reading_pass)(world.kind, request(mine[0][1]), clusters=world.clusters(faulty),
+                                    clock=world.clock, log=None)  # ... it runs only now, fenced by the lapsed tenure
+    assert result.error is not None and "tenure has lapsed" in str(result.error)
+    assert len(faulty.calls) == calls  # not even its read was sent
+    assert a.passes(reading_pass)(world.kind, request(mine[0][1]), clusters=world.clusters(faulty),
+                                  clock=world.clock, log=None).error is None  # a pass of the new tenure reads
+    leases = {lease["metadata"]["name"] for lease in world.cluster.list(LEASE_API_VERSION, "Lease", NS).items}
+    assert leases == {"a", "a-2", "b"}
+
+    # A leader in a new term (it observes every Lease afresh) would judge "a" live for a lease duration from now;
+    # the deletion, due a lease duration after a's last renewal began, lets it give a's orders on at once.
+    leader = Assigner(world.clusters(), world.catalog, NS, clock=world.clock, lease_duration=15)
+    assert "a" in leader.step().members
+    while world.clock.now() + 2 * S < renewed + 15 * S:
+        world.tick("a", "b")  # "a" renews the Lease of its current name, a-2
+        assert a.forget_lapsed() == []
+        assert "a" in leader.step().members
+        world.acknowledge_drains()
+        assert all(world.owners()[k] == "a" for k in mine)
+    world.tick("a", "b")
+    assert a.forget_lapsed() == ["a"]
+    done = leader.step()
+    assert done.members == ["a-2", "b"] and done.moves["reassigned"] == len(mine)
+    after = world.owners()
+    assert set(after.values()) == {"a-2", "b"}
+    assert world.lapsed() == ["a"]
+
+
+def test_a_rejoined_member_starts_no_pass_while_a_pass_of_its_lapsed_name_runs() -> None:
+    """A pass of "a" is still running (blocked in a call) when "a" lapses and rejoins as a-2 and a-2 holds its Lease:
+    a-2 starts passes (and its clients name it) only once that pass has ended; the pass sends nothing more."""
+    world = World(orders=6)
+    served: list[str] = []
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    settings = LeaseSettings(NS, "a", "a", lease_duration=15, renew_deadline=10, retry_period=2,
+                             labels=((MEMBER_LABEL, "true"),))
+    a = ShardMember(world.clusters(faulty), world.catalog, settings, clock=world.clock, on_serving=served.append)
+    world.members["a"] = a
+    a.elector.step()
+    world.assigner.step()
+    assert a.active.is_set() and served == ["a"]
+    seen: dict[str, object] = {}
+
+    def blocked(kind: FakeKind, req: Request, *, clusters: ClusterSet, **_: Any) -> Result:
+        faulty.inject(verb="update", api_version=LEASE_API_VERSION, kind="Lease", times=10)  # 2 a step
+        for _ in range(5):  # a's renewals fail past its renew deadline while this pass is blocked
+            world.tick("a")
+        seen["rejoined as"] = a.rejoin()
+        a.elector.step()  # a-2 holds its Lease ...
+        seen["active while the pass runs"] = a.active.is_set()
+        seen["served while the pass runs"] = list(served)
+        return reading_pass(kind, req, clusters=clusters)
+
+    name = "w00"
+    assert world.owners()[("", name)] == "a" and a.admit(request(name)) == "run"
+    result = a.passes(blocked)(world.kind, request(name), clusters=world.clusters(faulty), clock=world.clock,
+                               log=None)
+    assert seen == {"rejoined as": "a-2", "active while the pass runs": False, "served while the pass runs": ["a"]}
+    assert result.error is not None and "tenure has lapsed" in str(result.error)  # its read was refused
+    assert a.active.is_set() and served == ["a", "a-2"]  # ... and serves once the pass of "a" ended
 
 
 def test_a_member_that_leaves_hands_its_orders_back_and_they_move_at_once() -> None:
@@ -328,7 +416,7 @@ def test_a_member_that_leaves_hands_its_orders_back_and_they_move_at_once() -> N
     before = world.owners()
     handed = world.members["c"].leave()
     assert handed == list(before.values()).count("c")
-    assert world.lost == []
+    assert world.lapsed() == []
     done = world.assigner.step()
     assert done.members == ["a", "b"]
     after = world.owners()

@@ -11,6 +11,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import Forbidden, ObjectList
+from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
@@ -115,6 +116,28 @@ def test_a_moved_order_has_its_children_relabelled_before_the_first_pass(rules_d
     world.run("b")
     assert len(world.cluster.list("v1", "ConfigMap", "ns").items) == 1
     assert world.cluster.get("v1", "ConfigMap", "ns", "w-part")["metadata"]["resourceVersion"] == version
+
+
+def test_a_take_over_whose_relabel_conflicts_relabels_the_other_children_and_retries(
+        rules_dir: Callable[..., Path]) -> None:
+    """One child's relabel meets a Conflict (changed meanwhile, or a proxy's 409): the take-over still relabels the
+    other children in the same admission and asks for a retry; the next admission relabels what is left."""
+    world = World(rules_dir(WIDGET))
+    world.order("b")
+    for name in ("w-part", "w-spare"):
+        world.cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": name, "namespace": "ns", "labels": {**CHILD, SHARD_LABEL: "a"}}})
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    clusters = ClusterSet(faulty)
+    clusters.engage("edge", world.edge)
+    b = ShardMember(clusters, world.catalog, LeaseSettings(NS, "b", "b", labels=((MEMBER_LABEL, "true"),)),
+                    clock=world.clock)
+    b.elector.step()
+    faulty.inject(verb="patch", kind="ConfigMap", error="Conflict")
+    assert b.admit(world.request) == "retry"
+    assert sorted(world.parts().values()) == ["a", "b"]  # the first relabel conflicted, the second went through
+    assert b.admit(world.request) == "run"
+    assert world.parts() == {"w-part": "b", "w-spare": "b"}
 
 
 def test_a_members_child_watch_holds_only_its_childrens(rules_dir: Callable[..., Path]) -> None:

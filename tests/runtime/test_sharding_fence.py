@@ -106,7 +106,7 @@ def test_a_pass_held_past_the_renew_deadline_writes_nothing_after_its_order_move
     result = members["a"].passes(writing_pass("a", lapse_and_move))(kind, request(name),
                                                                       clusters=ClusterSet(cluster), clock=clock,
                                                                       log=None)
-    assert owner_label(cluster, name) == "b" and members["a"].lost
+    assert owner_label(cluster, name) == "b" and members["a"].lapses
     assert isinstance(result.error, PassError) and "tenure has lapsed" in str(result.error)
     assert not exists(cluster, "Child", f"{name}-by-a")
     assert cluster.get("example.io/v1", "Widget", "ns", name)["status"] == {}
@@ -190,7 +190,7 @@ def test_a_blocked_call_outlasting_the_lease_lets_no_write_through_once_the_orde
         # The ring may prefer b and drain it; a's pass is held in its read whichever way: the drain waits.
         wait_for(held.entered.is_set, "a's pass to be held in its read of the order")
         links["a"].cut.set()
-        wait_for(lambda: members["a"].lost, "a to miss its renew deadline")
+        wait_for(lambda: members["a"].lapses, "a to miss its renew deadline")
         wait_for(lambda: owner_label(cluster, "w00") == "b", "the leader to give the order to b")
         wait_for(lambda: exists(cluster, "Child", "w00-by-b"), "b's pass to create its child")
         held.release.set()

@@ -172,7 +172,7 @@ def test_no_order_is_in_two_passes_at_once_while_members_join_lapse_and_leave() 
         # b is cut off from its Lease: it stops at its renew deadline, then only its orders move.
         replicas["b"].link.cut.set()
         wait_for(lambda: settled(cluster, kind, ["a", "c"]), "b's orders on a and c")
-        wait_for(lambda: replicas["b"].member.lost and not replicas["b"].member.active.is_set(), "b to stop")
+        wait_for(lambda: replicas["b"].member.lapses and not replicas["b"].member.active.is_set(), "b to stop")
         second = {n: f[SHARD_LABEL] for n, f in labels(cluster).items()}
         assert {n for n in first if first[n] != second[n]} == {n for n in first if first[n] == "b"}
 

@@ -192,11 +192,14 @@ class KubeCluster:
         """Cache the objects of these (apiVersion, kind) only when they are in one of the label scopes: a label
         key (decision 14), or a selector such as a shard member's ``key=value`` (``scopes``).
 
-        Call it before the first read; an all-objects informer of such a kind already running is dropped."""
+        Call it before the first read; an all-objects informer of such a kind already running is dropped, and so is
+        one of a scope the kind no longer has (a shard member's old name after it rejoined under a new one)."""
         with self._lock:
             self._label_scopes = {(api_version.rpartition("/")[0], kind): tuple(keys)
                                   for (api_version, kind), keys in scopes.items() if keys}
-            stale = [key for key in self._informers if key[3] is None and self._keys_of(key[0], key[1])]
+            stale = [key for key in self._informers
+                     if (key[3] is None and self._keys_of(key[0], key[1]))
+                     or (key[3] is not None and key[3] not in self._keys_of(key[0], key[1]))]
             dropped = [self._informers.pop(key) for key in stale]
             self._by_kind = None
         for informer in dropped:

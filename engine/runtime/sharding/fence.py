@@ -1,13 +1,15 @@
-"""The write fence: a shard member's pass writes nothing once the member's tenure has lapsed.
+"""The fence: a shard member's pass sends nothing once the tenure that admitted it has lapsed.
 
 A member stops *starting* passes at its renew deadline R (counted from the start of its last successful
 Lease renewal), and the leader hands its orders to another member no earlier than the lease duration D
 after that start. A pass already running at R (blocked on a slow call, or the whole process paused)
-would otherwise go on writing into the new owner's pass. So every write a pass sends goes through this
+would otherwise go on writing into the new owner's pass. So every request a pass sends goes through this
 fence: it asks the member, on the member's own clock and with no request, whether the tenure still
-holds, and refuses the write when it does not. The pass then ends in an error (no status is written
-either: that is a write too) and is not run here again. A write that passed the fence was sent before
-R, so it has D - R to reach the API server before another member may start (decision 0033).
+holds, and refuses the request when it does not. The pass then ends in an error (no status is written
+either: that is a write too) and is not run under that tenure again. A write that passed the fence was
+sent before R, so it has D - R to reach the API server before another member may start (decision 0033).
+Reads are refused too (decision 0056): a lapsed member's pass stops at its next request instead of going
+on reading under the new name the member rejoins with.
 """
 
 from __future__ import annotations
@@ -21,18 +23,19 @@ from engine.cluster.wrapper import WRITES, ClusterWrapper
 
 T = TypeVar("T")
 
-Check = Callable[[], None]
-"""Raises ``Fenced`` when the member may no longer write."""
+Check = Callable[[bool], None]
+"""Raises ``Fenced`` when the member may no longer send a request (the argument: whether it is a write)."""
 
 
 class Fenced(ApiError):
-    """A write refused before it was sent: this member's shard tenure has lapsed."""
+    """A request refused before it was sent: this member's shard tenure has lapsed."""
 
     code, reason = 503, "ShardTenureLapsed"
 
 
 class FencedCluster(ClusterWrapper):
-    """A Cluster whose writes first pass the member's fence; reads, watches and discovery go straight through."""
+    """A Cluster whose requests (reads, writes, watches) first pass the member's fence; discovery goes straight
+    through."""
 
     def __init__(self, inner: Cluster, check: Check) -> None:
         super().__init__(inner, cluster_name=inner.name)
@@ -40,8 +43,7 @@ class FencedCluster(ClusterWrapper):
 
     def _call(self, verb: Verb, api_version: str, kind: str, namespace: str | None, name: str | None,
               send: Callable[[], T], **extra: Any) -> T:
-        if verb in WRITES:
-            self._check()
+        self._check(verb in WRITES)
         return send()
 
     def __getattr__(self, name: str) -> Any:

@@ -1,23 +1,35 @@
 """Every replica's side of sharding: a membership Lease, which requests it may run, the drain ack.
 
 A member works while its tenure holds: its Lease (named after it, labelled as a member) was renewed
-within the renew deadline, exactly as a leader leads (``engine.runtime.leader``). A member that
-loses its tenure never works again under that name: it stops starting passes at once and asks the
-process to stop, so a restart comes back with fresh caches and is seen as a new member. That is
-what lets the leader hand a lapsed member's orders to others without its acknowledgement.
+within the renew deadline, exactly as a leader leads (``engine.runtime.leader``). A tenure that lapses
+never works again: the member stops starting passes at once, a pass still running sends no further
+request (its fence), and the Lease's elector sends no request any more. The replica then rejoins in the
+same process as a new member: a new name (a new incarnation suffix), a new Lease, and the caches of the
+old name dropped (``on_rejoin``: the operator selects the new name's orders and children). It starts
+passes under the new name once it holds the new Lease and every admission and pass of the lapsed name
+has ended (``on_serving``: the operator's clients name the new member from then on). The old name is
+never used again, which is what lets the leader hand the lapsed member's orders to others without its
+acknowledgement; the lapsed Lease is deleted once it would have expired in every replica's eyes (a
+lease duration after its last renewal began), so the leader need not wait to observe that.
 
 Before each pass the worker asks ``admit``: the order, as this replica's cache shows it, must carry
 this member's shard label and no drain label, and be newer than any state this member handed back.
 An order carrying the drain label is acknowledged instead: its labels are removed in a conditional
 update, from the worker slot, so no pass of it runs here at that moment and none starts afterwards.
+The pass that follows is fenced by the tenure that admitted it, not by a later one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import datetime as dt
+import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from engine.clock import Clock
@@ -40,14 +52,44 @@ from engine.runtime.sharding.labels import (
     relabelled,
     resource_version,
 )
+from engine.runtime.sharding.ring import member_name
 
 K = TypeVar("K", bound=OrderKind)
 
 LOG = logging.getLogger("engine.runtime.sharding")
 
+Rejoined = Callable[[str, str], None]
+"""(the lapsed member's name, the new one): called before the new Lease is sought."""
+
+
+@dataclass(eq=False)
+class Tenure:
+    """One member name's membership: its Lease's elector and what it did under that name. Once lapsed, for good."""
+
+    name: str
+    settings: LeaseSettings
+    elector: LeaderElector = field(init=False)
+    after: str | None = None
+    """The lapsed member's name it rejoined after (None: the replica's first)."""
+    joined: bool = False
+    """Its Lease is held (it may start passes once nothing of a lapsed tenure runs any more)."""
+    serving: bool = False
+    """Its passes may start (``active`` set for it once)."""
+    lapsed: bool = False
+    last_renewal: dt.datetime | None = None
+    """At the lapse: when its last successful renewal started (its Lease is deleted a lease duration later)."""
+    adopted: set[Request] = field(default_factory=set)
+    """Orders whose children carry this name (stamped before its first pass of them)."""
+    released: dict[Request, int | None] = field(default_factory=dict)
+    """Orders handed back under this name -> the resourceVersion of the hand-back (None: not a number)."""
+
+    @property
+    def selector(self) -> str:
+        return f"{SHARD_LABEL}={self.name}"
+
 
 class ShardMember:
-    """One replica's membership: its Lease, the orders it may run, the drain acknowledgement."""
+    """One replica's membership: its Lease, the orders it may run, the drain acknowledgement, the rejoin."""
 
     def __init__(
         self,
@@ -58,53 +100,173 @@ class ShardMember:
         clock: Clock,
         metrics: Metrics | None = None,
         log: Log | None = None,
-        on_lost: Callable[[], None] = lambda: None,
+        rename: Callable[[], str] | None = None,
+        on_rejoin: Rejoined = lambda lapsed, name: None,
+        on_serving: Callable[[str], None] = lambda name: None,
     ) -> None:
-        """settings: the member's own Lease (its name is the member's name and identity).
-        on_lost: called once when the tenure lapses (the operator stops the process)."""
-        self.name = settings.name
-        self.selector = f"{SHARD_LABEL}={self.name}"
-        """The label selector of this member's orders (its watches of orders use it)."""
-        self.settings = settings
+        """settings: the member's first Lease (its name is the member's name and identity).
+        rename: a new member name for each rejoin (default: the first name with a counter).
+        on_rejoin: called on the membership's thread when a lapsed member rejoins under a new name, before
+        its Lease is sought (the operator drops the old name's caches and selects the new name's orders).
+        on_serving: called with the name passes are about to start under, once per name: its Lease is held and
+        nothing of a lapsed name runs any more (the operator's clients name the member in their User-Agent)."""
+        self._settings = settings
         self.active = threading.Event()
         """Set while the tenure holds: workers start passes only then."""
         self._clusters = clusters
         self._catalog = catalog
+        self._clock = clock
         self._metrics = metrics
         self._log: Log = log if log is not None else LOG
-        self._on_lost = on_lost
+        counter = itertools.count(2)
+        self._rename = rename if rename is not None else lambda: member_name(settings.name, str(next(counter)))
+        self._on_rejoin = on_rejoin
+        self._on_serving = on_serving
         self._lock = threading.Lock()
-        self._lost = False
+        self._busy: dict[Tenure, int] = {}
+        """Admissions and passes running now, by the tenure they run under."""
         self._leaving = False
-        self._released: dict[Request, int | None] = {}
-        """Orders this member handed back -> the resourceVersion of the hand-back (None: not a number)."""
+        self._lapses = 0
+        self._lapsed: list[Tenure] = []
+        """Lapsed tenures whose Lease is still to be deleted."""
+        self._admitting = threading.local()
+        """The tenure that admitted the request a worker thread is about to run (``admit``, then the pass)."""
         self._children = shard_scoped_kinds(catalog)
         """The kinds of the objects it stamps and caches by its label -> the order kinds they belong to."""
         self.namespaces_of: Callable[[str], Sequence[str] | None] = lambda cluster: None
         """The namespaces a cluster is watched in (a registration's; None: all): where children are listed."""
         self._stamped_kinds = frozenset(self._children)
         """The kinds whose children of an order carry this member's label before its passes (``_adopt``)."""
-        self._adopted: set[Request] = set()
-        """Orders whose children carry this member's label (stamped before its first pass of them)."""
-        self.elector = LeaderElector(clusters.management, settings, clock=clock,
-                                     on_started_leading=self._joined, on_stopped_leading=self._stopped, log=self._log,
-                                     role=f"shard member {self.name}")
+        self._tenure = self._new_tenure(settings.name)
+
+    def _new_tenure(self, name: str) -> Tenure:
+        tenure = Tenure(name, dataclasses.replace(self._settings, name=name, identity=name))
+        tenure.elector = LeaderElector(self._clusters.management, tenure.settings, clock=self._clock,
+                                       on_started_leading=lambda: self._joined(tenure),
+                                       on_stopped_leading=lambda: self._stopped(tenure), log=self._log,
+                                       role=f"shard member {name}")
+        return tenure
 
     @property
-    def lost(self) -> bool:
-        """Whether the tenure lapsed (the member never works again under this name)."""
+    def tenure(self) -> Tenure:
+        """The current tenure (a new one after each rejoin)."""
         with self._lock:
-            return self._lost
+            return self._tenure
+
+    @property
+    def name(self) -> str:
+        """The member's current name (its Lease's name and the value of its orders' shard label)."""
+        return self.tenure.name
+
+    @property
+    def selector(self) -> str:
+        """The label selector of this member's orders (its watches of orders use it)."""
+        return self.tenure.selector
+
+    @property
+    def settings(self) -> LeaseSettings:
+        return self.tenure.settings
+
+    @property
+    def elector(self) -> LeaderElector:
+        """The current tenure's Lease elector."""
+        return self.tenure.elector
+
+    @property
+    def lapses(self) -> int:
+        """How many of this replica's tenures lapsed (each followed by a rejoin under a new name)."""
+        with self._lock:
+            return self._lapses
 
     def run(self, stop: threading.Event) -> None:
-        """Hold the membership Lease until ``stop`` is set (renewing; the deadline watched)."""
-        self.elector.run(stop)
+        """Hold the membership Lease until ``stop`` is set (renewing; the deadline watched); after a lapse, rejoin
+        under a new name and hold that one's; delete the lapsed Leases when they are due."""
+        forgetting = threading.Thread(target=self._forgetting, args=(stop,), name="shard lapsed Leases", daemon=True)
+        forgetting.start()
+        try:
+            while not stop.is_set():
+                self.tenure.elector.run(stop, until_lost=True)
+                if not stop.is_set() and self.rejoin() is None:
+                    break  # leaving
+        finally:
+            forgetting.join(self._settings.retry_period + 1)
+
+    def rejoin(self) -> str | None:
+        """If the current tenure lapsed: a new tenure under a new name (its Lease sought by ``run``, or a step of
+        its elector), the caches of the old name dropped by ``on_rejoin``. The new name, or None (nothing lapsed,
+        or leaving)."""
+        with self._lock:
+            lapsed = self._tenure
+            if not lapsed.lapsed or self._leaving:
+                return None
+            name = self._rename()
+            self._tenure = self._new_tenure(name)
+            self._tenure.after = lapsed.name
+        try:
+            self._on_rejoin(lapsed.name, name)
+        except Exception:  # the membership must outlive any one failure; the new name's caches fill as they can
+            self._log.exception("rejoining as member %s: dropping the caches of member %s failed", name, lapsed.name)
+        if self._metrics is not None:
+            self._metrics.shard_rejoins.inc()
+        self._log.warning("member %s rejoins the shards as member %s: its caches of %s's orders are dropped, the "
+                          "leader gives those orders on once %s's Lease is deleted or expired", lapsed.name, name,
+                          lapsed.name, lapsed.name)
+        return name
+
+    # -- lapsed Leases --------------------------------------------------------------
+
+    def forget_lapsed(self) -> list[str]:
+        """Delete the Lease of each lapsed tenure once it is due: a lease duration after its last successful renewal
+        began, on this member's clock, when every other replica would judge it expired as well (decision 27's
+        margin is kept: its last write was sent before the renew deadline). The leader then gives its orders on at
+        once instead of waiting to observe the expiry. Returns the names whose Lease is gone now."""
+        now = self._clock.now()
+        with self._lock:
+            due = [t for t in self._lapsed if t.last_renewal is None
+                   or now >= t.last_renewal + dt.timedelta(seconds=t.settings.lease_seconds)]
+        gone: list[str] = []
+        for tenure in due:
+            try:
+                self._clusters.management.delete(LEASE_API_VERSION, LEASE_KIND, tenure.settings.namespace,
+                                                 tenure.name)
+            except NotFound:
+                pass
+            except ApiError as exc:
+                self._log.debug("could not delete the Lease of lapsed member %s yet: %s", tenure.name, exc)
+                continue
+            with self._lock:
+                self._lapsed.remove(tenure)
+            gone.append(tenure.name)
+            self._log.info("deleted the Lease of lapsed member %s", tenure.name)
+        return gone
+
+    def _forgetting(self, stop: threading.Event) -> None:
+        while not stop.wait(self._settings.retry_period):
+            with self._lock:
+                pending = bool(self._lapsed)
+            if pending:
+                try:
+                    self.forget_lapsed()
+                except Exception:  # the thread must outlive any one failure
+                    self._log.exception("deleting a lapsed membership Lease failed")
 
     # -- before each pass ----------------------------------------------------------
 
     def admit(self, request: Request) -> Admission:
         """``run`` when this member may run the order's pass now; ``skip`` when not (or after a drain ack);
-        ``retry`` when the order could not be read or acknowledged (try again with backoff)."""
+        ``retry`` when the order could not be read or acknowledged (try again with backoff). The pass that follows
+        on this thread is fenced by the tenure that said ``run``."""
+        tenure = self.tenure
+        self._admitting.tenure = None
+        if tenure.after is not None and not tenure.serving:
+            return "retry"  # a worker past the gate as the last tenure lapsed: again once this one serves
+        with self._working(tenure):
+            verdict = self._admit(request, tenure)
+        if verdict == "run":
+            self._admitting.tenure = tenure
+        return verdict
+
+    def _admit(self, request: Request, tenure: Tenure) -> Admission:
         kind = self._catalog.get(request.kind)
         if kind is None:
             return "run"  # the pass says what is wrong
@@ -115,26 +277,26 @@ class ShardMember:
                                 carries=(SHARD_LABEL,))
         except (NotFound, ClusterNotFound):
             with self._lock:
-                self._adopted.discard(request)
+                tenure.adopted.discard(request)
             return "skip"
         except ApiError as exc:
             self._log.warning("%s: could not read the order to check its shard: %s", request, exc,
                               extra={"request": str(request)})
             return "retry"
-        if owner_of(order) != self.name:
+        if owner_of(order) != tenure.name:
             with self._lock:
-                self._released.pop(request, None)  # the cache is past the hand-back: a later label is new
-                self._adopted.discard(request)
+                tenure.released.pop(request, None)  # the cache is past the hand-back: a later label is new
+                tenure.adopted.discard(request)
             return "skip"
-        if self._handed_back(request, order):
+        if self._handed_back(tenure, request, order):
             return "skip"
         if draining(order):
-            return self._acknowledge(request, order)
+            return self._acknowledge(tenure, request, order)
         with self._lock:
-            adopted = request in self._adopted
-        return "run" if adopted else self._adopt(request, kind)
+            adopted = request in tenure.adopted
+        return "run" if adopted else self._adopt(tenure, request, kind)
 
-    def _adopt(self, request: Request, kind: OrderKind) -> Admission:
+    def _adopt(self, tenure: Tenure, request: Request, kind: OrderKind) -> Admission:
         """Before this member's first pass of an order, label its children for this member: those of the kinds it
         caches by its label that another member stamped (a move) or none did (written before ``--sharded``). So its
         caches hold every child of the order before a pass reads them: none is created twice, none left behind.
@@ -150,7 +312,7 @@ class ShardMember:
         kinds = sorted(child for child, owners in self._children.items() if kind.key in owners)
         if labels is None or not kinds:
             with self._lock:
-                self._adopted.add(request)
+                tenure.adopted.add(request)
             return "run"
         name_label, namespace_label, cluster_label = labels
         owner = {name_label: request.name, namespace_label: request.namespace}
@@ -162,6 +324,7 @@ class ShardMember:
             if not anywhere and cluster_name not in ("", request.cluster):
                 continue
             try:
+                refused: ApiError | None = None
                 for api_version, child_kind in kinds:
                     if cluster_name != "" and (api_version, child_kind) not in on_targets:
                         continue
@@ -170,7 +333,15 @@ class ShardMember:
                     for namespace in self.namespaces_of(cluster_name) or (None,):
                         for child in cluster.list(api_version, child_kind, namespace, labels=selector,
                                                   live=True).items:
-                            taken += self._take(cluster_name, cluster, request, child, owner, cluster_label)
+                            try:
+                                taken += self._take(tenure, cluster_name, cluster, request, child, owner,
+                                                    cluster_label)
+                            except Fenced:
+                                raise
+                            except ApiError as exc:  # changed meanwhile, or refused: the others still get theirs
+                                refused = exc
+                if refused is not None:
+                    raise refused  # the order waits for its next try, which labels what is left
             except ApiError as exc:
                 if cluster_name in ("", request.cluster):
                     self._log.info("%s: could not label its children for this member yet: %s", request, exc,
@@ -179,9 +350,9 @@ class ShardMember:
                 self._log.warning("%s: could not label its children on cluster %r for this member: %s", request,
                                   cluster_name, exc, extra={"request": str(request)})
         with self._lock:
-            self._adopted.add(request)
+            tenure.adopted.add(request)
         if taken:
-            self._log.info("%s: labelled %d child object(s) for member %s", request, taken, self.name,
+            self._log.info("%s: labelled %d child object(s) for member %s", request, taken, tenure.name,
                            extra={"request": str(request)})
         return "run"
 
@@ -191,8 +362,8 @@ class ShardMember:
         return {(watch.api_version, watch.kind) for order_kind in self._catalog.values()
                 for watch in order_kind.watches if watch.clusters != "management"}
 
-    def _take(self, cluster_name: str, cluster: Cluster, request: Request, child: Obj, owner: Mapping[str, str],
-              cluster_label: str) -> int:
+    def _take(self, tenure: Tenure, cluster_name: str, cluster: Cluster, request: Request, child: Obj,
+              owner: Mapping[str, str], cluster_label: str) -> int:
         """Label one listed object for this member when it is the order's (it carries the ``owner`` labels, and
         the order's cluster label or none) and not labelled so (a conditional merge patch); 1 when written."""
         if not carries_labels(child, owner):
@@ -201,30 +372,30 @@ class ShardMember:
         where = found.get(cluster_label)
         if (where is None and cluster_name != request.cluster) or (where is not None and where != request.cluster):
             return 0  # a same-named order's of another cluster
-        if found.get(SHARD_LABEL) == self.name:
+        if found.get(SHARD_LABEL) == tenure.name:
             return 0
-        if not self.holds():
-            raise Fenced(f"member {self.name}'s shard tenure has lapsed: no write is sent any more")
+        if not self.holds(tenure):
+            raise Fenced(f"member {tenure.name}'s shard tenure has lapsed: no request is sent any more")
         meta = child.get("metadata") or {}
         cluster.patch(str(child.get("apiVersion")), str(child.get("kind")), meta.get("namespace") or None,
                       str(meta.get("name")), {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                                                           "labels": {SHARD_LABEL: self.name}}},
+                                                           "labels": {SHARD_LABEL: tenure.name}}},
                       field_manager=FIELD_MANAGER)
         return 1
 
-    def _handed_back(self, request: Request, order: Obj) -> bool:
+    def _handed_back(self, tenure: Tenure, request: Request, order: Obj) -> bool:
         """Whether the cache still shows a state at or before this member's hand-back of the order."""
         with self._lock:
-            if request not in self._released:
+            if request not in tenure.released:
                 return False
-            released = self._released[request]
+            released = tenure.released[request]
             version = resource_version(order)
             if released is not None and version is not None and version > released:
-                del self._released[request]
+                del tenure.released[request]
                 return False
             return True
 
-    def _acknowledge(self, request: Request, order: Obj) -> Admission:
+    def _acknowledge(self, tenure: Tenure, request: Request, order: Obj) -> Admission:
         """Hand the order back: remove the shard and drain labels, conditionally on the version read."""
         try:
             cluster = self._clusters.resolve(request.cluster)
@@ -235,88 +406,137 @@ class ShardMember:
             self._log.info("%s: could not hand the order back yet: %s", request, exc, extra={"request": str(request)})
             return "retry"
         with self._lock:
-            self._released[request] = resource_version(written)
-            self._adopted.discard(request)
+            tenure.released[request] = resource_version(written)
+            tenure.adopted.discard(request)
         self._log.info("%s: drained, handed back to the leader for another member", request,
                        extra={"request": str(request)})
         if self._metrics is not None:
             self._metrics.shard_drains.inc()
         return "skip"
 
-    # -- the write fence ------------------------------------------------------------
+    # -- the fence ------------------------------------------------------------------
 
-    def holds(self) -> bool:
-        """Whether the tenure holds now: Lease renewed within the renew deadline (this member's clock, no
-        request), never lapsed, not leaving. The watchdog clears ``active`` up to 50 ms later; this is exact."""
+    def holds(self, tenure: Tenure | None = None) -> bool:
+        """Whether a tenure (default: the current one) holds now: it is the current one, its Lease was renewed
+        within the renew deadline (this member's clock, no request), it never lapsed, the member is not leaving.
+        The watchdog clears ``active`` up to 50 ms later; this is exact."""
         with self._lock:
-            if self._lost or self._leaving:
+            tenure = tenure if tenure is not None else self._tenure
+            if tenure is not self._tenure or tenure.lapsed or self._leaving:
                 return False
-        return self.elector.tenure_left() > 0
+        return tenure.elector.tenure_left() > 0
 
     def passes(self, run_pass: RunPass[K]) -> RunPass[K]:
-        """``run_pass`` as this member runs it: every write fenced, each start and end recorded."""
-        return self.recorded(self.fenced(run_pass))
-
-    def fenced(self, run_pass: RunPass[K]) -> RunPass[K]:
-        """``run_pass`` whose every write first checks ``holds``: once the tenure lapsed nothing more is
-        written (``engine.runtime.sharding.fence``; decision 0033)."""
+        """``run_pass`` as this member runs it: every request fenced by the tenure that admitted it, each start and
+        end recorded."""
 
         def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
-            return run_pass(kind, request, clusters=FencedClusters(clusters, self._fence(request)), clock=clock,
-                            log=log)
+            tenure = self._admitted()
+            with self._working(tenure):
+                return self.recorded(self.fenced(run_pass, tenure), tenure)(kind, request, clusters=clusters,
+                                                                             clock=clock, log=log)
 
         return run
 
-    def _fence(self, request: Request) -> Check:
+    @contextlib.contextmanager
+    def _working(self, tenure: Tenure) -> Iterator[None]:
+        """An admission or a pass under ``tenure`` runs in the block: a new tenure starts no pass meanwhile."""
+        with self._lock:
+            self._busy[tenure] = self._busy.get(tenure, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy[tenure] -= 1
+                if not self._busy[tenure]:
+                    del self._busy[tenure]
+                done = tenure.lapsed and tenure not in self._busy
+            if done:
+                self._serve()
+
+    def _admitted(self) -> Tenure:
+        """The tenure that admitted the pass this thread starts (taken once); the current one without admission."""
+        tenure: Tenure | None = getattr(self._admitting, "tenure", None)
+        self._admitting.tenure = None
+        return tenure if tenure is not None else self.tenure
+
+    def fenced(self, run_pass: RunPass[K], tenure: Tenure | None = None) -> RunPass[K]:
+        """``run_pass`` whose every request first checks ``holds`` for the tenure (default: the current one when
+        the pass starts): once it lapsed, nothing more is sent (``engine.runtime.sharding.fence``; decision 0033)."""
+
+        def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
+            fence = self._fence(request, tenure if tenure is not None else self.tenure)
+            return run_pass(kind, request, clusters=FencedClusters(clusters, fence), clock=clock, log=log)
+
+        return run
+
+    def _fence(self, request: Request, tenure: Tenure) -> Check:
         refused: list[bool] = []
 
-        def check() -> None:
-            if self.holds():
+        def check(write: bool) -> None:
+            if self.holds(tenure):
                 return
-            if self._metrics is not None:
+            if write and self._metrics is not None:
                 self._metrics.shard_fenced_writes.inc()
             if not refused:  # one line per pass; a failed step's successors try theirs
                 refused.append(True)
-                self._log.warning("%s: write refused: member %s's shard tenure has lapsed (the pass ends here)",
-                                  request, self.name, extra={"request": str(request)})
-            raise Fenced(f"member {self.name}'s shard tenure has lapsed: no write is sent any more")
+                self._log.warning("%s: request refused: member %s's shard tenure has lapsed (the pass ends here)",
+                                  request, tenure.name, extra={"request": str(request)})
+            raise Fenced(f"member {tenure.name}'s shard tenure has lapsed: no request is sent any more")
 
         return check
 
     # -- pass records ---------------------------------------------------------------
 
-    def recorded(self, run_pass: RunPass[K]) -> RunPass[K]:
-        """``run_pass`` with a debug line when each pass starts and ends (wall-clock seconds, microseconds):
-        the records that show no order is in two passes at once across replicas."""
+    def recorded(self, run_pass: RunPass[K], tenure: Tenure | None = None) -> RunPass[K]:
+        """``run_pass`` with a debug line when each pass starts and ends (wall-clock seconds, microseconds), naming
+        the member of the tenure (default: the current one when the pass starts): the records that show no order
+        is in two passes at once across replicas. What the pass writes carries that member's label."""
         records = self._log
 
         def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
+            name = (tenure if tenure is not None else self.tenure).name
             extra = {"request": str(request)}
-            records.debug("pass started at %.6f by %s", time.time(), self.name, extra=extra)
+            records.debug("pass started at %.6f by %s", time.time(), name, extra=extra)
             try:
-                with stamping({SHARD_LABEL: self.name}, self._stamped_kinds):  # what it writes carries our label
+                with stamping({SHARD_LABEL: name}, self._stamped_kinds):  # what it writes carries our label
                     return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
             finally:
-                records.debug("pass ended at %.6f by %s", time.time(), self.name, extra=extra)
+                records.debug("pass ended at %.6f by %s", time.time(), name, extra=extra)
 
         return run
 
     # -- leaving --------------------------------------------------------------------
 
     def leave(self) -> int:
-        """A graceful stop, once the workers have stopped: hand every order back, give up the Lease.
+        """A graceful stop, once the workers have stopped: hand every order back, give up the Lease; delete the
+        Leases of lapsed tenures that are due.
 
-        Returns how many orders were handed back. A member that lost its tenure does nothing here."""
+        Returns how many orders were handed back. A member whose current tenure lapsed hands nothing back."""
         with self._lock:
-            if self._lost:
-                return 0
+            tenure = self._tenure
             self._leaving = True
+            held = not tenure.lapsed
         self.active.clear()
+        handed = 0
+        if held:
+            handed = self._hand_back(tenure)
+            tenure.elector.release()
+            try:
+                self._clusters.management.delete(LEASE_API_VERSION, LEASE_KIND, tenure.settings.namespace,
+                                                 tenure.name)
+            except ApiError as exc:
+                self._log.info("could not delete the membership Lease (it expires by itself): %s", exc)
+            self._log.info("left the shards as member %s: handed back %d order(s)", tenure.name, handed)
+        self.forget_lapsed()
+        return handed
+
+    def _hand_back(self, tenure: Tenure) -> int:
         handed = 0
         for _, cluster in self._clusters:
             for kind in self._catalog.values():
                 try:
-                    orders = cluster.list(kind.api_version, kind.kind, labels=self.selector, live=True).items
+                    orders = cluster.list(kind.api_version, kind.kind, labels=tenure.selector, live=True).items
                 except ApiError:
                     continue  # a kind this cluster does not serve, or an unreachable cluster
                 for order in orders:
@@ -326,29 +546,55 @@ class ShardMember:
                     except ApiError as exc:
                         self._log.warning("could not hand back %s %s: %s", kind.kind,
                                           order.get("metadata", {}).get("name"), exc)
-        self.elector.release()
-        try:
-            self._clusters.management.delete(LEASE_API_VERSION, LEASE_KIND, self.settings.namespace, self.name)
-        except ApiError as exc:
-            self._log.info("could not delete the membership Lease (it expires by itself): %s", exc)
-        self._log.info("left the shards as member %s: handed back %d order(s)", self.name, handed)
         return handed
 
     # -- the Lease's callbacks (on the elector's threads) ---------------------------
 
-    def _joined(self) -> None:
+    def _joined(self, tenure: Tenure) -> None:
         with self._lock:
-            if self._lost or self._leaving:
+            if tenure is not self._tenure or tenure.lapsed or self._leaving:
                 return
-        self.active.set()
-        self._log.info("joined the shards as member %s (Lease %s/%s)", self.name, self.settings.namespace, self.name)
+            tenure.joined = True
+        self._serve()
 
-    def _stopped(self) -> None:
-        self.active.clear()
+    def _serve(self) -> None:
+        """Start passes under the current tenure once its Lease is held and nothing of a lapsed tenure runs any
+        more (each such pass ends at its next request, which the fence refuses), so no request of the lapsed
+        name is sent under the new one."""
         with self._lock:
-            if self._leaving or self._lost:
+            tenure = self._tenure
+            if not tenure.joined or tenure.serving or tenure.lapsed or self._leaving:
                 return
-            self._lost = True
-        self._log.error("member %s lost its membership Lease: no pass starts any more; the leader gives its orders "
-                        "to other members once the Lease expires; stopping so a restart joins afresh", self.name)
-        self._on_lost()
+            waiting = sum(count for other, count in self._busy.items() if other is not tenure)
+            if waiting:
+                self._log.info("member %s holds its Lease; its passes start once %d admission(s) and pass(es) of a "
+                               "lapsed member have ended", tenure.name, waiting)
+                return
+            tenure.serving = True
+        try:
+            self._on_serving(tenure.name)
+        except Exception:  # the member must serve whatever its clients' names say
+            self._log.exception("naming member %s in the clients failed", tenure.name)
+        with self._lock:
+            if tenure is not self._tenure or tenure.lapsed or self._leaving:
+                return
+            self.active.set()
+        self._log.info("joined the shards as member %s (Lease %s/%s)", tenure.name, tenure.settings.namespace,
+                       tenure.name)
+
+    def _stopped(self, tenure: Tenure) -> None:
+        """The tenure ended (elector lock held): no pass starts and no request of its passes is sent any more; its
+        elector retires; the member rejoins under a new name (``rejoin``)."""
+        with self._lock:
+            current = tenure is self._tenure
+            if current:
+                self.active.clear()
+            if self._leaving or tenure.lapsed:
+                return
+            tenure.lapsed = True
+            tenure.last_renewal = tenure.elector.renewed_at
+            self._lapses += 1
+            self._lapsed.append(tenure)
+        tenure.elector.retire()
+        self._log.error("member %s lost its membership Lease: no pass starts any more and running passes send no "
+                        "request; it rejoins the shards as a new member", tenure.name)
