@@ -22,6 +22,7 @@ from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
 from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
+from engine.reconcile.actions import _reason as verdict_reason
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.teardown import run_teardown
 from engine.rules.model import Action, CompiledKind, Gate, Step
@@ -112,7 +113,6 @@ def run_gates_and_steps(ctx: PassContext) -> Result:
 
 def run_gate(ctx: PassContext, gate: Gate) -> Result | None:
     """One gate that is not the finalizer's: its verdict when it holds (or its read failed), else None."""
-    kind = ctx.kind
     assert gate.when is not None and gate.outcome is not None
     try:
         holds = truthy(ctx.evaluate(gate.when))
@@ -120,21 +120,30 @@ def run_gate(ctx: PassContext, gate: Gate) -> Result | None:
         if gate.error is None:
             raise
         message = ctx.render(gate.error.message, ctx.scope.child(error=err.text))
-        for condition in gate.conditions or kind.conditions.types:
-            ctx.conditions.set(condition, False, gate.error.reason or gate.outcome.reason, message)
+        reason = gate.error.reason or (gate.outcome.reason if gate.outcome.reason_text is None else "Error")
+        for condition in gate_conditions(ctx, gate):
+            ctx.conditions.set(condition, False, reason, message)
         wrap = ctx.render(gate.error.wrap, ctx.scope.child(error=err.text)) if gate.error.wrap else err.text
-        return Result(error=PassError(wrap), event=EventNote(gate.error.reason or gate.outcome.reason, message))
+        return Result(error=PassError(wrap), event=EventNote(reason, message))
     if not holds:
         return None
+    reason = verdict_reason(ctx, gate.outcome)
     message = ctx.render(gate.outcome.message)
-    for condition in gate.conditions or kind.conditions.types:
+    for condition in gate_conditions(ctx, gate):
         own_reason, own_message = gate.texts(condition)
-        ctx.conditions.set(condition, False, own_reason or gate.outcome.reason,
+        ctx.conditions.set(condition, False, own_reason or reason,
                            message if own_message is None else ctx.render(own_message))
-    refused = EventNote(gate.outcome.reason, message)
+    refused = EventNote(reason, message)
     if gate.fail:
         return Result(error=PassError(message), event=refused)
     return Result(requeue_after=as_delta(requeue_seconds(ctx, gate.outcome.requeue)), event=refused)
+
+
+def gate_conditions(ctx: PassContext, gate: Gate) -> list[str]:
+    """The conditions a gate writes: those it lists (else every type), less those whose `when` does not hold."""
+    only_when = dict(gate.only_when)
+    return [condition for condition in gate.conditions or ctx.kind.conditions.types
+            if condition not in only_when or truthy(ctx.evaluate(only_when[condition]))]
 
 
 def run_step(ctx: PassContext, step: Step) -> Result:

@@ -81,7 +81,10 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         if gate.outcome:
             need(gate.outcome.message, gate.origin, defined, f"{gate.name}.message")
             need(gate.requeue.query, gate.origin, defined, f"{gate.name}.requeue")
-            need_reason(gate.outcome.reason, gate.origin)
+            if gate.outcome.reason_text is not None:  # rendered per pass; checked against the declared reasons then
+                need(gate.outcome.reason_text, gate.origin, defined, f"{gate.name}.reason")
+            else:
+                need_reason(gate.outcome.reason, gate.origin)
         if gate.error is not None:
             need(gate.error.message, gate.origin, defined | {"error"}, f"{gate.name}.error")
             need_reason(gate.error.reason, gate.origin)
@@ -90,6 +93,8 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         for _type, own_reason, own_message in gate.own:
             need(own_message, gate.origin, defined, f"{gate.name}.conditions")
             need_reason(own_reason, gate.origin)
+        for _type, only_when in gate.only_when:
+            need(only_when, gate.origin, defined, f"{gate.name}.conditions")
     bound_by_step: dict[str, set[str]] = {}
     step_names = [s.name for s in kind.steps]
     for step in kind.steps:

@@ -9,6 +9,7 @@ every condition type and reason written is declared.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -151,7 +152,7 @@ class Compiler:
         inputs = {name: self.compile_input(name, loc) for name, loc in merged.maps.get("inputs", {}).items()}
         values = {name: self.compile_value(name, loc) for name, loc in merged.maps.get("values", {}).items()}
         self.pass_names = pass_names_in_watch(inputs, values)
-        gates = tuple(self.compile_gate(i, loc) for i, loc in enumerate(merged.lists.get("gates", [])))
+        gates = tuple(gate for i, loc in enumerate(merged.lists.get("gates", [])) for gate in self.compile_gate(i, loc))
         steps = tuple(self.compile_step(loc) for loc in merged.lists.get("steps", []))
         refresh: tuple[model.Outcome, ...] = ()
         if "result" in merged.single:
@@ -275,15 +276,13 @@ class Compiler:
         return model.ErrorReport(spec.reason, self.text(sub, "message", spec.message) or compile_text(""),
                                  self.text(sub, "wrap", spec.wrap), spec.writeCondition)
 
-    def compile_gate(self, index: int, loc: Located) -> model.Gate:
+    def compile_gate(self, index: int, loc: Located) -> tuple[model.Gate, ...]:
+        """A gate; one with `verdicts` is a chain of gates, one per row, sharing its name, conditions and
+        defaults (a row's name, when given, names its gate)."""
         spec: schema.GateSpec = loc.item
-        outcome = None
-        if not spec.finalizer:
-            assert spec.reason is not None and spec.message is not None
-            outcome = model.Outcome(spec.reason, self.text(loc, "message", spec.message) or compile_text(""),
-                                    self.requeue(loc, "requeue", spec.requeue), self.position(loc))
         conditions: tuple[str, ...] = ()
         own: list[tuple[str, str | None, Text | None]] = []
+        only_when: list[tuple[str, Query]] = []
         if spec.conditions != "all":
             for i, item in enumerate(spec.conditions):
                 if isinstance(item, str):
@@ -292,9 +291,27 @@ class Compiler:
                 conditions += (item.type,)
                 sub = Located(item, loc.src, (*loc.path, "conditions", i))
                 own.append((item.type, item.reason, self.text(sub, "message", item.message)))
-        return model.Gate(spec.name or f"gate {index + 1}", self.query(loc, "when", spec.when), conditions, outcome,
-                          spec.finalizer, self.requeue(loc, "requeue", spec.requeue), self.position(loc),
-                          fail=spec.fail, error=self.compile_error(loc, spec.error), own=tuple(own))
+                if (query := self.query(sub, "when", item.when)) is not None:
+                    only_when.append((item.type, query))
+        name = spec.name or f"gate {index + 1}"
+        shared: dict[str, Any] = {"conditions": conditions, "own": tuple(own), "only_when": tuple(only_when)}
+        if spec.verdicts is None:
+            outcome = None if spec.finalizer else self.compile_outcome(loc, spec)
+            return (model.Gate(name, self.query(loc, "when", spec.when), outcome=outcome, finalizer=spec.finalizer,
+                               requeue=self.requeue(loc, "requeue", spec.requeue), origin=self.position(loc),
+                               fail=spec.fail, error=self.compile_error(loc, spec.error), **shared),)
+        gates: list[model.Gate] = []
+        requeue = self.requeue(loc, "requeue", spec.requeue)
+        for i, row in enumerate(spec.verdicts):
+            sub = Located(row, loc.src, (*loc.path, "verdicts", i))
+            outcome = self.compile_outcome(sub, row)
+            if row.requeue is None:
+                outcome = dataclasses.replace(outcome, requeue=requeue)
+            error = self.compile_error(sub, row.error) if row.error is not None else self.compile_error(loc, spec.error)
+            gates.append(model.Gate(row.name or name, self.query(sub, "when", row.when), outcome=outcome,
+                                    finalizer=False, requeue=outcome.requeue, origin=self.position(sub),
+                                    fail=spec.fail if row.fail is None else row.fail, error=error, **shared))
+        return tuple(gates)
 
     def template(self, loc: Located, key: str, filename: str) -> ObjectTemplate | None:
         if filename in self.templates:

@@ -125,6 +125,8 @@ class Gate:
     error: ErrorReport | None = None
     own: tuple[tuple[str, str | None, Text | None], ...] = ()
     """(type, reason, message) of conditions with their own texts (None: the gate's)."""
+    only_when: tuple[tuple[str, Query], ...] = ()
+    """(type, query) of conditions written only when the query holds (else they keep what they held)."""
 
     @property
     def failed_reason(self) -> str:

@@ -191,8 +191,24 @@ class GateConditionSpec(Spec):
     """A condition a gate writes, with its own reason and message (default: the gate's)."""
 
     type: str
+    when: Query | None = Field(None, description="Write this condition only when this query holds; otherwise it "
+                                                 "keeps what it held (the gate still refuses).")
     reason: str | None = None
     message: Text | None = None
+
+
+class GateVerdictSpec(Spec):
+    """One row of a gate's verdict table: the first row whose `when` holds is the gate's verdict."""
+
+    name: str | None = Field(None, description="What `engine render` calls the row (default: the gate's name).")
+    when: Query
+    reason: str = Field(description="A declared reason, or a text rendered from the pass (`{{ cause.reason }}`) "
+                                    "that must give a declared one.")
+    message: Text
+    requeue: Duration | Query | None = Field(None, description="Default: the gate's requeue.")
+    fail: bool | None = Field(None, description="Default: the gate's fail.")
+    error: ErrorSpec | None = Field(None, description="A read that fails in this row's `when` (default: the "
+                                                      "gate's error).")
 
 
 class GateSpec(Spec):
@@ -202,22 +218,29 @@ class GateSpec(Spec):
     when: Query | None = None
     conditions: Literal["all"] | list[str | GateConditionSpec] = Field(
         "all", description="The conditions written False: all, or a list of types, each a name or "
-                           "{type, reason, message} with its own texts.")
-    reason: str | None = None
+                           "{type, when, reason, message} with its own texts.")
+    reason: str | None = Field(None, description="A declared reason, or a text rendered from the pass that must "
+                                                 "give a declared one.")
     message: Text | None = None
     requeue: Duration | Query | None = None
     finalizer: bool = Field(False, description="Install the finalizer here (ends the pass when it was missing).")
     fail: bool = Field(False, description="The refusal also ends the pass with its message as the error (backoff).")
     error: ErrorSpec | None = Field(None, description="A read that fails while the gate is checked writes the "
                                                       "gate's conditions with this reason, and fails the pass.")
+    verdicts: list[GateVerdictSpec] | None = Field(
+        None, min_length=1, description="Instead of when, reason and message: rows tried in order, the first "
+                                        "whose `when` holds refuses with its reason, message and requeue.")
 
     @model_validator(mode="after")
     def _shape(self) -> GateSpec:
         if self.finalizer:
-            if self.when or self.reason or self.message or self.fail or self.error:
+            if self.when or self.reason or self.message or self.fail or self.error or self.verdicts:
                 raise ValueError("a finalizer gate takes only requeue")
+        elif self.verdicts is not None:
+            if self.when or self.reason or self.message:
+                raise ValueError("a gate with verdicts takes when, reason and message from each row, not its own")
         elif not (self.when and self.reason and self.message):
-            raise ValueError("a gate needs when, reason and message")
+            raise ValueError("a gate needs when, reason and message (or verdicts)")
         return self
 
 

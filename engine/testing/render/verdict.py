@@ -108,12 +108,13 @@ def _candidates(kind: CompiledKind, ctype: str) -> Iterator[_Candidate]:
 def _gate(gate: Gate, ctype: str) -> Iterator[_Candidate]:
     own_reason, own_message = gate.texts(ctype)
     element = f"gate {gate.name}"
+    rendered = gate.outcome is not None and gate.outcome.reason_text is not None  # any declared reason
     if gate.outcome is not None:
         message = own_message if own_message is not None else gate.outcome.message
         yield _Candidate(Source(element, "when", str(gate.outcome.origin)), "False",
-                         own_reason or gate.outcome.reason, message.source)
+                         own_reason or (None if rendered else gate.outcome.reason), message.source)
     if gate.error is not None:
-        reason = gate.error.reason or (gate.outcome.reason if gate.outcome else None)
+        reason = gate.error.reason or ("Error" if rendered else gate.outcome.reason if gate.outcome else None)
         yield _Candidate(Source(element, "error (a failed read)", str(gate.origin)), "False", reason,
                          gate.error.message.source)
     if gate.when is not None:
