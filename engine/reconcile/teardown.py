@@ -56,6 +56,8 @@ class Progress:
     """Errors of actions that let it go on (`onError: continue`, a patch that guards), in order."""
     skipped: set[str] = field(default_factory=set)
     patient: bool | None = None
+    waiting: bool = False
+    """A phase boundary stopped the actions: the finalizer stays and the pass comes back."""
 
     @property
     def errors(self) -> list[str]:
@@ -85,11 +87,15 @@ def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Resu
             elif action.op == "log":
                 assert action.message is not None
                 ctx.log.log(_LEVELS.get(action.level, 20), ctx.render(action.message), extra=ctx.log_fields())
+            elif action.op == "fail":
+                assert action.message is not None
+                return Result(error=PassError("\n".join([*progress.errors, ctx.render(action.message)])))
             else:
                 if progress.patient is None:
                     progress.patient = truthy(ctx.evaluate(kind.teardown.patient_while))
                 if action.op == "phase":
-                    if progress.patient and (progress.issued or progress.errors):
+                    if progress.patient and (progress.errors or not phase_passed(ctx, action, progress)):
+                        progress.waiting = True
                         break
                     continue
                 try:
@@ -114,9 +120,17 @@ def run_teardown(ctx: PassContext, persist: Callable[[PassContext, Result], Resu
             return Result(error=PassError(text))
         ctx.log.info(f"best-effort teardown of {kind.kind} children failed; releasing the finalizer anyway",
                      extra=ctx.log_fields(error=text))
-    elif patient and progress.issued:
+    elif patient and (progress.issued or progress.waiting):
         return Result(requeue_after=as_delta(kind.teardown.patient_requeue.seconds))
     return release(ctx, finalizers)
+
+
+def phase_passed(ctx: PassContext, action: TeardownAction, progress: Progress) -> bool:
+    """Whether a patient teardown goes past this boundary: its `until` holds, or (without one) nothing before it
+    issued a delete in this pass."""
+    if action.until is not None:
+        return truthy(ctx.evaluate(action.until))
+    return not progress.issued
 
 
 def read(ctx: PassContext, action: TeardownAction) -> None:

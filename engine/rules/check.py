@@ -170,6 +170,10 @@ def _check_teardown(kind: model.CompiledKind, errors: list[RuleError], defined: 
                 errors.append(RuleError(action.origin, f"{what}: the name {action.name!r} is used twice"))
             named[action.name] = index
         need(action.when, action.origin, defined, what)
+        need(action.until, action.origin, defined, what)
+        if action.op == "fail" and action.when is None:
+            errors.append(RuleError(action.origin, f"{what}: without `when` it fails every pass, so the finalizer "
+                                                   "is never released"))
         for name in action.reads:
             if name not in kind.inputs and name not in kind.values:
                 errors.append(RuleError(action.origin, f"{what}: {name!r} is not an input or a value"))

@@ -424,7 +424,7 @@ class Compiler:
     def compile_teardown_action(self, loc: Located) -> model.TeardownAction:
         spec = loc.item
         if isinstance(spec, schema.PhaseSpec):
-            return model.TeardownAction("phase", self.position(loc))
+            return model.TeardownAction("phase", self.position(loc), until=self.query(loc, "until", spec.until))
         common: dict[str, Any] = {"origin": self.position(loc), "name": spec.name,
                                   "when": self.query(loc, "when", spec.when)}
         if isinstance(spec, schema.ReadSpec):
@@ -437,6 +437,8 @@ class Compiler:
                                         body=self.query(loc, "hold", spec.hold), **common)
         if isinstance(spec, schema.TeardownLogSpec):
             return model.TeardownAction("log", message=self.text(loc, "log", spec.log), level=spec.level, **common)
+        if isinstance(spec, schema.TeardownFailSpec):
+            return model.TeardownAction("fail", message=self.text(loc, "fail", spec.fail), **common)
         assert isinstance(spec, (schema.TeardownDeleteSpec, schema.TeardownPatchSpec))
         op: model.TeardownOp = "delete" if isinstance(spec, schema.TeardownDeleteSpec) else "patch"
         target: schema.TeardownTarget = spec.delete if isinstance(spec, schema.TeardownDeleteSpec) else spec.patch

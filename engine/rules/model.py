@@ -182,7 +182,7 @@ class Step:
     """The condition when ``when`` does not hold (None: ``skipped``)."""
 
 
-TeardownOp = Literal["read", "hold", "patch", "delete", "phase", "log"]
+TeardownOp = Literal["read", "hold", "patch", "delete", "phase", "log", "fail"]
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,8 @@ class TeardownAction:
     error: Text | None = None
     message: Text | None = None
     level: str = "info"
+    until: Query | None = None
+    """A phase's: the actions after it run (while patient) only when this holds."""
 
     @property
     def writes(self) -> bool:

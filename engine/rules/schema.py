@@ -495,9 +495,19 @@ class TeardownPatchSpec(TargetActionBase):
 
 
 class PhaseSpec(Spec):
-    """A boundary: while patient, the actions after it run only on a pass where those before it deleted nothing."""
+    """A boundary: while patient, the actions after it run only on a pass where those before it failed nothing
+    and deleted nothing (with `until`: where `until` holds)."""
 
     phase: str = Field(description="What the next phase does (for the reader).")
+    until: Query | None = Field(None, description="While patient, the actions after the boundary run only when "
+                                                  "this query holds (evaluated at the boundary), instead of only "
+                                                  "on a pass that issued no delete before it.")
+
+
+class TeardownFailSpec(TeardownActionBase):
+    """End the pass with this error (retried with backoff): nothing after it runs, the finalizer stays."""
+
+    fail: Text = Field(description="The pass error; the errors of earlier actions, if any, come before it.")
 
 
 class TeardownLogSpec(TeardownActionBase):
@@ -507,7 +517,7 @@ class TeardownLogSpec(TeardownActionBase):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-TEARDOWN_KEYS = ("read", "hold", "patch", "delete", "phase", "log")
+TEARDOWN_KEYS = ("read", "hold", "patch", "delete", "phase", "log", "fail")
 """The key that names a teardown action."""
 
 
@@ -525,7 +535,8 @@ TeardownActionSpec = Annotated[
     | Annotated[TeardownPatchSpec, Tag("patch")]
     | Annotated[TeardownDeleteSpec, Tag("delete")]
     | Annotated[PhaseSpec, Tag("phase")]
-    | Annotated[TeardownLogSpec, Tag("log")],
+    | Annotated[TeardownLogSpec, Tag("log")]
+    | Annotated[TeardownFailSpec, Tag("fail")],
     Discriminator(teardown_key, custom_error_type="unknown_action",
                   custom_error_message="a teardown action needs one of: " + ", ".join(TEARDOWN_KEYS)),
 ]
