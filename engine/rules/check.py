@@ -76,6 +76,7 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
         for expr in (value.query, value.text, *(r.when for r in value.rows), *(r.value for r in value.rows),
                      *(r.text for r in value.rows)):
             need(expr, value.origin, defined, f"value {value.name}")
+    shared_seen: set[int] = set()
     for gate in kind.gates:
         need(gate.when, gate.origin, defined, f"{gate.name}.when")
         if gate.outcome:
@@ -85,16 +86,19 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
                 need(gate.outcome.reason_text, gate.origin, defined, f"{gate.name}.reason")
             else:
                 need_reason(gate.outcome.reason, gate.origin)
-        if gate.error is not None:
+        # The rows of one gate's `verdicts` share its error and conditions: each mistake in them is reported once.
+        if gate.error is not None and id(gate.error) not in shared_seen:
             need(gate.error.message, gate.origin, defined | {"error"}, f"{gate.name}.error")
             need_reason(gate.error.reason, gate.origin)
-        for condition in gate.conditions:
-            need_type(condition, gate.origin)
-        for _type, own_reason, own_message in gate.own:
-            need(own_message, gate.origin, defined, f"{gate.name}.conditions")
-            need_reason(own_reason, gate.origin)
-        for _type, only_when in gate.only_when:
-            need(only_when, gate.origin, defined, f"{gate.name}.conditions")
+        if id(gate.conditions) not in shared_seen:
+            for condition in gate.conditions:
+                need_type(condition, gate.origin)
+            for _type, own_reason, own_message in gate.own:
+                need(own_message, gate.origin, defined, f"{gate.name}.conditions")
+                need_reason(own_reason, gate.origin)
+            for _type, only_when in gate.only_when:
+                need(only_when, gate.origin, defined, f"{gate.name}.conditions")
+        shared_seen.update(id(part) for part in (gate.error, gate.conditions) if part)
     bound_by_step: dict[str, set[str]] = {}
     step_names = [s.name for s in kind.steps]
     for step in kind.steps:

@@ -302,12 +302,13 @@ class Compiler:
                                fail=spec.fail, error=self.compile_error(loc, spec.error), **shared),)
         gates: list[model.Gate] = []
         requeue = self.requeue(loc, "requeue", spec.requeue)
+        gate_error = self.compile_error(loc, spec.error)  # one object every row shares: lint reports it once
         for i, row in enumerate(spec.verdicts):
             sub = Located(row, loc.src, (*loc.path, "verdicts", i))
             outcome = self.compile_outcome(sub, row)
             if row.requeue is None:
                 outcome = dataclasses.replace(outcome, requeue=requeue)
-            error = self.compile_error(sub, row.error) if row.error is not None else self.compile_error(loc, spec.error)
+            error = self.compile_error(sub, row.error) if row.error is not None else gate_error
             gates.append(model.Gate(row.name or name, self.query(sub, "when", row.when), outcome=outcome,
                                     finalizer=False, requeue=outcome.requeue, origin=self.position(sub),
                                     fail=spec.fail if row.fail is None else row.fail, error=error, **shared))

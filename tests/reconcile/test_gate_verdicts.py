@@ -197,3 +197,18 @@ def test_lint_reports_a_bad_gate_table_at_its_place(rules_dir: Callable[..., Pat
                                                     expected: str) -> None:
     found = lint(rules_dir, rule)
     assert any(expected in line for line in found), found
+
+
+def test_lint_reports_a_mistake_the_rows_share_once(rules_dir: Callable[..., Path]) -> None:
+    """The gate's conditions, a condition's `when` and the gate's error belong to every row, but a mistake in
+    them is one mistake: one line each."""
+    rule = RuleText(TABLE).swap("    requeue: 1m\n    verdicts:", """    requeue: 1m
+    conditions:
+      - BuiltReady
+      - ShwnReady
+      - {type: ShownReady, when: "shwn == `null`"}
+    error: {reason: Brokn, message: "reading: {{ eror }}"}
+    verdicts:""")
+    found = lint(rules_dir, rule)
+    for mistake in ("condition 'ShwnReady'", "unknown name 'shwn'", "reason 'Brokn'", "unknown name 'eror'"):
+        assert len([line for line in found if mistake in line]) == 1, (mistake, found)
