@@ -16,19 +16,20 @@ from typing import Any
 from engine.expr.errors import FunctionError
 from engine.expr.functions import register
 
-__all__ = ["children_in_view"]
+__all__ = ["CHILD_TEST", "children_in_view"]
 
-_test: ContextVar[Callable[[Any], bool] | None] = ContextVar("child_test", default=None)
+CHILD_TEST: ContextVar[Callable[[Any], bool] | None] = ContextVar("child_test", default=None)
+"""The pass's ownership test; a pass sets it directly (a context manager costs calls on every pass)."""
 
 
 @contextlib.contextmanager
 def children_in_view(test: Callable[[Any], bool]) -> Iterator[None]:
     """Answer ``is_child`` with ``test`` (the pass's ownership test) inside the block."""
-    token = _test.set(test)
+    token = CHILD_TEST.set(test)
     try:
         yield
     finally:
-        _test.reset(token)
+        CHILD_TEST.reset(token)
 
 
 @register("is_child", ("object", "null"), returns="boolean", pure=False)
@@ -37,7 +38,7 @@ def is_child(obj: Mapping[str, Any] | None) -> bool:
     prefix (what an apply requires before it writes); ``null`` is not."""
     if obj is None:
         return False
-    test = _test.get()
+    test = CHILD_TEST.get()
     if test is None:
         raise FunctionError("is_child() knows the order's children only during a pass")
     return test(obj)

@@ -121,8 +121,10 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
                 available.add(action.bind)
             for binding in action.bindings:
                 available.add(binding.name)
+        scope = set(available)  # an output reads the step's names and the outputs above it
         for output in step.outputs:
-            check_output(output, step.name, available, before, need)
+            check_output(output, step.name, scope, before, need)
+            scope.add(output.value.name)
         available |= {output.value.name for output in step.outputs}
         outputs_so_far |= {output.value.name for output in step.outputs}
         need(step.done.message, step.done.origin, available, f"step {step.name}.done")
