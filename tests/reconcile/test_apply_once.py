@@ -96,3 +96,16 @@ def test_once_takes_no_other_adopt(rules_dir: Callable[..., Path]) -> None:
     rule = ONCE.swap("        once: true\n", "        once: true\n        adopt: any\n")
     found = [str(e) for e in lint_paths([rules_dir(rule)])]
     assert any("once: true creates the order's child once" in e for e in found), found
+
+
+def test_is_child_is_refused_in_a_watch_query(rules_dir: Callable[..., Path]) -> None:
+    """A watch's query runs outside any pass: there is no order whose children it could test."""
+    rule = ONCE.swap("teardown:\n", """watches:
+  - apiVersion: v1
+    kind: Secret
+    name: "metadata.name"
+    changed: ["is_child(@)"]
+teardown:
+""")
+    found = [str(e) for e in lint_paths([rules_dir(rule)])]
+    assert any("watch changed: is_child() cannot be used here" in e for e in found), found

@@ -99,3 +99,17 @@ def test_a_default_reads_only_what_the_step_saw_before_it_ran(rules_dir: Callabl
     """The default stands in for a step that did not go through: its own set names are unknown there."""
     found = lint(rules_dir, OUTPUTS.swap("default: \"'none'\"", 'default: "partSize"'))
     assert any("step build.outputs.builtSize.default: unknown name 'partSize'" in e for e in found), found
+
+
+def test_a_step_whose_when_does_not_hold_publishes_its_defaults(world: Callable[[str], World]) -> None:
+    """Even `otherwise: {status: true}` (the step counts as done) ran no action: the later step reads the default."""
+    rule = OUTPUTS.swap("    metric: WidgetBuild\n", """    metric: WidgetBuild
+    when: "order.spec.build"
+    otherwise: {status: true, reason: Built, message: "nothing to build"}
+""")
+    w = world(rule)
+    w.order(size=2, build=False)
+    w.run()
+    assert w.conditions()["BuiltReady"] == ("True", "Built")
+    assert w.live()["status"]["shownSize"] == "none"
+    assert w.cluster.list("v1", "ConfigMap", "ns").items == []
