@@ -859,4 +859,4 @@ FUNCTIONS: Mapping[str, Function] = MappingProxyType(_REGISTRY)
 
 # The string and map functions, and the cluster questions, live in their own modules and register
 # themselves on import.
-from engine.expr import cluster_state, strings_and_maps  # noqa: E402, F401
+from engine.expr import cluster_state, ownership, strings_and_maps  # noqa: E402, F401

@@ -127,13 +127,17 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
                 return None
         if live is not None and not controlled_by(live, ctx.order):
             if action.foreign is not None:  # a refusal, as the `refuse` it replaces (an Event where recorded)
-                return replace(stop(ctx, action.foreign), refusal=True)
+                if action.bind:
+                    ctx.scope[action.bind] = None
+                return replace(stop(ctx, action.foreign, action.foreign_keep_going), refusal=True)
             _api_version, kind, namespace, name = _address(live)
             raise Refused(f"refusing to adopt pre-existing {kind} {namespace}/{name}: it is not controlled by this "
                           "order")
     elif action.adopt == "children":
+        if action.once:
+            return _apply_once(ctx, action, rendered, live)
         if action.foreign is not None and live is not None and not ctx.is_child(live):
-            return stop(ctx, action.foreign)
+            return _foreign(ctx, action)
         _refuse_foreign(ctx, live)
     want = {"status": rendered.get("status") or {}} if action.status_subresource else rendered
     if live is not None and contains(live, want) and not ssa.drops_owned(
@@ -144,6 +148,35 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
             rendered, field_manager=ctx.kind.field_manager, force=True, status=action.status_subresource))
     if action.bind:
         ctx.scope[action.bind] = result
+    return None
+
+
+def _foreign(ctx: PassContext, action: Action) -> Stop:
+    """An apply's `foreign` verdict; with `continue: true` it is recorded as a refusal (an Event, as the `refuse`
+    it replaces) and the step goes on with `as` bound to null."""
+    assert action.foreign is not None
+    if action.bind:
+        ctx.scope[action.bind] = None
+    verdict = stop(ctx, action.foreign, action.foreign_keep_going)
+    return replace(verdict, refusal=True) if action.foreign_keep_going else verdict
+
+
+def _apply_once(ctx: PassContext, action: Action, rendered: Obj, live: Obj | None) -> Stop | None:
+    """`once: true`: an absent child is created (no apply); a live child is bound as it is, never written
+    again; a live object of that name that is not the order's child gets the `foreign` verdict (or fails the
+    step). A create that answers AlreadyExists reads the object live and tests it the same way."""
+    if live is None:
+        cluster = ctx.cluster_for(action.cluster)
+        try:
+            live = remember_secrets(cluster.create(rendered, field_manager=ctx.kind.field_manager))
+        except AlreadyExists:
+            live = remember_secrets(cluster.get(*_address(rendered), live=True))
+    if not ctx.is_child(live):
+        if action.foreign is not None:
+            return _foreign(ctx, action)
+        _refuse_foreign(ctx, live)
+    if action.bind:
+        ctx.scope[action.bind] = live
     return None
 
 

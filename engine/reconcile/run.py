@@ -20,10 +20,12 @@ from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
+from engine.expr.ownership import CHILD_TEST
 from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
 from engine.reconcile.actions import Stop, run_action
 from engine.reconcile.actions import _reason as verdict_reason
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
+from engine.reconcile.outputs import publish, publish_defaults
 from engine.reconcile.teardown import run_teardown
 from engine.rules.model import Action, CompiledKind, Gate, Step
 
@@ -54,6 +56,7 @@ def _run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clo
     except ApiError as err:
         return Result(error=PassError(f"fetching {kind.kind}: {err}"))
     ctx = PassContext(kind, request, order, clusters=clusters, order_cluster=order_cluster, clock=clock, log=logger)
+    shown = CHILD_TEST.set(ctx.is_child)  # is_child() answers with this order's ownership test
     try:
         if order.get("metadata", {}).get("deletionTimestamp"):
             return _noted(ctx, run_teardown(ctx, persist_status))
@@ -64,6 +67,8 @@ def _run_pass(kind: CompiledKind, request: Request, *, clusters: ClusterSet, clo
         result = Result(error=PassError(str(err)))
     except ApiError as err:
         result = Result(error=PassError(str(err)))
+    finally:
+        CHILD_TEST.reset(shown)
     if result.error is not None:
         logger.info("pass ended in an error", extra={**extra, "error": str(result.error)})
     return _noted(ctx, persist_status(ctx, result))
@@ -168,6 +173,8 @@ def _run_step(ctx: PassContext, step: Step, started: float) -> Result:
     """Run one step's actions; its condition is True only when every action went through."""
     if any(not ctx.steps_done.get(name) for name in step.requires):
         ctx.steps_done[step.name] = False
+        if step.outputs:
+            publish_defaults(ctx, step)
         if step.skipped is not None:
             ctx.conditions.set(step.condition, False, step.skipped.reason, ctx.render(step.skipped.message))
         return Result()
@@ -202,10 +209,14 @@ def _run_step(ctx: PassContext, step: Step, started: float) -> Result:
     outcome = StepOutcome(step.metric, step.condition, seconds, False)
     if verdict is not None:
         ctx.steps_done[step.name] = False
+        if step.outputs:
+            publish_defaults(ctx, step)
         shown = recorded or verdict  # the first verdict of the step is the one the condition shows
         ctx.conditions.set(step.condition, False, shown.reason, shown.message)
         result = Result(requeue_after=as_delta(verdict.requeue), outcomes=[outcome], event=_refusal(shown))
         return result.merge(Result(as_delta(recorded.requeue))) if recorded else result
+    if step.outputs:
+        publish(ctx, step)
     ctx.steps_done[step.name] = True
     done_requeue = as_delta(requeue_seconds(ctx, step.done.requeue))
     if recorded is not None:  # `continue: true`: the step went through but keeps the first recorded verdict
@@ -237,6 +248,8 @@ def skip_step(ctx: PassContext, step: Step) -> Result:
     """A step whose `when` does not hold: its condition as `otherwise` (or `skipped`) says; done when True."""
     outcome = step.otherwise or step.skipped
     assert outcome is not None
+    if step.outputs:
+        publish_defaults(ctx, step)
     ctx.conditions.set(step.condition, outcome.status, outcome.reason, ctx.render(outcome.message))
     ctx.steps_done[step.name] = outcome.status
     return Result()

@@ -12,6 +12,7 @@ from engine.expr.jmes import Query
 from engine.expr.suggest import did_you_mean
 from engine.rules import model
 from engine.rules.errors import Position, RuleError
+from engine.rules.outputs import check_output
 
 CONTEXT_NAMES = frozenset({
     "order", "cluster", "clusters", "now", "status", "prefix", "childLabels", "childNamespace", "conditions",
@@ -47,10 +48,14 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
     def names_of(expr: Query | Text | ObjectTemplate | None) -> Iterable[str]:
         return () if expr is None else (n for n in expr.names if n != "@")
 
+    output_of = {output.value.name: step.name for step in kind.steps for output in step.outputs}
+
     def need(expr: Query | Text | ObjectTemplate | None, origin: Position, available: set[str], what: str) -> None:
         for name in sorted(set(names_of(expr)) - available):
             at = (locate(expr, name) if locate is not None else None) or origin  # at the name, when known
-            errors.append(RuleError(at, f"{what}: unknown name {name!r}{did_you_mean(name, available)}"))
+            hint = (f": an output of step {output_of[name]}, which only the steps after it (and its own done) read"
+                    if name in output_of else did_you_mean(name, available))
+            errors.append(RuleError(at, f"{what}: unknown name {name!r}{hint}"))
 
     def need_reason(reason: str | None, origin: Position) -> None:
         if reason is not None and reason not in reasons:
@@ -100,6 +105,7 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
                 need(only_when, gate.origin, defined, f"{gate.name}.conditions")
         shared_seen.update(id(part) for part in (gate.error, gate.conditions) if part)
     bound_by_step: dict[str, set[str]] = {}
+    outputs_so_far: set[str] = set()
     step_names = [s.name for s in kind.steps]
     for step in kind.steps:
         need_type(step.condition, step.origin)
@@ -107,14 +113,15 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
             if req not in step_names[: step_names.index(step.name)]:
                 errors.append(RuleError(step.origin, f"step {step.name} requires {req!r}, "
                                                           "which is not an earlier step"))
-        available = set(defined)
+        before = defined | outputs_so_far  # what the step reads before its actions: values, earlier outputs
+        available = set(before)
         for req in step.requires:
             available |= bound_by_step.get(req, set())
         for outcome in (step.skipped, step.otherwise):
             if outcome:
-                need(outcome.message, outcome.origin, defined, f"step {step.name}.skipped")
+                need(outcome.message, outcome.origin, before, f"step {step.name}.skipped")
                 need_reason(outcome.reason, outcome.origin)
-        need(step.when, step.origin, defined, f"step {step.name}.when")
+        need(step.when, step.origin, before, f"step {step.name}.when")
         need(step.error.message, step.origin, available | {"error"}, f"step {step.name}.error")
         need_reason(step.error.reason, step.origin)
         for action in step.actions:
@@ -123,6 +130,12 @@ def check_kind(kind: model.CompiledKind, errors: list[RuleError],
                 available.add(action.bind)
             for binding in action.bindings:
                 available.add(binding.name)
+        scope = set(available)  # an output reads the step's names and the outputs above it
+        for output in step.outputs:
+            check_output(output, step.name, scope, before, need)
+            scope.add(output.value.name)
+        available |= {output.value.name for output in step.outputs}
+        outputs_so_far |= {output.value.name for output in step.outputs}
         need(step.done.message, step.done.origin, available, f"step {step.name}.done")
         need(step.done.requeue.query, step.done.origin, available, f"step {step.name}.done.requeue")
         need_reason(step.done.reason, step.done.origin)

@@ -359,7 +359,8 @@ class Compiler:
             return model.Action("apply", template=self.template(loc, "apply", spec.apply),
                                 cluster=self.cluster(loc, spec.cluster),
                                 adopt=spec.adopt, bind=spec.as_,
-                                status_subresource=spec.status, foreign=foreign, **common)
+                                status_subresource=spec.status, foreign=foreign, once=spec.once,
+                                foreign_keep_going=spec.foreign is not None and spec.foreign.continue_, **common)
         if isinstance(spec, schema.EnsureSpec):
             return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure),
                                 cluster=self.cluster(loc, spec.cluster),
@@ -413,7 +414,20 @@ class Compiler:
                                       or compile_text(""), model.NO_REQUEUE, self.position(sub),
                                       status=spec.otherwise.status)
         return model.Step(spec.name, spec.condition, spec.metric, tuple(spec.requires), skipped, error, actions, done,
-                          self.position(loc), when=self.query(loc, "when", spec.when), otherwise=otherwise)
+                          self.position(loc), when=self.query(loc, "when", spec.when), otherwise=otherwise,
+                          outputs=self.compile_outputs(loc, spec.outputs))
+
+    def compile_outputs(self, loc: Located, outputs: dict[str, Any]) -> tuple[model.Output, ...]:
+        """A step's outputs: each a value (query, text or table), or `{value, default}`."""
+        compiled = []
+        for name, spec in outputs.items():
+            sub = Located(spec, loc.src, (*loc.path, "outputs", name))
+            if isinstance(spec, schema.OutputDefaultSpec):
+                value = model.Value(name, self.query(sub, "value", spec.value), (), self.position(sub))
+                compiled.append(model.Output(value, self.query(sub, "default", spec.default)))
+            else:
+                compiled.append(model.Output(self.compile_value(name, sub)))
+        return tuple(compiled)
 
     def compile_teardown(self, loc: Located) -> model.Teardown:
         spec: schema.TeardownSpec = loc.item

@@ -164,6 +164,18 @@ class Action:
     level: str = "info"
     fields: tuple[tuple[str, Query], ...] = ()
     bindings: tuple[Value, ...] = ()
+    once: bool = False
+    """apply: create the child when absent, never apply it again (a live child is bound as it is)."""
+    foreign_keep_going: bool = False
+    """apply: the `foreign` verdict is recorded as a refusal and the step goes on (`continue: true`)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """A step's named result: ``value`` at the step's end when its actions went through, else ``default``."""
+
+    value: Value
+    default: Query | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +192,8 @@ class Step:
     when: Query | None = None
     otherwise: Outcome | None = None
     """The condition when ``when`` does not hold (None: ``skipped``)."""
+    outputs: tuple[Output, ...] = ()
+    """Names later steps read, bound at the step's end (``engine.reconcile.outputs``)."""
 
 
 TeardownOp = Literal["read", "hold", "patch", "delete", "phase", "log", "fail"]

@@ -16,6 +16,7 @@ from engine.expr.jinja import environment
 from engine.rules import model
 from engine.rules.check import CONTEXT_NAMES
 from engine.rules.errors import Position, RuleError
+from engine.rules.outputs import check_output_names
 
 __all__ = ["RESERVED_NAMES", "check_names"]
 
@@ -66,6 +67,7 @@ def check_names(kind: model.CompiledKind, errors: list[RuleError]) -> None:
                 rebind(f"as: the name bound by `as` in step {step.name}", action.bind, action.origin)
             for binding in action.bindings:
                 rebind(f"set.{binding.name}: the name set in step {step.name}", binding.name, binding.origin)
+    check_output_names(kind, errors, rebind)
 
 _NAMED = re.compile(r"unknown name '([^']+)'|requires '([^']+)'")
 

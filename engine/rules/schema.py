@@ -161,6 +161,17 @@ class TextValueSpec(Spec):
 ValueSpec = Query | TextValueSpec | list[RowSpec]
 
 
+class OutputDefaultSpec(Spec):
+    """A step output with what it reads when the step did not go through."""
+
+    value: Query = Field(description="Evaluated at the step's end, over the step's own `set`/`as` names.")
+    default: Query = Field(description="What the output reads when the step stopped early, was skipped or "
+                                       "failed; a query over the pass's values and earlier outputs.")
+
+
+OutputSpec = Query | TextValueSpec | OutputDefaultSpec | list[RowSpec]
+
+
 # ---------------------------------------------------------------------------
 # Conditions written by gates and actions
 
@@ -185,6 +196,14 @@ class OutcomeSpec(Spec):
 
 class BranchSpec(OutcomeSpec):
     when: Query | None = None
+
+
+class ForeignSpec(OutcomeSpec):
+    """An apply's verdict on a live object of the child's name that is not the order's."""
+
+    continue_: bool = Field(False, alias="continue", description="Record the verdict (a refusal, as a `refuse` "
+                                                                 "with continue) and run the rest of the step; the "
+                                                                 "action binds `as` to null.")
 
 
 class GateConditionSpec(Spec):
@@ -265,16 +284,22 @@ class ApplySpec(ActionBase):
                                 "name is taken; any: no check.")
     as_: Name | None = Field(None, alias="as", description="Bind the object as stored to this name.")
     status: bool = Field(False, description="Apply to the status subresource.")
-    foreign: OutcomeSpec | None = Field(
+    foreign: ForeignSpec | None = Field(
         None, description="A live object of that name that is not the order's child (adopt: owned: that the "
                           "order does not control) stops the step with this verdict (default: the step fails "
                           "with an error).")
+    once: bool = Field(False, description="Create the object when it is absent and never apply it again: a live "
+                                          "child is bound as it is; a live object that is not the order's child "
+                                          "gets the `foreign` verdict.")
 
     @model_validator(mode="after")
     def _owned_is_no_status_apply(self) -> ApplySpec:
         if self.adopt == "owned" and self.status:
             raise ValueError("adopt: owned creates an object the cache does not hold, so it cannot apply the "
                              "status subresource (status: true)")
+        if self.once and (self.adopt != "children" or self.status):
+            raise ValueError("once: true creates the order's child once: it takes neither adopt (other than "
+                             "children) nor status: true")
         return self
 
 
@@ -406,6 +431,9 @@ class StepSpec(Spec):
     error: ErrorSpec | None = None
     do: list[ActionSpec] = Field(min_length=1)
     done: OutcomeSpec
+    outputs: dict[Name, OutputSpec] = Field(
+        default_factory=dict, description="Names every later step reads (and this step's `done`): each evaluated "
+                                          "once when the step's actions went through; else its `default` (null).")
 
     @model_validator(mode="after")
     def _when_says_its_condition(self) -> StepSpec:

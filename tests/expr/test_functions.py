@@ -46,10 +46,11 @@ class TestRegistry:
         assert set(FUNCTIONS) & JMESPATH_BUILTINS == {"keys", "values"}
         assert {"length", "merge", "join", "sort_by"} <= JMESPATH_BUILTINS
 
-    def test_only_password_and_the_cluster_questions_are_impure(self) -> None:
-        """Every function is pure except password() and the questions about the clusters now."""
+    def test_only_password_and_the_questions_about_the_pass_are_impure(self) -> None:
+        """Every function is pure except password(), the questions about the clusters now, and is_child() (the
+        pass's ownership test)."""
         assert {name for name, fn in FUNCTIONS.items() if not fn.pure} == {
-            "password", "cluster_registered", "cluster_reachable"}
+            "password", "cluster_registered", "cluster_reachable", "is_child"}
 
     def test_signature_text(self) -> None:
         """The readable signature names argument types, variadic tails and the result."""
