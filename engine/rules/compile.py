@@ -179,7 +179,8 @@ class Compiler:
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
             children=children, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
-            origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else src.locate(()),
+            origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else next(
+                (w.origin for w in watches if w.mapping == "referenced"), src.locate(())),
         )
         compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
         found = len(self.errors)
@@ -481,7 +482,8 @@ class Compiler:
                     seen.add((*address, "labels", "all"))
                     watches.append(model.CompiledWatch(*address, "all", key, "labels", step_action.origin,
                                                        labels=labels))
-        for loc in merged.lists.get("watches", []):
+        references = 0
+        for loc in self.effective_watches(merged.lists.get("watches", [])):
             spec: schema.WatchSpec = loc.item
 
             def watch_query(key: str, source: str | None, at: Located = loc, index: int | None = None,
@@ -507,10 +509,50 @@ class Compiler:
                                                    self.position(loc), changed=changed,
                                                    name_query=watch_query("name", spec.name),
                                                    namespace_query=watch_query("namespace", spec.namespace)))
-            else:
+            elif spec.referencedBy is not None:
+                # Queries on the order (checked against the order's CRD and names), not on the watched object.
+                ref = spec.referencedBy
+                if isinstance(ref, str):
+                    name_query, namespace_query = self.query(loc, "referencedBy", ref), None
+                else:
+                    sub = Located(ref, loc.src, (*loc.path, "referencedBy"))
+                    name_query, namespace_query = self.query(sub, "name", ref.name), self.query(
+                        sub, "namespace", ref.namespace)
+                references += 1
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "referenced",
+                                                   self.position(loc), changed=changed,
+                                                   ref_id=f"{spec.apiVersion}/{spec.kind}/{references}",
+                                                   ref_name_query=name_query, ref_namespace_query=namespace_query))
+            elif spec.mapBy == "labels" and labels is not None:
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "labels",
+                                                   self.position(loc), changed=changed, labels=labels))
+            elif spec.mapBy is None:
                 self.error(loc.src, loc.path, "a watch needs `name` (a reference), `orders` (the orders an object "
-                                              "names) or `index` (a fan-out)")
+                                              "names), `index` (a fan-out), `referencedBy` (the orders naming the "
+                                              "object) or `mapBy: labels` (the order's ownership labels)")
         return tuple(watches)
+
+    def effective_watches(self, declared: list[Located]) -> list[Located]:
+        """The declared watches, a watch with the ``id`` of one in an included file replacing it (in its place);
+        an id twice in one file is an error."""
+        kept: list[Located] = []
+        at: dict[str, int] = {}
+        for loc in declared:
+            ident = loc.item.id
+            if ident is None:
+                kept.append(loc)
+                continue
+            if ident not in at:
+                at[ident] = len(kept)
+                kept.append(loc)
+                continue
+            earlier = kept[at[ident]]
+            if earlier.src.path == loc.src.path:
+                self.error(loc.src, (*loc.path, "id"), f"watch id {ident!r} is used twice in this file (first at "
+                                                       f"{earlier.src.locate(earlier.path)})", value=True)
+                continue
+            kept[at[ident]] = loc
+        return kept
 
 _NULL = compile_query("`null`")
 
