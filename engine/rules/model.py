@@ -467,7 +467,11 @@ def _type_name(value: Any) -> str:
         return "boolean"
     if isinstance(value, (int, float)):
         return "number"
-    return {str: "string", list: "array"}.get(type(value), type(value).__name__)
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array" if isinstance(value, list) else type(value).__name__
 
 
 def referencing(watch: CompiledWatch, obj: Obj, cluster: str, namespace: str,
