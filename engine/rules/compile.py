@@ -524,7 +524,7 @@ class Compiler:
                                                    ref_id=f"{spec.apiVersion}/{spec.kind}/{references}",
                                                    ref_name_query=name_query, ref_namespace_query=namespace_query))
             elif spec.mapBy == "labels" and labels is not None:
-                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "labels",
+                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "labelled",
                                                    self.position(loc), changed=changed, labels=labels))
             elif spec.mapBy is None:
                 self.error(loc.src, loc.path, "a watch needs `name` (a reference), `orders` (the orders an object "

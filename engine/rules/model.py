@@ -309,6 +309,7 @@ _MAPPING_INPUTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "order": (("metadata", "namespace"), ("metadata", "name")),
     "owner": (("metadata", "namespace"), ("metadata", "ownerReferences")),
     "labels": (("metadata", "labels"),),
+    "labelled": (("metadata", "labels"),),
     "referenced": (("metadata", "namespace"), ("metadata", "name")),
 }
 """What each query-free mapping of a watch reads of the object (the others run queries on any field)."""
@@ -327,7 +328,9 @@ class CompiledWatch:
     kind: str
     clusters: Literal["management", "all"]
     order_kind: str
-    mapping: Literal["order", "owner", "labels", "reference", "orders", "index", "referenced"]
+    mapping: Literal["order", "owner", "labels", "labelled", "reference", "orders", "index", "referenced"]
+    """labels: the order's children, by their labels; labelled (``mapBy: labels``): objects another controller
+    writes carrying those labels (mapped alike, but not cached by a shard member's stamp, which they lack)."""
     origin: Position
     changed: tuple[Query, ...] = ()
     name_query: Query | None = None
@@ -385,7 +388,7 @@ class CompiledWatch:
                 if ref.get("controller") and ref.get("kind") == self.owner_kind
                 and ref.get("apiVersion") == self.owner_api_version
             ]
-        if self.mapping == "labels":
+        if self.mapping in ("labels", "labelled"):
             labels = _lookup(obj, "metadata", "labels") or {}
             name_key, namespace_key, cluster_key = self.labels
             name, order_namespace = labels.get(name_key), labels.get(namespace_key)

@@ -10,6 +10,7 @@ from engine.outcome import Request
 from engine.rules.catalog import load_catalog
 from engine.rules.lint import lint_paths
 from engine.rules.model import CompiledKind, CompiledWatch
+from engine.runtime.kinds import shard_scoped_kinds
 from tests.conftest import WIDGET
 
 KEY = "example.io/v1/Widget"
@@ -147,11 +148,14 @@ spec:
 def test_map_by_labels_uses_the_ownership_labels(rules_dir: Callable[..., Path]) -> None:
     kind = kind_with(rules_dir, "  - {apiVersion: v1, kind: Secret, clusters: all, mapBy: labels}\n")
     (watch,) = declared(kind, "Secret")
-    assert (watch.mapping, watch.clusters) == ("labels", "all")
+    assert (watch.mapping, watch.clusters) == ("labelled", "all")
     secret = {"metadata": {"name": "s", "namespace": "apps", "labels": {
         "example.io/name": "a", "example.io/namespace": "ns", "example.io/cluster": "edge-1"}}}
     assert watch.requests(secret, "edge-1", lambda key: []) == [Request(KEY, "edge-1", "ns", "a")]
     assert watch.requests({"metadata": {"name": "t", "namespace": "apps"}}, "", lambda key: []) == []
+    assert watch.maps_alike(secret, {**secret, "data": {"k": "dg=="}})
+    # Another controller's objects carry no shard stamp: a shard member caches the kind whole, not by its stamp.
+    assert ("v1", "Secret") not in shard_scoped_kinds({kind.key: kind})
 
 
 def test_a_watch_id_replaces_the_included_watch_of_that_id(rules_dir: Callable[..., Path]) -> None:
