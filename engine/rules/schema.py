@@ -536,10 +536,12 @@ class WatchSpec(Spec):
     """A kind whose events wake orders (beyond the order, its owned objects and its children)."""
 
     id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-                           description="Names the watch: a later file's watch (the including file's) with the same "
-                                       "id replaces it whole.")
-    apiVersion: str
-    kind: str
+                           description="Names the watch. A watch of the including file with the id of an included "
+                                       "one changes it: the fields it gives replace the included watch's (a mapping "
+                                       "its mapping), the others are kept.")
+    apiVersion: str | None = Field(None, description="The watched kind's apiVersion (required unless `id` names "
+                                                     "an included watch).")
+    kind: str | None = Field(None, description="The watched kind (required unless `id` names an included watch).")
     clusters: Literal["management", "all"] = "management"
     namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
     name: Query | None = Field(None, description="The order's name, or a list of names, from the object (the order "

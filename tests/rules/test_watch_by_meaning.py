@@ -158,18 +158,38 @@ def test_map_by_labels_uses_the_ownership_labels(rules_dir: Callable[..., Path])
     assert ("v1", "Secret") not in shard_scoped_kinds({kind.key: kind})
 
 
-def test_a_watch_id_replaces_the_included_watch_of_that_id(rules_dir: Callable[..., Path]) -> None:
-    common = ("watches:\n  - {id: hub, apiVersion: example.io/v1, kind: Hub, referencedBy: order.spec.hub, "
-              "changed: [metadata.generation]}\n  - {apiVersion: example.io/v1, kind: Pool, name: spec.widget}\n")
-    rule = WIDGET.replace("kind: Widget\n", "kind: Widget\ninclude: [common/watches.yaml]\n", 1) + (
-        "watches:\n  - {id: hub, apiVersion: example.io/v1, kind: Hub, referencedBy: order.spec.hub, "
-        "changed: [metadata.generation, status.ready]}\n")
-    rules = rules_dir(rule, extra={"rules/common/watches.yaml": common})
+COMMON = ("watches:\n  - {id: hub, apiVersion: example.io/v1, kind: Hub, referencedBy: order.spec.hub, "
+          "changed: [metadata.generation]}\n  - {apiVersion: example.io/v1, kind: Pool, name: spec.widget}\n")
+
+
+def with_common(rules_dir: Callable[..., Path], watches: str) -> Path:
+    rule = WIDGET.replace("kind: Widget\n", "kind: Widget\ninclude: [common/watches.yaml]\n", 1) + watches
+    return rules_dir(rule, extra={"rules/common/watches.yaml": COMMON})
+
+
+def test_a_watch_id_changes_the_fields_it_gives_of_the_included_watch(rules_dir: Callable[..., Path]) -> None:
+    rules = with_common(rules_dir, "watches:\n  - {id: hub, changed: [metadata.generation, status.ready]}\n")
     kind = next(iter(load_catalog(rules).values()))
     (hub,) = declared(kind, "Hub")
     assert [q.source for q in hub.changed] == ["metadata.generation", "status.ready"]
+    assert hub.mapping == "referenced" and hub.ref_name_query is not None
+    assert hub.ref_name_query.source == "order.spec.hub"
+    assert str(hub.origin).startswith(str(rules / "common" / "watches.yaml"))  # where the watch is declared
     assert len(declared(kind, "Pool")) == 1
     assert [w.kind for w in kind.watches if w.mapping in ("referenced", "reference")] == ["Hub", "Pool"]
+
+
+def test_a_watch_id_that_gives_a_mapping_replaces_the_included_mapping(rules_dir: Callable[..., Path]) -> None:
+    rules = with_common(rules_dir, "watches:\n  - {id: hub, clusters: all, orders: spec.widgets}\n")
+    (hub,) = declared(next(iter(load_catalog(rules).values())), "Hub")
+    assert (hub.mapping, hub.clusters, hub.ref_name_query) == ("orders", "all", None)
+    assert [q.source for q in hub.changed] == ["metadata.generation"]
+
+
+def test_a_watch_id_naming_no_included_watch_needs_its_kind(rules_dir: Callable[..., Path]) -> None:
+    found = [str(e) for e in lint_paths([with_common(rules_dir, "watches:\n  - {id: hubb, changed: [x]}\n")])]
+    assert any("widget.yaml:" in line and "a watch needs `apiVersion` and `kind` (`id: hubb` names no watch of an "
+               "included file)" in line for line in found), found
 
 
 def test_a_watch_id_twice_in_one_file_is_a_lint_error(rules_dir: Callable[..., Path]) -> None:
