@@ -158,6 +158,13 @@ def _check_watches(kind: model.CompiledKind, errors: list[RuleError],
     for watch in kind.watches:
         if watch.mapping in ("reference", "orders", "index"):
             queries += [(f"watch {key}", query, watch.origin) for key, query in watch_queries(watch)]
+        for query in (watch.ref_name_query, watch.ref_namespace_query):
+            if query is not None:
+                queries.append(("watch referencedBy", query, watch.origin))
+                for name in sorted(query.names - {"order"}):
+                    at = (locate(query, name) if locate is not None else None) or watch.origin
+                    errors.append(RuleError(at, f"watch referencedBy: unknown name {name!r}: it reads the order "
+                                                f"that names the {watch.kind} (order.spec...), nothing else"))
     for what, query, origin in queries:
         for name in sorted(query.functions & set(impure)):
             at = (locate(query, name) if locate is not None else None) or origin

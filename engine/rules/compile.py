@@ -180,7 +180,8 @@ class Compiler:
             finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
             children=children, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
-            origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else src.locate(()),
+            origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else next(
+                (w.origin for w in watches if w.mapping == "referenced"), src.locate(())),
         )
         compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
         found = len(self.errors)
@@ -515,38 +516,93 @@ class Compiler:
                     seen.add((*address, "labels", "all"))
                     watches.append(model.CompiledWatch(*address, "all", key, "labels", step_action.origin,
                                                        labels=labels))
-        for loc in merged.lists.get("watches", []):
-            spec: schema.WatchSpec = loc.item
+        references = 0
+        for loc, spec, written in self.effective_watches(merged.lists.get("watches", [])):
+            if spec.apiVersion is None or spec.kind is None:
+                self.error(loc.src, loc.path, f"a watch needs `apiVersion` and `kind` (`id: {spec.id}` names no "
+                                              "watch of an included file)" if spec.id else
+                                              "a watch needs `apiVersion` and `kind`")
+                continue
+            api_version, watched = spec.apiVersion, spec.kind
 
-            def watch_query(key: str, source: str | None, at: Located = loc, index: int | None = None,
-                            spec: schema.WatchSpec = spec) -> Query | None:
-                query = self.query(at, key if index is None else index, source)
+            def watch_query(key: str, source: str | None, at: Located | None = None, index: int | None = None,
+                            written: dict[str, Located] = written, loc: Located = loc,
+                            address: tuple[str, str] = (api_version, watched)) -> Query | None:
+                query = self.query(at or written.get(key, loc), key if index is None else index, source)
                 if query is not None:
-                    self.watch_sites.append((self.sites[-1], spec.apiVersion, spec.kind, key))
+                    self.watch_sites.append((self.sites[-1], *address, key))
                 return query
 
-            changed_loc = Located(spec.changed, loc.src, (*loc.path, "changed"))
+            changed_at = written.get("changed", loc)
+            changed_loc = Located(spec.changed, changed_at.src, (*changed_at.path, "changed"))
             changed = tuple(q for i, c in enumerate(spec.changed)
                             if (q := watch_query("changed", c, changed_loc, i)))
             if spec.index is not None:
-                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "index",
+                watches.append(model.CompiledWatch(api_version, watched, spec.clusters, key, "index",
                                                    self.position(loc), changed=changed,
                                                    index_query=watch_query("index", spec.index)))
             elif spec.orders is not None:
-                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "orders",
+                watches.append(model.CompiledWatch(api_version, watched, spec.clusters, key, "orders",
                                                    self.position(loc), changed=changed,
                                                    orders_query=watch_query("orders", spec.orders)))
             elif spec.name is not None:
-                watches.append(model.CompiledWatch(spec.apiVersion, spec.kind, spec.clusters, key, "reference",
+                watches.append(model.CompiledWatch(api_version, watched, spec.clusters, key, "reference",
                                                    self.position(loc), changed=changed,
                                                    name_query=watch_query("name", spec.name),
                                                    namespace_query=watch_query("namespace", spec.namespace)))
-            else:
+            elif spec.referencedBy is not None:
+                # Queries on the order (checked against the order's CRD and names), not on the watched object.
+                ref, at = spec.referencedBy, written.get("referencedBy", loc)
+                if isinstance(ref, str):
+                    name_query, namespace_query = self.query(at, "referencedBy", ref), None
+                else:
+                    sub = Located(ref, at.src, (*at.path, "referencedBy"))
+                    name_query, namespace_query = self.query(sub, "name", ref.name), self.query(
+                        sub, "namespace", ref.namespace)
+                references += 1
+                watches.append(model.CompiledWatch(api_version, watched, spec.clusters, key, "referenced",
+                                                   self.position(loc), changed=changed,
+                                                   ref_id=f"{api_version}/{watched}/{references}",
+                                                   ref_name_query=name_query, ref_namespace_query=namespace_query))
+            elif spec.mapBy == "labels" and labels is not None:
+                watches.append(model.CompiledWatch(api_version, watched, spec.clusters, key, "labelled",
+                                                   self.position(loc), changed=changed, labels=labels))
+            elif spec.mapBy is None:
                 self.error(loc.src, loc.path, "a watch needs `name` (a reference), `orders` (the orders an object "
-                                              "names) or `index` (a fan-out)")
+                                              "names), `index` (a fan-out), `referencedBy` (the orders naming the "
+                                              "object) or `mapBy: labels` (the order's ownership labels)")
         return tuple(watches)
 
+    def effective_watches(self, declared: list[Located]) -> list[tuple[Located, schema.WatchSpec, dict[str, Located]]]:
+        """The declared watches, each with its spec and where each of its fields is written. A watch with the ``id``
+        of one in an included file changes it, in its place: the fields it gives replace that watch's (a mapping
+        all of its mapping), the others are kept; an id twice in one file is an error."""
+        kept: list[tuple[Located, schema.WatchSpec, dict[str, Located]]] = []
+        at: dict[str, int] = {}
+        for loc in declared:
+            spec: schema.WatchSpec = loc.item
+            ident = spec.id
+            if ident is None or ident not in at:
+                if ident is not None:
+                    at[ident] = len(kept)
+                kept.append((loc, spec, {}))
+                continue
+            first, earlier, where = kept[at[ident]]
+            if first.src.path == loc.src.path or any(w.src.path == loc.src.path for w in where.values()):
+                self.error(loc.src, (*loc.path, "id"), f"watch id {ident!r} is used twice in this file (first at "
+                                                       f"{first.src.locate(first.path)})", value=True)
+                continue
+            given = spec.model_fields_set - {"id"}
+            update = {name: getattr(spec, name) for name in given}
+            if given & _WATCH_MAPPINGS:
+                update.update({name: None for name in _WATCH_MAPPINGS - given})
+            where = {**where, **{name: loc for name in given}}
+            kept[at[ident]] = (first, earlier.model_copy(update=update), where)
+        return kept
+
 _NULL = compile_query("`null`")
+_WATCH_MAPPINGS = frozenset({"name", "namespace", "orders", "index", "referencedBy", "mapBy"})
+"""The fields of a watch that say how it maps (a watch changing another's mapping replaces all of them)."""
 
 
 def template_position(path: str, text: str, problem: ExprSyntaxError) -> Position:

@@ -327,6 +327,8 @@ _MAPPING_INPUTS: dict[str, tuple[tuple[str, ...], ...]] = {
     "order": (("metadata", "namespace"), ("metadata", "name")),
     "owner": (("metadata", "namespace"), ("metadata", "ownerReferences")),
     "labels": (("metadata", "labels"),),
+    "labelled": (("metadata", "labels"),),
+    "referenced": (("metadata", "namespace"), ("metadata", "name")),
 }
 """What each query-free mapping of a watch reads of the object (the others run queries on any field)."""
 
@@ -344,7 +346,9 @@ class CompiledWatch:
     kind: str
     clusters: Literal["management", "all"]
     order_kind: str
-    mapping: Literal["order", "owner", "labels", "reference", "orders", "index"]
+    mapping: Literal["order", "owner", "labels", "labelled", "reference", "orders", "index", "referenced"]
+    """labels: the order's children, by their labels; labelled (``mapBy: labels``): objects another controller
+    writes carrying those labels (mapped alike, but not cached by a shard member's stamp, which they lack)."""
     origin: Position
     changed: tuple[Query, ...] = ()
     name_query: Query | None = None
@@ -354,6 +358,10 @@ class CompiledWatch:
     labels: tuple[str, str, str] = ("", "", "")
     owner_api_version: str = ""
     owner_kind: str = ""
+    ref_id: str = ""
+    """A ``referenced`` watch's part of the engine-built index keys (unique among the kind's watches)."""
+    ref_name_query: Query | None = None
+    ref_namespace_query: Query | None = None
 
     @property
     def is_order(self) -> bool:
@@ -361,7 +369,7 @@ class CompiledWatch:
 
     @property
     def uses_index(self) -> bool:
-        return self.mapping == "index"
+        return self.mapping in ("index", "referenced")
 
     @functools.cached_property
     def _changed_paths(self) -> tuple[tuple[str, ...] | None, ...]:
@@ -398,7 +406,7 @@ class CompiledWatch:
                 if ref.get("controller") and ref.get("kind") == self.owner_kind
                 and ref.get("apiVersion") == self.owner_api_version
             ]
-        if self.mapping == "labels":
+        if self.mapping in ("labels", "labelled"):
             labels = _lookup(obj, "metadata", "labels") or {}
             name_key, namespace_key, cluster_key = self.labels
             name, order_namespace = labels.get(name_key), labels.get(namespace_key)
@@ -416,11 +424,89 @@ class CompiledWatch:
             assert self.orders_query is not None
             return [Request(self.order_kind, *key)
                     for key in order_keys(self.orders_query.evaluate(obj), cluster, namespace)]
+        if self.mapping == "referenced":
+            return referencing(self, obj, cluster, namespace, index)
         assert self.index_query is not None
         found: dict[tuple[str, str, str], None] = {}
         for key in names_in(self.index_query.evaluate(obj)):
             found.update(dict.fromkeys(sorted(index(key))))
         return [Request(self.order_kind, *member) for member in found]
+
+
+REF_KEY = "\x00"
+"""Starts every index key the engine builds for a ``referencedBy`` watch (no name or user key holds it)."""
+
+
+def reference_key(watch: CompiledWatch, cluster: str, namespace: str | None, name: str) -> str:
+    """The index key of a reference to ``name`` (in ``namespace``: the watch reads the namespace from the order;
+    None: it compares the order's own) by an order on ``cluster``, for one ``referencedBy`` watch."""
+    middle = "" if namespace is None else f"{namespace}{REF_KEY}"
+    return f"{REF_KEY}{watch.ref_id}{REF_KEY}{cluster}{REF_KEY}{middle}{name}"
+
+
+def reference_keys(watch: CompiledWatch, order: Obj, cluster: str) -> list[str]:
+    """An order's index keys for one ``referencedBy`` watch: one per object it names, on its own cluster."""
+    assert watch.ref_name_query is not None
+    context = {"order": order}
+    value = _reference(watch.ref_name_query, context)
+    if not (value is None or isinstance(value, str)
+            or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+        raise ExprError(watch.ref_name_query.source, f"a name is a string or a list of strings, not a "
+                                                     f"{_type_name(value)}")
+    names = names_in(value)
+    if not names:
+        return []
+    if watch.ref_namespace_query is None:
+        return [reference_key(watch, cluster, None, name) for name in names]
+    namespace = _reference(watch.ref_namespace_query, context)
+    if namespace is not None and not isinstance(namespace, str):
+        raise ExprError(watch.ref_namespace_query.source, f"a namespace is a string, not a {_type_name(namespace)}")
+    if not namespace:
+        namespace = _lookup(order, "metadata", "namespace") or ""
+    return [reference_key(watch, cluster, namespace, name) for name in names]
+
+
+def _reference(query: Query, context: Obj) -> Any:
+    """A ``referencedBy`` query's value; a field path through something that is no object (an order stored past its
+    schema, ``spec.userRef: "x"``) fails, so the order is left out of the index and the failure logged and counted."""
+    path = plain_path(query)
+    if path is not None:
+        node: Any = context
+        for depth, key in enumerate(path):
+            if node is None:
+                return None
+            if type(node) is not dict and not isinstance(node, Mapping):
+                raise ExprError(query.source, f"{'.'.join(path[:depth])} is a {_type_name(node)}, not an object")
+            node = node.get(key)
+        return node
+    return query.evaluate(context)
+
+
+def _type_name(value: Any) -> str:
+    """The JMESPath type name of a value (never the value)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array" if isinstance(value, list) else type(value).__name__
+
+
+def referencing(watch: CompiledWatch, obj: Obj, cluster: str, namespace: str,
+                index: Callable[[str], Iterable[tuple[str, str, str]]]) -> list[Request]:
+    """The orders on the event's cluster that name ``obj`` where a ``referencedBy`` watch says: in its namespace
+    (the order's own, or the one the order names), or by name alone when the object has none (cluster-scoped)."""
+    name = _lookup(obj, "metadata", "name")
+    if not isinstance(name, str) or not name:
+        return []
+    if watch.ref_namespace_query is not None:
+        members = index(reference_key(watch, cluster, namespace, name))
+    else:
+        members = [m for m in index(reference_key(watch, cluster, None, name)) if not namespace or m[1] == namespace]
+    return [Request(watch.order_kind, *member) for member in members]
 
 
 def names_in(value: Any) -> list[str]:
@@ -535,8 +621,20 @@ class CompiledKind:
         return stable_values(self)
 
     @functools.cached_property
+    def _references(self) -> tuple[CompiledWatch, ...]:
+        return tuple(w for w in self.watches if w.mapping == "referenced")
+
+    @functools.cached_property
     def _index_reads(self) -> tuple[tuple[str, ...], ...] | None:
-        return None if self.index_query is None else read_paths(self.index_query)
+        queries = [] if self.index_query is None else [self.index_query]
+        queries += [q for w in self._references for q in (w.ref_name_query, w.ref_namespace_query) if q is not None]
+        found: list[tuple[str, ...]] = []
+        for query in queries:
+            reads = read_paths(query)
+            if reads is None:
+                return None
+            found += reads
+        return tuple(dict.fromkeys(found))
 
     def index_alike(self, old: Obj, new: Obj) -> bool:
         """Whether ``old`` and ``new`` (one order, on one cluster) have the same index keys for certain: the
@@ -568,8 +666,12 @@ class CompiledKind:
         return not (value is None or value is False or value == "" or value == [] or value == {})
 
     def index_keys(self, order: Obj, cluster: str) -> list[str]:
-        """The order's keys in the fan-out index (e.g. the objects it references): a key or a list of keys;
-        ``cluster`` is the order's cluster ("" the management cluster), so a rule may index some clusters only."""
-        if self.index_query is None:
-            return []
-        return names_in(self.index_query.evaluate({"order": order, "cluster": cluster}))
+        """The order's keys in the fan-out index: its ``indexKey`` keys (a key or a list of keys; ``cluster`` is the
+        order's cluster, "" the management cluster, so a rule may index some clusters only), then the keys the engine
+        builds for each ``referencedBy`` watch (the objects the order names, on its cluster)."""
+        keys = [] if self.index_query is None else [
+            key for key in names_in(self.index_query.evaluate({"order": order, "cluster": cluster}))
+            if not key.startswith(REF_KEY)]
+        for watch in self._references:
+            keys += reference_keys(watch, order, cluster)
+        return keys

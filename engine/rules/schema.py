@@ -584,11 +584,26 @@ class TeardownSpec(Spec):
 # Watches
 
 
+class ReferenceSpec(Spec):
+    """Where an order names the watched object: queries on the order (``order.spec...``), not on the object."""
+
+    name: Query = Field(description="The name of the object the order references (or a list of names), read from "
+                                    "the order: `order.spec.userRef.name`.")
+    namespace: Query | None = Field(None, description="Its namespace, read from the order (null or '': the order's "
+                                                      "own). Left out: the order's own namespace; for a kind without "
+                                                      "namespaces the name alone is compared.")
+
+
 class WatchSpec(Spec):
     """A kind whose events wake orders (beyond the order, its owned objects and its children)."""
 
-    apiVersion: str
-    kind: str
+    id: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+                           description="Names the watch. A watch of the including file with the id of an included "
+                                       "one changes it: the fields it gives replace the included watch's (a mapping "
+                                       "its mapping), the others are kept.")
+    apiVersion: str | None = Field(None, description="The watched kind's apiVersion (required unless `id` names "
+                                                     "an included watch).")
+    kind: str | None = Field(None, description="The watched kind (required unless `id` names an included watch).")
     clusters: Literal["management", "all"] = "management"
     namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
     name: Query | None = Field(None, description="The order's name, or a list of names, from the object (the order "
@@ -598,13 +613,19 @@ class WatchSpec(Spec):
                                                    "the event's cluster).")
     index: Query | None = Field(None, description="Fan out to the orders, on every cluster, one of whose `indexKey` "
                                                   "keys equals this key (or one of this list of keys).")
+    referencedBy: ReferenceSpec | Query | None = Field(
+        None, description="Wake the orders, on the event's cluster, that name this object where this says (a query "
+                          "on the order giving the name, or {name, namespace}); the engine keeps the index.")
+    mapBy: Literal["labels"] | None = Field(
+        None, description="`labels`: the object carries the order's ownership labels (children.labels), as one "
+                          "another controller writes for the order does; it wakes that order.")
     changed: list[Query] = Field(default_factory=list,
                                  description="An update wakes orders only when one of these differs.")
 
     @model_validator(mode="after")
     def _one_mapping(self) -> WatchSpec:
-        if sum(x is not None for x in (self.name, self.orders, self.index)) > 1:
-            raise ValueError("a watch maps its events one way: `name`, `orders` or `index`")
+        if sum(x is not None for x in (self.name, self.orders, self.index, self.referencedBy, self.mapBy)) > 1:
+            raise ValueError("a watch maps its events one way: `name`, `orders`, `index`, `referencedBy` or `mapBy`")
         return self
 
 
