@@ -341,7 +341,8 @@ class Compiler:
             return model.Action("apply", template=self.template(loc, "apply", spec.apply),
                                 cluster=self.cluster(loc, spec.cluster),
                                 adopt=spec.adopt, bind=spec.as_,
-                                status_subresource=spec.status, foreign=foreign, **common)
+                                status_subresource=spec.status, foreign=foreign,
+                                each=self.query(loc, "forEach", spec.for_each), **common)
         if isinstance(spec, schema.EnsureSpec):
             return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure),
                                 cluster=self.cluster(loc, spec.cluster),

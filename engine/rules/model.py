@@ -162,6 +162,8 @@ class Action:
     level: str = "info"
     fields: tuple[tuple[str, Query], ...] = ()
     bindings: tuple[Value, ...] = ()
+    each: Query | None = None
+    """An apply's `forEach`: the list whose elements the template is rendered for, each as `item`."""
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,10 @@ class ApplySpec(ActionBase):
         None, description="A live object of that name that is not the order's child (adopt: owned: that the "
                           "order does not control) stops the step with this verdict (default: the step fails "
                           "with an error).")
+    for_each: Query | None = Field(
+        None, alias="forEach", description="A query giving a list: the template is rendered and applied once per "
+                                           "element, which it reads as `item` (`as` binds the list of objects "
+                                           "stored).")
 
     @model_validator(mode="after")
     def _owned_is_no_status_apply(self) -> ApplySpec:
