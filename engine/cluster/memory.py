@@ -88,6 +88,12 @@ BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     # What installing the operator creates (deploy/), typed by engine/cluster/builtin/.
     ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
     ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
+    # What a tenant's namespace holds and is limited by (the TenantSpace example's children and its teardown's hold).
+    ResourceInfo("v1", "Pod", "pods", True, True, "pod", ("po",)),
+    ResourceInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True, "persistentvolumeclaim",
+                 ("pvc",)),
+    ResourceInfo("v1", "ResourceQuota", "resourcequotas", True, True, "resourcequota", ("quota",)),
+    ResourceInfo("v1", "LimitRange", "limitranges", True, False, "limitrange", ("limits",)),
     ResourceInfo("apps/v1", "Deployment", "deployments", True, True, "deployment", ("deploy",)),
     ResourceInfo("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, True, "poddisruptionbudget",
                  ("pdb",)),

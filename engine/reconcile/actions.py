@@ -17,7 +17,7 @@ from engine.cluster import ssa
 from engine.cluster.api import AlreadyExists, ApiError, Cluster, Invalid, NotCached, NotFound, Obj
 from engine.cluster.patches import merge_patch
 from engine.expr.functions import address_only, controlled_by, remember_secrets
-from engine.reconcile.context import PassContext, RuleRuntimeError, requeue_seconds, truthy, walk_objects
+from engine.reconcile.context import PassContext, RuleRuntimeError, Scope, requeue_seconds, truthy, walk_objects
 from engine.rules.model import Action, ClusterScope, Outcome
 
 
@@ -61,15 +61,16 @@ def contains(live: Any, want: Any) -> bool:
     return bool(live == want)
 
 
-def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False) -> Stop:
-    return Stop(_reason(ctx, outcome), ctx.render(outcome.message), requeue_seconds(ctx, outcome.requeue), keep_going)
+def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False, scope: Scope | None = None) -> Stop:
+    return Stop(_reason(ctx, outcome, scope), ctx.render(outcome.message, scope),
+                requeue_seconds(ctx, outcome.requeue), keep_going)
 
 
-def _reason(ctx: PassContext, outcome: Outcome) -> str:
+def _reason(ctx: PassContext, outcome: Outcome, scope: Scope | None = None) -> str:
     """The verdict's reason: as written, or rendered from the pass and then held to the declared reasons."""
     if outcome.reason_text is None:
         return outcome.reason
-    reason = ctx.render(outcome.reason_text)
+    reason = ctx.render(outcome.reason_text, scope)
     if reason not in ctx.kind.conditions.reasons:
         raise RuleRuntimeError(f"{outcome.origin}: reason {outcome.reason!r} rendered {reason!r}, which is not "
                                "declared in conditions.reasons")
@@ -113,8 +114,29 @@ def run_action(ctx: PassContext, action: Action) -> Stop | None:
 
 
 def _apply(ctx: PassContext, action: Action) -> Stop | None:
+    if action.each is None:
+        return _apply_one(ctx, action)
+    elements = ctx.evaluate(action.each)
+    if elements is not None and not isinstance(elements, list):
+        raise RuleRuntimeError(f"{action.origin}: forEach gave {type(elements).__name__}, not a list")
+    stored: list[Obj] = []
+    recorded: Stop | None = None  # the first verdict that lets the step go on (`foreign` with `continue: true`)
+    for element in elements or ():
+        verdict = _apply_one(ctx, action, ctx.scope.child(item=element), stored)
+        if verdict is not None and not verdict.keep_going:
+            return verdict
+        recorded = recorded or verdict
+    if action.bind:
+        ctx.scope[action.bind] = stored
+    return recorded
+
+
+def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
+               stored: list[Obj] | None = None) -> Stop | None:
+    """One object rendered (in ``scope``: the pass, or an element of forEach) and applied; ``stored`` collects
+    what forEach binds."""
     assert action.template is not None
-    rendered = ctx.render_object(action.template)
+    rendered = ctx.render_object(action.template, scope)
     live, uncertain = _looked_up(ctx, action.cluster, rendered)
     if not action.status_subresource:
         rendered = ctx.stamped(rendered)
@@ -122,22 +144,21 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
         if uncertain:
             created, live = _create_unless_taken(ctx, action, rendered)
             if created is not None:
-                if action.bind:
-                    ctx.scope[action.bind] = created
+                _bind(ctx, action, created, stored)
                 return None
         if live is not None and not controlled_by(live, ctx.order):
             if action.foreign is not None:  # a refusal, as the `refuse` it replaces (an Event where recorded)
                 if action.bind:
                     ctx.scope[action.bind] = None
-                return replace(stop(ctx, action.foreign, action.foreign_keep_going), refusal=True)
+                return replace(stop(ctx, action.foreign, action.foreign_keep_going, scope), refusal=True)
             _api_version, kind, namespace, name = _address(live)
             raise Refused(f"refusing to adopt pre-existing {kind} {namespace}/{name}: it is not controlled by this "
                           "order")
     elif action.adopt == "children":
         if action.once:
-            return _apply_once(ctx, action, rendered, live)
+            return _apply_once(ctx, action, rendered, live, scope, stored)
         if action.foreign is not None and live is not None and not ctx.is_child(live):
-            return _foreign(ctx, action)
+            return _foreign(ctx, action, scope)
         _refuse_foreign(ctx, live)
     want = {"status": rendered.get("status") or {}} if action.status_subresource else rendered
     if live is not None and contains(live, want) and not ssa.drops_owned(
@@ -146,22 +167,22 @@ def _apply(ctx: PassContext, action: Action) -> Stop | None:
     else:
         result = remember_secrets(ctx.cluster_for(action.cluster).apply(
             rendered, field_manager=ctx.kind.field_manager, force=True, status=action.status_subresource))
-    if action.bind:
-        ctx.scope[action.bind] = result
+    _bind(ctx, action, result, stored)
     return None
 
 
-def _foreign(ctx: PassContext, action: Action) -> Stop:
+def _foreign(ctx: PassContext, action: Action, scope: Scope | None = None) -> Stop:
     """An apply's `foreign` verdict; with `continue: true` it is recorded as a refusal (an Event, as the `refuse`
     it replaces) and the step goes on with `as` bound to null."""
     assert action.foreign is not None
     if action.bind:
         ctx.scope[action.bind] = None
-    verdict = stop(ctx, action.foreign, action.foreign_keep_going)
+    verdict = stop(ctx, action.foreign, action.foreign_keep_going, scope)
     return replace(verdict, refusal=True) if action.foreign_keep_going else verdict
 
 
-def _apply_once(ctx: PassContext, action: Action, rendered: Obj, live: Obj | None) -> Stop | None:
+def _apply_once(ctx: PassContext, action: Action, rendered: Obj, live: Obj | None, scope: Scope | None = None,
+                stored: list[Obj] | None = None) -> Stop | None:
     """`once: true`: an absent child is created (no apply); a live child is bound as it is, never written
     again; a live object of that name that is not the order's child gets the `foreign` verdict (or fails the
     step). A create that answers AlreadyExists reads the object live and tests it the same way."""
@@ -173,11 +194,18 @@ def _apply_once(ctx: PassContext, action: Action, rendered: Obj, live: Obj | Non
             live = remember_secrets(cluster.get(*_address(rendered), live=True))
     if not ctx.is_child(live):
         if action.foreign is not None:
-            return _foreign(ctx, action)
+            return _foreign(ctx, action, scope)
         _refuse_foreign(ctx, live)
-    if action.bind:
-        ctx.scope[action.bind] = live
+    _bind(ctx, action, live, stored)
     return None
+
+
+def _bind(ctx: PassContext, action: Action, obj: Obj, stored: list[Obj] | None) -> None:
+    """Bind the stored object to the apply's `as` name, or collect it for forEach's list."""
+    if stored is not None:
+        stored.append(obj)
+    elif action.bind:
+        ctx.scope[action.bind] = obj
 
 
 def _create_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tuple[Obj | None, Obj | None]:

@@ -229,7 +229,9 @@ def _check_action(errors: list[RuleError], action: model.Action, available: set[
     need(action.when, action.origin, available, what)
     need(action.cluster if isinstance(action.cluster, Text) else None, action.origin, available, f"{what} cluster")
     need(action.query, action.origin, available, what)
-    need(action.template, action.origin, available, f"{what} template")
+    need(action.each, action.origin, available, f"{what} forEach")
+    need(action.template, action.origin, available | ({"item"} if action.each is not None else set()),
+         f"{what} template")
     if action.error:
         need(action.error.message, action.origin, available | {"error"}, what)
         need(action.error.wrap, action.origin, available | {"error"}, what)
@@ -242,7 +244,7 @@ def _check_action(errors: list[RuleError], action: model.Action, available: set[
         if action.op == "log":
             need(outcome.message, outcome.origin, available, what)
             continue
-        need(outcome.message, outcome.origin, available, what)
+        need(outcome.message, outcome.origin, available | ({"item"} if action.each is not None else set()), what)
         need(outcome.when, outcome.origin, available, what)
         need(outcome.requeue.query, outcome.origin, available, what)
         if outcome.reason_text is not None:  # rendered per pass; checked against the declared reasons then

@@ -361,7 +361,8 @@ class Compiler:
                                 cluster=self.cluster(loc, spec.cluster),
                                 adopt=spec.adopt, bind=spec.as_,
                                 status_subresource=spec.status, foreign=foreign, once=spec.once,
-                                foreign_keep_going=spec.foreign is not None and spec.foreign.continue_, **common)
+                                foreign_keep_going=spec.foreign is not None and spec.foreign.continue_,
+                                each=self.query(loc, "forEach", spec.for_each), **common)
         if isinstance(spec, schema.EnsureSpec):
             return model.Action("ensure", template=self.template(loc, "ensure", spec.ensure),
                                 cluster=self.cluster(loc, spec.cluster),

@@ -164,6 +164,8 @@ class Action:
     level: str = "info"
     fields: tuple[tuple[str, Query], ...] = ()
     bindings: tuple[Value, ...] = ()
+    each: Query | None = None
+    """An apply's `forEach`: the list whose elements the template is rendered for, each as `item`."""
     once: bool = False
     """apply: create the child when absent, never apply it again (a live child is bound as it is)."""
     foreign_keep_going: bool = False

@@ -20,6 +20,13 @@ from engine.rules.model import Action, ClusterScope, CompiledKind
 CORE_PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "Namespace": "namespaces", "Lease": "leases",
                 "Event": "events", "Service": "services", "ServiceAccount": "serviceaccounts", "Pod": "pods"}
 """Plurals of the built-in kinds a rule file may name (CRDs name the others)."""
+BUILTIN_PLURALS = {
+    ("coordination.k8s.io", "Lease"): "leases", ("events.k8s.io", "Event"): "events",
+    ("", "PersistentVolumeClaim"): "persistentvolumeclaims", ("", "ResourceQuota"): "resourcequotas",
+    ("", "LimitRange"): "limitranges", ("networking.k8s.io", "NetworkPolicy"): "networkpolicies",
+    ("rbac.authorization.k8s.io", "Role"): "roles", ("rbac.authorization.k8s.io", "RoleBinding"): "rolebindings",
+}
+"""Plurals of the built-in kinds outside the core table: other groups, and what a tenant's namespace holds."""
 
 
 _TOP = {key: re.compile(rf"^{key}:\s*['\"]?([^'\"\s#]+)", re.M) for key in ("apiVersion", "kind")}
@@ -80,8 +87,7 @@ class Rights:
 def crd_plurals(folders: Iterable[Path]) -> dict[tuple[str, str], str]:
     """(group, kind) -> plural, from the built-in table and every CRD under ``folders``."""
     found = {("", kind): plural for kind, plural in CORE_PLURALS.items()}
-    found[("coordination.k8s.io", "Lease")] = "leases"
-    found[("events.k8s.io", "Event")] = "events"
+    found.update(BUILTIN_PLURALS)
     for folder in folders:
         paths = sorted(folder.rglob("*.yaml")) if folder.is_dir() else [folder]
         for path in paths:

@@ -291,6 +291,10 @@ class ApplySpec(ActionBase):
     once: bool = Field(False, description="Create the object when it is absent and never apply it again: a live "
                                           "child is bound as it is; a live object that is not the order's child "
                                           "gets the `foreign` verdict.")
+    for_each: Query | None = Field(
+        None, alias="forEach", description="A query giving a list: the template is rendered and applied once per "
+                                           "element, which it reads as `item` (`as` binds the list of objects "
+                                           "stored).")
 
     @model_validator(mode="after")
     def _owned_is_no_status_apply(self) -> ApplySpec:

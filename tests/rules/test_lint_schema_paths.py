@@ -132,7 +132,7 @@ def test_lint_command_takes_a_crd_folder(rules_dir: Callable[..., Path], tmp_pat
     assert "order.spec has no field 'regoin'" in run.stdout
 
 
-@pytest.mark.parametrize("rules", ["rules", "examples/webhookreceiver/rules"])
+@pytest.mark.parametrize("rules", ["rules", "examples/webhookreceiver/rules", "examples/tenantspace/rules"])
 def test_project_rule_files_read_only_declared_fields(rules: str) -> None:
     """The shipped kinds and the example lint clean with their CRDs (deploy/crds/, the example's crds/)."""
     root = Path(__file__).resolve().parents[2]

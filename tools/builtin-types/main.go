@@ -90,6 +90,7 @@ func fields(t reflect.Type, out *[]field, todo *[]reflect.Type) {
 func main() {
 	roots := []any{
 		appsv1.Deployment{}, coordinationv1.Lease{}, corev1.ConfigMap{}, corev1.Event{}, corev1.Namespace{},
+		corev1.Pod{}, corev1.PersistentVolumeClaim{}, corev1.ResourceQuota{}, corev1.LimitRange{},
 		corev1.Secret{}, corev1.Service{}, corev1.ServiceAccount{}, eventsv1.Event{}, networkingv1.NetworkPolicy{},
 		policyv1.PodDisruptionBudget{}, rbacv1.ClusterRole{}, rbacv1.ClusterRoleBinding{}, rbacv1.Role{},
 		rbacv1.RoleBinding{}, apiextensionsv1.CustomResourceDefinition{},
