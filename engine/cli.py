@@ -247,23 +247,24 @@ def _run(args: argparse.Namespace) -> int:
 
 def _lint(args: argparse.Namespace) -> int:
     from engine.rules.bundle import default_folder
-    from engine.rules.lint import lint_paths
+    from engine.rules.lint import Checked, lint_paths
     from engine.rules.projections import whole_reads
 
     paths = list(args.paths) or [default_folder("rules")]
     if _missing("lint", [*(("PATH", p) for p in paths), *(("--crds", c) for c in args.crds or ())]):
         return 1
     compiled: dict[Path, Any] = {}
-    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds, compiled=compiled, check_crds=True)
-    for error in errors:
+    checked = Checked()
+    errors = lint_paths(paths, templates_root=args.templates, crds=args.crds, compiled=compiled, check_crds=True,
+                        checked=checked)
+    for error in sorted(errors, key=lambda e: (e.position.file, e.position.line, e.position.col, e.message)):
         print(error)
     for kind in compiled.values():  # what is not wrong but costs memory a reader should know of (decision 0040)
         for spec, note in whole_reads(kind):
             print(f"{spec.origin}: {note}", file=sys.stderr)
-    if errors:
-        print(f"{len(errors)} error(s)", file=sys.stderr)
-        return 1
-    return 0
+    sys.stdout.flush()  # the summary comes last, also where stdout and stderr are one stream
+    print(checked.summary(errors), file=sys.stderr)  # stdout stays the error lines: none when clean
+    return 1 if errors else 0
 
 
 def _rbac(args: argparse.Namespace) -> int:
