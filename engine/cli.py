@@ -26,20 +26,22 @@ def build_parser() -> argparse.ArgumentParser:
         "test",
         help="run scenario files against the rules, without a cluster",
         description="Run every scenario file (*.yaml with a top-level `scenario:` key) under the given "
-        "files or folders. Exit status: 0 all passed, 1 any failed, 2 a scenario file is invalid.",
+        "files or folders. A rule file that does not compile is reported and counted as failed; the other kinds' "
+        "scenarios still run. Exit status: 0 all passed, 1 any failed, 2 a scenario file is invalid or a rule file "
+        "does not compile.",
     )
     test.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="scenario files or folders (recursive)")
     test.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
-    test.add_argument("--crds", type=Path, help="CRDs installed in every cluster, every *.yaml below it "
-                      "(default: deploy/crds/, else the installed CRDs)")
+    test.add_argument("--crds", type=Path, action="append", help="CRD folder or file installed in every cluster, "
+                      "every *.yaml below it (repeatable; default: deploy/crds/, else the installed CRDs)")
     test.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
     test.set_defaults(handler=_test)
 
     lint = subparsers.add_parser(
         "lint",
         help="check rule files and their templates",
-        description="Compile every rule file and template; print each error as file:line:col: message. "
-        "Exit status: 0 clean, 1 errors.",
+        description="Compile every rule file and template; print each error as file:line:col: message (stdout), "
+        "then one line saying what was checked and how many errors (stderr). Exit status: 0 clean, 1 errors.",
     )
     lint.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                       help="rule files or folders (default: rules/, else the installed rules)")
@@ -356,8 +358,8 @@ def _test(args: argparse.Namespace) -> int:
     from engine.testing.scenario.runner import command  # loaded only when scenarios run
 
     args.rules = args.rules or default_folder("rules")
-    args.crds = args.crds or default_folder("crds")
-    if _missing("test", [("--rules", args.rules), ("--crds", args.crds)]):  # a missing PATH is reported per path
+    args.crds = args.crds or [default_folder("crds")]
+    if _missing("test", [("--rules", args.rules), *(("--crds", c) for c in args.crds)]):  # a PATH: per path
         return 2
     return command(args)
 
