@@ -109,8 +109,8 @@ def _add_render(subparsers: Any) -> None:
                         help="YAML files of the objects the pass may read (on the management cluster)")
     render.add_argument("--rules", type=Path, help="rule files folder (default: rules/, else the installed rules)")
     render.add_argument("--templates", type=Path, help="templates folder (default: found beside the rules)")
-    render.add_argument("--crds", type=Path, help="CRDs installed in the clusters (default: deploy/crds/, else the "
-                        "installed CRDs)")
+    render.add_argument("--crds", type=Path, action="append", help="CRD folder or file installed in the clusters "
+                        "(repeatable; default: deploy/crds/, else the installed CRDs)")
     render.add_argument("--cluster", metavar="NAME", help="the order (and its file's other objects) live on this "
                         "registered target cluster (default: the management cluster)")
     render.add_argument("--now", type=_moment, metavar="TIME",
@@ -303,8 +303,8 @@ def _render(args: argparse.Namespace) -> int:
     from engine.testing.render import command  # loaded only to render
 
     args.rules = args.rules or default_folder("rules")
-    args.crds = args.crds or default_folder("crds")
-    if _missing("render", [("--rules", args.rules), ("--crds", args.crds)]):
+    args.crds = tuple(args.crds or [default_folder("crds")])  # hashable: a Setup may be cached by its folders
+    if _missing("render", [("--rules", args.rules), *(("--crds", c) for c in args.crds)]):
         return 1
     return command(args)
 
@@ -358,7 +358,7 @@ def _test(args: argparse.Namespace) -> int:
     from engine.testing.scenario.runner import command  # loaded only when scenarios run
 
     args.rules = args.rules or default_folder("rules")
-    args.crds = args.crds or [default_folder("crds")]
+    args.crds = tuple(args.crds or [default_folder("crds")])  # hashable: a Setup may be cached by its folders
     if _missing("test", [("--rules", args.rules), *(("--crds", c) for c in args.crds)]):  # a PATH: per path
         return 2
     return command(args)
