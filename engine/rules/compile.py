@@ -140,10 +140,9 @@ class Compiler:
         for required in missing:
             if required not in self.loader.pruned_sections:  # an invalid section was reported already
                 self.error(src, (), f"missing required section {required!r} (in this file or an include)")
-        if "kind" not in src.data:
-            return None
-        # Stage 4 runs on every section there is, so its errors come out with the earlier ones.
-        kind_name = str(src.data["kind"])
+        # Stage 4 runs on every section there is, so its errors come out with the earlier ones (a missing `kind`,
+        # reported, is stood in for by the file's name).
+        kind_name = str(src.data.get("kind") or path.stem)
         conditions = self.compile_conditions(merged.single["conditions"]) if "conditions" in merged.single else None
         children = self.compile_children(merged.single["children"]) if "children" in merged.single else None
         templates_dir = self.templates_root / (

@@ -100,6 +100,9 @@ class Loader:
             if issue["type"] == "extra_forbidden" and len(loc) > 1:
                 pruned = _without(pruned, _data_path(pruned, loc))  # an unknown key: drop only the key
                 continue
+            if issue["type"] == "missing" and loc == ("kind",):
+                pruned["kind"] = ""  # reported: the rest of the file is still checked
+                continue
             if not loc or loc[0] not in pruned:
                 return None
             section, value = loc[0], pruned[loc[0]]

@@ -130,3 +130,15 @@ def test_a_failed_run_ends_with_a_count(lint: Callable[..., tuple[int, list[str]
     code, out, err = lint(TYPO.replace("requeue: 10s", "requeue: 10 s"))
     assert (code, len(out)) == (1, 2)
     assert err == ["engine lint: 1 kind, 1 rule file, 1 template, 2 CRDs; 3 rules checked, 2 errors in 1 file"]
+
+
+def test_a_missing_kind_leaves_the_rest_of_the_file_checked(
+        lint: Callable[..., tuple[int, list[str], list[str]]]) -> None:
+    """Without `kind:` the file's name stands in (its paths cannot be matched to a CRD), so the names are checked."""
+    code, out, _ = lint(WIDGET.replace("kind: Widget\n", "", 1).replace("  size:", '  password: "`1`"\n  size:'))
+    assert code == 1
+    assert out == [
+        "rules/widget.yaml:1:1: kind: missing required field 'kind'",
+        "rules/widget.yaml:16:3: values.password: value 'password' hides the function password() in every template: "
+        "rename it",
+    ]
