@@ -95,6 +95,8 @@ class _Walk:
         self.source = source
         self.names: set[str] = set()
         self.functions: set[str] = set()
+        self.problems: list[ExprSyntaxError] = []
+        """Every unknown function, wrong argument count and bad literal argument, in the order met."""
 
     def visit(self, node: Mapping[str, Any], at_root: bool) -> None:
         kind = node["type"]
@@ -128,13 +130,16 @@ class _Walk:
     def _check_call(self, name: str, count: int) -> None:
         if name not in FUNCTIONS and name not in JMESPATH_BUILTINS:
             hint = did_you_mean(name, FUNCTIONS.keys() | JMESPATH_BUILTINS, call=True)
-            raise ExprSyntaxError(f"unknown function {name}(){hint}", self._offset(name), source=self.source)
+            self.problems.append(ExprSyntaxError(f"unknown function {name}(){hint}", self._offset(name),
+                                                 source=self.source))
+            return
         low, high = _arity(name)
         if count < low or (high is not None and count > high):
             expected = f"at least {low}" if high is None else str(low)
-            raise ExprSyntaxError(
+            self.problems.append(ExprSyntaxError(
                 f"{name}() takes {expected} argument(s), got {count}", self._offset(name), source=self.source
-            )
+            ))
+            return
         self.functions.add(name)
 
     def _check_literals(self, name: str, args: list[Mapping[str, Any]]) -> None:
@@ -144,7 +149,7 @@ class _Walk:
             if index < len(args) and args[index].get("type") == "literal":
                 problem = check(args[index].get("value"))
                 if problem is not None:
-                    raise ExprSyntaxError(problem, self._offset(name), source=self.source)
+                    self.problems.append(ExprSyntaxError(problem, self._offset(name), source=self.source))
 
 
 def _parse_error(exc: jexc.ParseError, source: str) -> ExprSyntaxError:
@@ -232,4 +237,7 @@ def compile_query(source: str, origin: str | None = None) -> Query:
                               source.find("!"), source=source)
     walk = _Walk(source)
     walk.visit(parsed.parsed, True)
+    if walk.problems:
+        first, *others = walk.problems
+        raise ExprSyntaxError(first.message, first.offset, source=source, others=tuple(others))
     return Query(source, parsed, frozenset(walk.names), frozenset(walk.functions), origin)

@@ -52,6 +52,9 @@ class Compiler:
         """Every compiled value text (not path-checked by the lint, but what it names is read)."""
         self.pass_names: frozenset[str] = frozenset()
         """The names of the pass (context, inputs, values) a watch's query cannot read."""
+        self.kind: model.CompiledKind | None = None
+        """The kind as far as it compiled, its broken sections stood in for, also when the file has errors:
+        `engine lint` checks its paths whatever else is wrong in the file."""
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -65,8 +68,7 @@ class Compiler:
         try:
             compiled = compile_query(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
-            position = loc.src.locate_token((*loc.path, key), err.offset)
-            self.errors.append(RuleError(position, f"{key}: {err.message}"))
+            self.text_errors(loc, key, err)
             return None
         self.sites.append(Site(compiled, loc.src, (*loc.path, key)))
         return compiled
@@ -93,7 +95,7 @@ class Compiler:
             return None
 
     def text_errors(self, loc: Located, key: str | int, err: ExprSyntaxError) -> None:
-        """Every problem of a rule string, each at its token in the rule file."""
+        """Every problem of a rule string or query, each at its token in the rule file."""
         for problem in err.problems:
             position = loc.src.locate_token((*loc.path, key), problem.offset)
             self.errors.append(RuleError(position, f"{key}: {problem.message}"))
@@ -139,10 +141,9 @@ class Compiler:
         for required in missing:
             if required not in self.loader.pruned_sections:  # an invalid section was reported already
                 self.error(src, (), f"missing required section {required!r} (in this file or an include)")
-        if "kind" not in src.data:
-            return None
-        # Stage 4 runs on every section there is, so its errors come out with the earlier ones.
-        kind_name = str(src.data["kind"])
+        # Stage 4 runs on every section there is, so its errors come out with the earlier ones (a missing `kind`,
+        # reported, is stood in for by the file's name).
+        kind_name = str(src.data.get("kind") or path.stem)
         conditions = self.compile_conditions(merged.single["conditions"]) if "conditions" in merged.single else None
         children = self.compile_children(merged.single["children"]) if "children" in merged.single else None
         templates_dir = self.templates_root / (
@@ -167,28 +168,33 @@ class Compiler:
         teardown = self.compile_teardown(merged.single["teardown"]) if "teardown" in merged.single else None
         index_loc = merged.single.get("indexKey")
         index_query = self.query(Located(None, index_loc.src, ()), "indexKey", index_loc.item) if index_loc else None
-        if missing or conditions is None or children is None or teardown is None:
-            return None
-        order: schema.OrderSpec = merged.single["order"].item
+        # A missing or broken section (reported) is stood in for, so the later stages check the rest.
+        complete = not missing and conditions is not None and children is not None and teardown is not None
+        order: schema.OrderSpec = merged.single["order"].item if "order" in merged.single else _NO_ORDER
         key = f"{order.apiVersion}/{kind_name}"
+        teardown = teardown or model.Teardown(_NULL, model.NO_REQUEUE, ())
         watches = self.derive_watches(key, order, merged, children, teardown, steps)
         in_watches = {id(site.expr) for site, *_ in self.watch_sites}  # they read the watched object, no pass name
         inputs = with_reads(inputs, [*(site.expr for site in self.sites if id(site.expr) not in in_watches),
                                      *self.documents])
         compiled = model.CompiledKind(
             name=path.stem, api_version=order.apiVersion, kind=kind_name, plural=order.plural,
-            finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions,
-            children=children, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
+            finalizer=order.finalizer, field_manager=order.fieldManager, conditions=conditions or _NO_CONDITIONS,
+            children=children or _NO_CHILDREN, inputs=inputs, values=values, gates=gates, steps=steps, refresh=refresh,
             teardown=teardown, watches=watches, index_query=index_query, templates=dict(self.templates),
             origin=src.locate(()), index_origin=self.position(index_loc) if index_loc else next(
                 (w.origin for w in watches if w.mapping == "referenced"), src.locate(())),
         )
-        compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
+        self.kind = compiled
         found = len(self.errors)
         check_kind(compiled, self.errors, self.locate_name)
         check_names(compiled, self.errors)
-        self.errors[found:] = [e for e in self.errors[found:] if not about_broken(e, self.loader.broken)]
-        return None if self.errors else compiled
+        self.errors[found:] = [e for e in self.errors[found:] if not about_broken(e, self.loader.broken)
+                               and not (conditions is None and _UNDECLARED in e.message)]
+        if self.errors or not complete:
+            return None
+        compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
+        return compiled
 
     def compile_conditions(self, loc: Located) -> model.Conditions | None:
         spec: schema.ConditionsSpec = loc.item
@@ -223,7 +229,7 @@ class Compiler:
         try:
             return compile_query(source, str(loc.src.locate_value((*loc.path, key))))
         except ExprSyntaxError as err:
-            self.errors.append(RuleError(loc.src.locate_token((*loc.path, key), err.offset), f"{key}: {err.message}"))
+            self.text_errors(loc, key, err)
             return None
 
     def compile_input(self, name: str, loc: Located) -> model.Input:
@@ -604,6 +610,12 @@ class Compiler:
 _NULL = compile_query("`null`")
 _WATCH_MAPPINGS = frozenset({"name", "namespace", "orders", "index", "referencedBy", "mapBy"})
 """The fields of a watch that say how it maps (a watch changing another's mapping replaces all of them)."""
+_NO_ORDER = schema.OrderSpec.model_construct(apiVersion="", plural="", finalizer="", fieldManager="")
+_NO_CONDITIONS = model.Conditions((), "", "", "", "", "", frozenset(), 0, "")
+_NO_CHILDREN = model.Children(compile_text(""), compile_text(""), "", "", "")
+_UNDECLARED = "is not declared in conditions."
+"""What stands in for a missing or broken section, and what that stand-in would report wrongly (with no
+conditions section, every condition and reason is undeclared)."""
 
 
 def template_position(path: str, text: str, problem: ExprSyntaxError) -> Position:

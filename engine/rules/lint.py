@@ -3,19 +3,51 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.expr.jinja import untojsoned_outputs
 from engine.rules.catalog import rule_files
 from engine.rules.compile import Compiler
 from engine.rules.errors import Position, RuleError, RuleErrors
+from engine.rules.load import display
 from engine.rules.model import CompiledKind
 from engine.rules.schema import RuleFileSpec
 from engine.rules.schema_paths import Schemas, check_paths, check_watch_paths, crd_files, crd_folders, load_schemas
 
 
+@dataclass
+class Checked:
+    """What a lint looked at, for the line `engine lint` ends with: silence would not say whether it ran."""
+
+    kinds: int = 0
+    rule_files: set[str] = field(default_factory=set)
+    templates: set[str] = field(default_factory=set)
+    crds: set[tuple[str, str]] = field(default_factory=set)
+    rules: int = 0
+    """Inputs, values, gates, steps, teardown actions and declared watches of every kind."""
+
+    def summary(self, errors: list[RuleError]) -> str:
+        files = len({error.position.file for error in errors})
+        verdict = f"{_count(len(errors), 'error')} in {_count(files, 'file')}" if errors else "0 errors"
+        return (f"engine lint: {_count(self.kinds, 'kind')}, {_count(len(self.rule_files), 'rule file')}, "
+                f"{_count(len(self.templates), 'template')}, {_count(len(self.crds), 'CRD')}; "
+                f"{_count(self.rules, 'rule')} checked, {verdict}")
+
+    def add(self, kind: CompiledKind) -> None:
+        self.kinds += 1
+        declared = [w for w in kind.watches if w.mapping in ("reference", "orders", "index")]
+        self.rules += len(kind.inputs) + len(kind.values) + len(kind.gates) + len(kind.steps) \
+            + len(kind.teardown.actions) + len(declared)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: list[Path] | None = None,
-               compiled: dict[Path, CompiledKind] | None = None, check_crds: bool = False) -> list[RuleError]:
+               compiled: dict[Path, CompiledKind] | None = None, check_crds: bool = False,
+               checked: Checked | None = None) -> list[RuleError]:
     """Every error in the rule files under ``paths`` (folders: their top-level ``*.yaml``).
 
     Paths read from the order and from inputs are checked against the CRDs in ``crds`` (default:
@@ -23,8 +55,9 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: l
     there is also checked as the API server checks it on create; the operator's own lint at start and reload
     leaves that out: the cluster already admitted the CRDs it serves, and compiling them costs about a second.
     ``compiled``, when given, receives each rule file's compiled kind, so a caller that lints before it loads
-    compiles every file once.
+    compiles every file once. ``checked``, when given, counts what was checked.
     """
+    checked = checked if checked is not None else Checked()
     errors: list[RuleError] = []
     schemas: dict[tuple[Path, ...], Schemas] = {}  # one CRD folder is read once, however many rule files use it
     files = rule_files(paths)
@@ -48,17 +81,24 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: l
             continue
         if compiled is not None and kind is not None and not compiler.errors:
             compiled[path] = kind
+        checked.rule_files.update([display(path), *compiler.loader.sources])
+        checked.templates.update(template.path for template in compiler.templates.values())
+        if compiler.kind is not None:
+            checked.add(compiler.kind)
         folders = tuple(crds if crds is not None else crd_folders(root))
         if folders:
             if folders not in schemas:
                 schemas[folders] = load_schemas(folders)
                 errors.extend(schemas[folders].refused)
+                checked.crds |= schemas[folders].kinds()
                 if check_crds:  # imported here: the memory cluster's admission (CEL) stays out of the operator
                     from engine.rules.crd_lint import crd_file_errors
 
                     errors.extend(error for file in crd_files(folders) for error in crd_file_errors(file))
-            if kind is not None:
-                errors.extend(check_paths(kind, compiler.sites, schemas[folders]))
+            if compiler.kind is not None:  # as far as it compiled: a typo is found whatever else is wrong
+                in_watches = {id(site.expr) for site, *_ in compiler.watch_sites}  # they read the watched kind
+                sites = [site for site in compiler.sites if id(site.expr) not in in_watches]
+                errors.extend(check_paths(compiler.kind, sites, schemas[folders]))
             errors.extend(check_watch_paths(compiler.watch_sites, schemas[folders], compiler.pass_names))
         for template in compiler.templates.values():  # the templates that compiled, even when the kind did not
             for line in untojsoned_outputs(template):

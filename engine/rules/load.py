@@ -51,6 +51,8 @@ class Loader:
         """Names an invalid element defined (its step name, input, value, `as`/`set` names)."""
         self.pruned_sections: set[str] = set()
         """Sections left out whole because they were invalid."""
+        self.sources: list[str] = []
+        """Every rule file read (the file and its includes), as errors name them."""
 
     def error(self, src: SourceFile, path: Path_, message: str, *, value: bool = False) -> None:
         position = src.locate_value(path) if value else src.locate(path)
@@ -98,6 +100,9 @@ class Loader:
             if issue["type"] == "extra_forbidden" and len(loc) > 1:
                 pruned = _without(pruned, _data_path(pruned, loc))  # an unknown key: drop only the key
                 continue
+            if issue["type"] == "missing" and loc == ("kind",):
+                pruned["kind"] = ""  # reported: the rest of the file is still checked
+                continue
             if not loc or loc[0] not in pruned:
                 return None
             section, value = loc[0], pruned[loc[0]]
@@ -131,6 +136,7 @@ class Loader:
 
     def load(self, path: Path, seen: tuple[Path, ...] = ()) -> Merged | None:
         src = load_source(path, display(path))
+        self.sources.append(src.path)
         spec_type = schema.IncludeFileSpec if seen else schema.RuleFileSpec
         spec = self.validate(src, spec_type)
         if spec is None:
@@ -240,18 +246,31 @@ def display(path: Path) -> str:
 
 
 def _data_path(data: Any, loc: Sequence[Any]) -> tuple[str | int, ...]:
-    """The pydantic error location with union tags and wrapper names dropped: a real path into the data."""
-    node = data
-    out: list[str | int] = []
-    for step in loc:
-        in_map = isinstance(node, Mapping) and step in node
-        in_list = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
-        if in_map or in_list:
-            out.append(step)
-            node = node[step]
+    """The pydantic error location with union tags and wrapper names dropped: a real path into the data.
+
+    A union's tag may also be a key of the element (a teardown action tagged ``delete`` has a ``delete``
+    key): each such step is tried both ways, and the reading that walks more of the location wins (the one
+    that reaches its last step first), so an unknown key beside ``delete`` is placed beside it, not in it."""
+
+    def walk(node: Any, rest: Sequence[Any]) -> tuple[tuple[bool, int], tuple[str | int, ...], Any]:
+        if not rest:
+            return (True, 0), (), node
+        step, after = rest[0], rest[1:]
+        readings = []
+        if (isinstance(node, Mapping) and step in node) or (
+                isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)):
+            (last, count), path, end = walk(node[step], after)
+            readings.append(((last, count + 1), (step, *path), end))
         elif isinstance(node, Mapping) and isinstance(step, str) and step.endswith("_") and step[:-1] in node:
-            out.append(step[:-1])
-            node = node[step[:-1]]
+            (last, count), path, end = walk(node[step[:-1]], after)
+            readings.append(((last, count + 1), (step[:-1], *path), end))
+        if not readings or isinstance(step, str):  # a tag or wrapper name
+            skipped = walk(node, after)
+            readings.append(((skipped[0][0] and bool(after), skipped[0][1]), *skipped[1:]))
+        return max(readings, key=lambda reading: reading[0])
+
+    _, found, node = walk(data, loc)
+    out = list(found)
     if loc and isinstance(loc[-1], str) and (not out or out[-1] != loc[-1]) and isinstance(node, Mapping):
         out.append(loc[-1])
     return tuple(out)

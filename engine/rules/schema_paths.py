@@ -73,6 +73,10 @@ class Schemas:
     def __len__(self) -> int:
         return len(self._schemas)
 
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        """(group, kind) of every CRD read, however many versions each serves."""
+        return frozenset((api_version.rpartition("/")[0], kind) for api_version, kind in self._schemas)
+
 
 def crd_folders(rules_dir: Path) -> list[Path]:
     """The default CRD folder of a rules folder: ``crds/`` beside it, else ``deploy/crds/`` (with external/)."""

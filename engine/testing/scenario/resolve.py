@@ -6,7 +6,7 @@ scenario (exit 2, ``file:line:col``), never a failure halfway through.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +44,11 @@ class Resolved:
         return f"{self.api_version(ref)}/{ref.kind}"
 
 
-def resolve(scenario: m.Scenario, catalog: Mapping[str, Any]) -> Resolved:
-    """The scenario's catalog and reference apiVersions; ScenarioErrors for what cannot be placed."""
+def resolve(scenario: m.Scenario, catalog: Mapping[str, Any], broken: Collection[str] = ()) -> Resolved:
+    """The scenario's catalog and reference apiVersions; ScenarioErrors for what cannot be placed (``broken``:
+    the names of rule files that did not compile, left out of ``catalog``)."""
     errors: list[ScenarioError] = []
-    subset = _subset(scenario, catalog, errors)
+    subset = _subset(scenario, catalog, errors, broken)
     candidates = _candidates(scenario, subset)
     versions: dict[m.Ref, str] = {}
     for step in scenario.steps:
@@ -75,7 +76,8 @@ def resolve(scenario: m.Scenario, catalog: Mapping[str, Any]) -> Resolved:
     return Resolved(subset, versions)
 
 
-def _subset(scenario: m.Scenario, catalog: Mapping[str, Any], errors: list[ScenarioError]) -> Mapping[str, Any]:
+def _subset(scenario: m.Scenario, catalog: Mapping[str, Any], errors: list[ScenarioError],
+            broken: Collection[str]) -> Mapping[str, Any]:
     if scenario.rules is None:
         return catalog
     by_name = {rule_name(kind): key for key, kind in catalog.items()}
@@ -83,6 +85,8 @@ def _subset(scenario: m.Scenario, catalog: Mapping[str, Any], errors: list[Scena
     for name, pos in scenario.rules:
         if name in by_name:
             keys.append(by_name[name])
+        elif name in broken:
+            errors.append(ScenarioError(pos, f"rule file {name!r} did not compile (its errors are above)"))
         else:
             known = ", ".join(sorted(by_name)) or "none"
             errors.append(ScenarioError(pos, f"no rule file named {name!r} (rule files: {known})"))

@@ -2,8 +2,11 @@
 
 Output: ``PASS <file> (<seconds>s)`` or ``FAIL <file> (<seconds>s)`` followed by the
 failing step, assertion and difference; an invalid file prints ``file:line:col: what``
-lines; last, ``N passed, M failed`` alone on a line (invalid files count as failed).
-Exit status: 0 all passed, 1 any failed, 2 any file invalid (or the rules do not compile).
+lines; last, ``N passed, M failed`` alone on a line (invalid files count as failed). A rule file that
+does not compile is reported first, as ``engine lint`` reports it, and counts as failed; the scenarios of
+the other kinds still run.
+Exit status: 0 all passed, 1 any failed, 2 any file invalid (a scenario file, or a rule file that does not
+compile).
 """
 
 from __future__ import annotations
@@ -56,37 +59,56 @@ class Outcome:
         return [f"{self.status} {self.path} ({self.seconds:.2f}s)", *(f"  {line}" for line in self.details)]
 
 
-def load_setup(rules_dir: Path | None = None, crds_dir: Path | None = None,
-               templates_dir: Path | None = None) -> Setup:
-    """Compile the rules and read the CRDs; a default folder that does not exist means none."""
-    return Setup(catalog=_load_catalog(rules_dir, templates_dir), crds=tuple(_load_crds(crds_dir)))
+def load_setup(rules_dir: Path | None = None, crds_dir: Path | Sequence[Path] | None = None,
+               templates_dir: Path | None = None, *, partial: bool = False) -> Setup:
+    """Compile the rules and read the CRDs (a folder or several); a default folder that does not exist means none.
+
+    ``partial`` (``engine test``): a rule file that does not compile is left out of the catalog and kept, with
+    its errors, in ``Setup.broken``, so the other kinds' scenarios still run; else it fails the setup."""
+    catalog, broken = _load_catalog(rules_dir, templates_dir, partial)
+    return Setup(catalog=catalog, crds=tuple(_load_crds(crds_dir)), broken=broken)
 
 
-def _load_catalog(rules_dir: Path | None, templates_dir: Path | None) -> Any:
+def _load_catalog(rules_dir: Path | None, templates_dir: Path | None,
+                  partial: bool) -> tuple[Any, dict[str, tuple[str, ...]]]:
     path = rules_dir or DEFAULT_RULES
     if not path.exists():
         if rules_dir is None:
-            return {}
+            return {}, {}
         raise SetupError(f"{path}: no such rules folder or file")
-    from engine.rules.catalog import load_catalog  # the compiler is heavy: loaded only to run scenarios
+    # The compiler is heavy: loaded only to run scenarios.
+    from engine.rules.catalog import catalog_of, load_catalog, rule_files
+    from engine.rules.compile import compile_kind
+    from engine.rules.errors import RuleErrors
 
     try:
-        return load_catalog(path, templates_dir=templates_dir)
+        if not partial:
+            return load_catalog(path, templates_dir=templates_dir), {}
+        root = path if path.is_dir() else path.parent
+        compiled, broken = [], {}
+        for file in rule_files([path]):
+            try:
+                compiled.append((file, compile_kind(file, rules_dir=root,
+                                                    templates_root=templates_dir or root.parent / "templates")))
+            except RuleErrors as err:
+                broken[file.stem] = tuple(str(error) for error in err.errors)
+        return catalog_of(compiled), broken
     except Exception as exc:
         raise SetupError(str(exc)) from None
 
 
-def _load_crds(crds_dir: Path | None) -> list[dict[str, Any]]:
-    path = crds_dir or DEFAULT_CRDS
-    if not path.exists():
-        if crds_dir is None:
-            return []
-        raise SetupError(f"{path}: no such CRD folder or file")
-    # Every YAML file below the folder: deploy/crds/external/ holds the stand-ins of the kinds other
-    # controllers serve, so the children a rule writes are admitted against their schemas too.
-    files = [path]
-    if path.is_dir():
-        files = sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file())
+def _load_crds(crds_dir: Path | Sequence[Path] | None) -> list[dict[str, Any]]:
+    given = [crds_dir] if isinstance(crds_dir, Path) else list(crds_dir or ())
+    files: list[Path] = []
+    for path in given or [DEFAULT_CRDS]:
+        if not path.exists():
+            if not given:
+                return []
+            raise SetupError(f"{path}: no such CRD folder or file")
+        # Every YAML file below the folder: deploy/crds/external/ holds the stand-ins of the kinds other
+        # controllers serve, so the children a rule writes are admitted against their schemas too.
+        files += sorted(f for f in path.rglob("*") if f.suffix in (".yaml", ".yml") and f.is_file()) \
+            if path.is_dir() else [path]
     crds: list[dict[str, Any]] = []
     for file in files:
         try:
@@ -129,7 +151,7 @@ class Runner:
             scenario = load_scenario(path, shown)
             if scenario is None:
                 return None
-            resolved = resolve(scenario, self.setup.catalog)
+            resolved = resolve(scenario, self.setup.catalog, self.setup.broken)
         except ScenarioErrors as exc:
             return Outcome(shown, "INVALID", time.perf_counter() - started, [str(e) for e in exc.errors])
         outcome = self.run(scenario, resolved)
@@ -180,11 +202,11 @@ def _recent_warnings(world: World) -> list[str]:
 def run_paths(paths: Sequence[Path], setup: Setup, out: TextIO) -> int:
     """Run every scenario under ``paths``, print the report, return the exit status."""
     files, missing = discover(paths)
-    for line in missing:
+    for line in [*missing, *(line for lines in setup.broken.values() for line in lines)]:
         print(line, file=out)
     runner = Runner(setup)
-    passed = failed = 0
-    invalid = bool(missing)
+    passed, failed = 0, len(setup.broken)  # a rule file that did not compile counts as failed
+    invalid = bool(missing or setup.broken)
     for file in files:
         outcome = runner.run_file(file)
         if outcome is None:
@@ -207,7 +229,7 @@ def command(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     stream = out if out is not None else sys.stdout
     try:
-        setup = load_setup(args.rules, args.crds, args.templates)
+        setup = load_setup(args.rules, args.crds, args.templates, partial=True)
     except SetupError as exc:
         print(str(exc), file=stream)
         return 2

@@ -47,6 +47,8 @@ class Setup:
     crds: tuple[Obj, ...] = ()
     run_pass: Any = None
     """None: the engine's pass; tests inject a fake (``engine.runtime.kinds.RunPass``)."""
+    broken: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Rule files that did not compile (by rule-file name) -> their errors: left out of ``catalog``."""
 
 
 @dataclass
