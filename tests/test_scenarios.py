@@ -1,8 +1,10 @@
 """Every scenario file of the project runs as one test case: tests/scenarios/ and examples/*/scenarios/.
 
 A scenario under ``examples/<name>/scenarios/`` runs against that example's own ``rules/``
-and ``crds/`` (or ``deploy/crds/``) when it has them, else the project's. The failure message
-is the runner's report, exactly as `engine test` prints it.
+and ``crds/`` (or ``deploy/crds/``) when it has them, else the project's; an example's own CRDs come with the
+project's stand-ins for external kinds (``deploy/crds/external/``: the ControlPlane), as its README's
+`engine test --crds ... --crds deploy/crds/external` installs them. The failure message is the runner's report,
+exactly as `engine test` prints it.
 """
 
 from __future__ import annotations
@@ -26,25 +28,28 @@ def scenario_files() -> list[Path]:
     return [p for p in files if SCENARIO_KEY.search(p.read_text(encoding="utf-8"))]
 
 
-def folders_for(path: Path) -> tuple[Path, Path]:
-    """The rules and CRD folders a scenario runs against."""
+CrdFolders = Path | tuple[Path, ...]
+
+
+def folders_for(path: Path) -> tuple[Path, CrdFolders]:
+    """The rules folder and the CRD folders a scenario runs against."""
     relative = path.relative_to(ROOT)
     if relative.parts[0] == "examples":
         example = ROOT / "examples" / relative.parts[1]
         rules = example / "rules" if (example / "rules").is_dir() else ROOT / "rules"
         own_crds = [c for c in (example / "crds", example / "deploy" / "crds") if c.is_dir()]
-        crds = own_crds[0] if own_crds else ROOT / "deploy" / "crds"
+        crds = (own_crds[0], ROOT / "deploy" / "crds" / "external") if own_crds else ROOT / "deploy" / "crds"
         return rules, crds
     return ROOT / "rules", ROOT / "deploy" / "crds"
 
 
 @functools.cache
-def setup_for(rules: Path, crds: Path) -> Setup:
+def setup_for(rules: Path, crds: CrdFolders) -> Setup:
     """Rules compile once per folder for the whole session."""
     return load_setup(rules, crds)
 
 
-def check_scenario(path: Path, rules: Path, crds: Path, display: str) -> None:
+def check_scenario(path: Path, rules: Path, crds: CrdFolders, display: str) -> None:
     """The scenario passes; one that names a rule file that does not exist is invalid, so it fails too."""
     outcome = Runner(setup_for(rules, crds)).run_file(path, display)
     assert outcome is not None, f"{display} has no top-level `scenario:` key"

@@ -39,8 +39,12 @@ SERVED_PATIENCE = 30.0
 
 
 def _crds() -> list[Obj]:
+    """The example's CRDs and the project's ControlPlane CRD (deploy/crds/external/)."""
+    external = EXAMPLE.parents[1] / "deploy" / "crds" / "external" / "c5c3.io_external.yaml"
+    controlplane = [doc for doc in yaml.safe_load_all(external.read_text(encoding="utf-8"))
+                    if doc and doc["metadata"]["name"] == "controlplanes.c5c3.io"]
     return [doc for path in sorted((EXAMPLE / "crds").glob("*.yaml"))
-            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))]
+            for doc in yaml.safe_load_all(path.read_text(encoding="utf-8"))] + controlplane
 
 
 @pytest.fixture
