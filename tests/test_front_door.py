@@ -79,6 +79,10 @@ def test_the_docs_link_only_to_pages_that_exist() -> None:
     missing = [f"{page.relative_to(ROOT)} -> {target}" for page in pages for target in local_links(page)
                if not (ROOT / target).exists() and target not in SITE_PAGES]
     assert missing == []
+    # The site is built from docs/ alone: a page's link out of it is a broken link there.
+    outside = [f"{page.relative_to(ROOT)} -> {target}" for page in pages[1:] for target in local_links(page)
+               if not target.startswith("docs/")]
+    assert outside == []
 
 
 def test_every_operations_page_exists() -> None:
