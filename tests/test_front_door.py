@@ -85,6 +85,28 @@ def test_the_docs_link_only_to_pages_that_exist() -> None:
     assert outside == []
 
 
+def slug(heading: str) -> str:
+    """A heading's anchor as the site's Markdown builds it: lower case, words joined by dashes, punctuation gone."""
+    text = re.sub(r"[^\w\s-]", "", heading.strip().lower())
+    return re.sub(r"[\s]+", "-", text).strip("-")
+
+
+def test_the_docs_link_to_sections_that_exist() -> None:
+    """A link to a section of a page (``page.md#section``) names a heading that page has."""
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s#]+\.md)#([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            linked = (page.parent / target[0]).resolve()
+            if not linked.is_file():
+                continue
+            text = re.sub(r"```.*?```", "", linked.read_text(encoding="utf-8"), flags=re.S)
+            anchors = {slug(line.lstrip("#")) for line in text.splitlines() if line.startswith("#")}
+            if target[1] not in anchors:
+                missing.append(f"{page.relative_to(ROOT)} -> {target[0]}#{target[1]}")
+    assert missing == []
+
+
 def test_every_operations_page_exists() -> None:
     """The operations pages the README's content moved to."""
     for name in OPERATIONS:

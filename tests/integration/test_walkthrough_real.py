@@ -28,7 +28,7 @@ from engine.cluster.kube import kube_cluster_from_kubeconfig
 from engine.testing.realkube import KubeBinaries
 
 WAIT_PATIENCE = "120s"
-"""Added to the walkthrough's ``kubectl wait`` commands (kubectl's default is 30 s): a loaded machine is not the subject."""
+"""Added to the walkthrough's ``kubectl wait`` commands (kubectl's default is 30 s): a loaded machine is not tested."""
 
 
 def readme_commands() -> list[str]:
