@@ -4,7 +4,8 @@
 
 Issue 11 item 4 asks that a converged pass at N=10,000 cost at most 1.2x what it costs at N=100.
 ``bench/converged_pass.py`` measures that in memory, with copies of 100 orders filling the caches;
-this one measures it for real. It runs the shared harness (``../shared/bench/run-engine.sh N``, the
+this one measures it for real. It runs the external harness (``run-engine.sh N`` in the folder
+``--harness DIR`` or ``C5C3_BENCH_HARNESS``, the
 operator's default flags plus a metrics address on 127.0.0.1), lets all N orders converge, and while
 the harness holds the converged world it touches K of the orders, spread over the names, one every
 ``--spacing`` seconds: a merge patch of one annotation (no spec change, so nothing to write). Each
@@ -31,8 +32,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import harness_location  # bench/, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
-HARNESS = ROOT.parent / "shared" / "bench" / "run-engine.sh"
 ORDERS = "/apis/c5c3.io/v1alpha1/namespaces/tenant-a/keystoneusers"
 WATCHED = ("c5c3_operator_reconcile_total", "c5c3_operator_api_requests_total")
 
@@ -119,13 +121,15 @@ def main() -> None:
     parser.add_argument("--quiet-s", type=float, default=5.0, help="wait after the last touch, inside the window")
     parser.add_argument("--converge-timeout", type=float, default=2400)
     parser.add_argument("--project", type=Path, default=ROOT, help="checkout whose .venv runs the operator")
+    harness_location.add_argument(parser)
     args = parser.parse_args()
+    harness = harness_location.resolve(args.harness)
 
     work = Path(tempfile.mkdtemp(prefix="converged-live-"))
     port = free_port()
     env = dict(os.environ, ENGINE_ARGS=f"{os.environ.get('ENGINE_ARGS', '')} --metrics-bind-address 127.0.0.1:{port}")
     hold = args.rounds * (args.touch * args.spacing + args.quiet_s + args.idle_s + 10) + 30
-    command = [str(HARNESS), str(args.orders), "--steady-s", "1", "--settle-s", "2", "--no-teardown",
+    command = [str(harness / "run-engine.sh"), str(args.orders), "--steady-s", "1", "--settle-s", "2", "--no-teardown",
                "--converge-timeout", str(args.converge_timeout), "--hold-s", str(hold), "--workdir", str(work)]
     with open(work / "bench.json", "w") as out, open(work / "bench.err", "w") as err:
         harness = subprocess.Popen(command, cwd=args.project, env=env, stdout=out, stderr=err, start_new_session=True)

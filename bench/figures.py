@@ -1,11 +1,12 @@
-"""Benchmark: the five throughput figures of `engine run` on the shared KeystoneUser harness (run on demand).
+"""Benchmark: the five throughput figures of `engine run` on the external KeystoneUser harness (run on demand).
 
-    .venv/bin/python bench/figures.py N [--bench-dir ../shared/bench] [--json OUT] [harness options...]
+    .venv/bin/python bench/figures.py N --harness DIR [--json OUT] [harness options...]
     .venv/bin/python bench/figures.py N --project ../main       # the same harness on another checkout
     .venv/bin/python bench/figures.py N --backend both          # and the same orders on a real kube-apiserver
     .venv/bin/python bench/figures.py --from OUT.json [--from REAL.json]   # the figures of earlier runs
 
-It runs the shared harness (`run-engine.sh N --steady-s 15 --repair-probe 3`, the operator with its
+It runs the external harness (its folder given by ``--harness DIR`` or ``C5C3_BENCH_HARNESS``;
+`run-engine.sh N --steady-s 15 --repair-probe 3`, the operator with its
 default flags unless ENGINE_ARGS says otherwise) and prints, from its JSON summary, the figures below.
 ``--backend real`` runs the same orders against a real kube-apiserver with etcd instead (`bench/real_server.py`:
 the simulated K-ORC, ESO and topology operator, requests counted from the server's audit log; needs the
@@ -31,8 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import harness_location  # bench/, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_BENCH_DIR = ROOT.parent / "shared" / "bench"
 
 
 def figures(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -74,13 +76,14 @@ def figures(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-BACKENDS = {"emulator": "emulator (shared harness)", "real": "real kube-apiserver"}
+BACKENDS = {"emulator": "emulator (external harness)", "real": "real kube-apiserver"}
 
 
 def run_emulator(args: argparse.Namespace, harness: list[str]) -> dict[str, Any] | None:
-    """The shared harness's summary (None when it failed)."""
+    """The external harness's summary (None when it failed)."""
     extra = [a for a in harness if a != "--"]
-    command = [str(args.bench_dir / "run-engine.sh"), str(args.n), "--steady-s", "15", "--repair-probe", "3", *extra]
+    script = harness_location.resolve(args.harness) / "run-engine.sh"
+    command = [str(script), str(args.n), "--steady-s", "15", "--repair-probe", "3", *extra]
     done = subprocess.run(command, cwd=args.project, stdout=subprocess.PIPE, env=os.environ, check=False)
     if done.returncode != 0:
         print(f"the harness failed (exit {done.returncode})", file=sys.stderr)
@@ -122,15 +125,15 @@ def print_figures(summaries: list[tuple[str, dict[str, Any]]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", type=int, nargs="?", help="KeystoneUser orders to create")
-    parser.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR, help="the shared harness folder")
+    harness_location.add_argument(parser)
     parser.add_argument("--project", type=Path, default=ROOT,
                         help="the checkout whose .venv/bin/engine runs (default: this one; e.g. another commit's)")
     parser.add_argument("--backend", choices=("emulator", "real", "both"), default="emulator",
-                        help="the shared harness's emulator (default), a real kube-apiserver, or both in one sitting")
+                        help="the external harness's emulator (default), a real kube-apiserver, or both in one sitting")
     parser.add_argument("--json", type=Path, help="also keep the JSON summary here")
     parser.add_argument("--from", dest="sources", type=Path, action="append",
                         help="print the figures of a saved summary (repeatable: side by side)")
-    args, harness = parser.parse_known_args()  # the rest goes to the shared harness
+    args, harness = parser.parse_known_args()  # the rest goes to the external harness
     summaries: list[tuple[str, dict[str, Any]]] = []
     if args.sources:
         for source in args.sources:

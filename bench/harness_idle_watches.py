@@ -1,8 +1,9 @@
-"""Benchmark: what one idle watch connection costs the shared harness's API emulator per event (decision 0045).
+"""Benchmark: what one idle watch connection costs the external harness's API emulator per event (decision 0045).
 
-    .venv/bin/python bench/harness_idle_watches.py [--events N] [--bench DIR] 0 4 9 13
+    .venv/bin/python bench/harness_idle_watches.py [--events N] --harness DIR 0 4 9 13
 
-The shared harness (``../shared/bench``, read-only) runs its counting emulator, the simulated K-ORC and ESO and
+The external harness (its folder given by ``--harness DIR`` or ``C5C3_BENCH_HARNESS``, read-only) runs its counting
+emulator, the simulated K-ORC and ESO and
 its monitor in one Python process. Every open watch is a thread of that process waiting on the emulator's one
 condition variable, which ``emit`` notifies for every event of every kind: each watch wakes once per event,
 whether or not the event is of its kind. For each count of idle watches given (watches of ConfigMaps, which get
@@ -18,8 +19,9 @@ import argparse
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
+
+import harness_location  # bench/, beside this script
 
 
 def per_event(emulator: Any, idle: int, events: int) -> float:
@@ -49,10 +51,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("idle", nargs="+", type=int, help="idle watch counts to measure, in this order")
     parser.add_argument("--events", type=int, default=5000, help="events per count (default 5000)")
-    parser.add_argument("--bench", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "bench",
-                        help="the shared harness folder (default ../shared/bench)")
+    harness_location.add_argument(parser)
     args = parser.parse_args()
-    sys.path.insert(0, str(args.bench))
+    sys.path.insert(0, str(harness_location.resolve(args.harness, "emu_counting.py")))
     import emu_counting  # the harness's emulator, imported from its folder
 
     for idle in args.idle:

@@ -1,8 +1,8 @@
-"""Benchmark: the shared harness's KeystoneUser orders against a real kube-apiserver (run on demand).
+"""Benchmark: the external harness's KeystoneUser orders against a real kube-apiserver (run on demand).
 
     .venv/bin/python bench/real_server.py N [--steady-s 15] [--repair-probe 3] [--json OUT]
 
-The same phases and the same JSON summary as the shared harness (``../shared/bench/bench.py``), so
+The same phases and the same JSON summary as the external KeystoneUser harness's ``bench.py``, so
 ``bench/figures.py`` prints both side by side (``--backend both``), but the API server is a real one:
 etcd, kube-apiserver and kube-controller-manager (``engine.testing.realkube``, binaries from
 ``scripts/kube-binaries``) with our CRDs and the external stand-ins installed, the world of ``engine run``'s
@@ -21,9 +21,9 @@ repair probe (delivered Secrets deleted and edited, timed until restored), stead
   readiness watch, audit log reading) and the API server's (etcd, kube-apiserver, kube-controller-manager);
 - time-to-Ready per order: from its create to the first watch event showing it Ready.
 
-The simulated controllers react within ``--react-every`` seconds (the shared harness's K-ORC and ESO after 0.2 s),
+The simulated controllers react within ``--react-every`` seconds (the external harness's K-ORC and ESO after 0.2 s),
 each writing a round's reactions on ``--controller-workers`` threads; the orders are created on ``--create-workers``
-threads (the shared harness writes both in-process, without a request).
+threads (the external harness writes both in-process, without a request).
 Timings depend on the machine and its load: compare in one sitting. Everything stays on 127.0.0.1 and stops.
 """
 
@@ -70,13 +70,13 @@ def log(*parts: object) -> None:
 
 
 def order(name: str) -> Obj:
-    """The shared harness's order."""
+    """The external harness's order."""
     return {"apiVersion": API, "kind": "KeystoneUser", "metadata": {"name": name, "namespace": TENANT},
             "spec": {"controlPlaneRef": {"name": "cp", "namespace": CP_NAMESPACE}, "passwordGeneration": 1}}
 
 
 def verb_of(record: RequestRecord) -> str:
-    """The shared harness's verb classes (its PATCH:<content type> are one PATCH here)."""
+    """The external harness's verb classes (its PATCH:<content type> are one PATCH here)."""
     parts = urlsplit(record.path)
     segments = [s for s in parts.path.split("/") if s]
     if not segments or segments[0] not in ("api", "apis") or len(segments) <= (2 if segments[0] == "api" else 3):
@@ -92,7 +92,7 @@ def verb_of(record: RequestRecord) -> str:
 
 
 def counted(records: list[RequestRecord], start: float, end: float, n: int) -> dict[str, Any]:
-    """The requests started in [start, end): totals, per order and by verb, as the shared harness reports them."""
+    """The requests started in [start, end): totals, per order and by verb, as the external harness reports them."""
     verbs = Counter(verb_of(r) for r in records if start <= r.started < end)
     total, writes = sum(verbs.values()), sum(verbs[v] for v in WRITES)
     return {"seconds": round(end - start, 3), "total": total, "writes": writes, "by_verb": dict(sorted(verbs.items())),
@@ -392,7 +392,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--controller-workers", type=int, default=8,
                        help="threads each simulated controller writes a round's reactions on (default 8)")
     parse.add_argument("--create-workers", type=int, default=8,
-                       help="threads the N orders are created on (default 8; the shared harness creates in-process)")
+                       help="threads the N orders are created on (default 8; the external harness creates in-process)")
     parse.add_argument("--json", type=Path, help="also write the JSON summary here")
     return parse
 

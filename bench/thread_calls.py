@@ -1,8 +1,8 @@
-"""Benchmark: Python calls per order in `engine run`'s threads on the shared harness (cProfile in every thread).
+"""Benchmark: Python calls per order in `engine run`'s threads on the external harness (cProfile in every thread).
 
     .venv/bin/python bench/thread_calls.py N [--project ../main] [--keep DIR] [--top K]
 
-It runs the shared harness (`run-engine.sh N --steady-s 1 --no-teardown`) with the operator started under
+It runs the external harness (`run-engine.sh N --steady-s 1 --no-teardown`) with the operator started under
 cProfile in every thread (each thread's profile written when the process ends on the harness's SIGTERM), then
 prints the calls per order of the workers, the watch (informer) threads and the rest, and the requests and watch
 events per order the harness counted. Call counts are load-independent (what timing changes is only how events
@@ -27,8 +27,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import harness_location  # bench/, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_BENCH_DIR = ROOT.parent / "shared" / "bench"
 
 
 def as_engine(out: Path, argv: list[str]) -> int:
@@ -86,7 +87,7 @@ def main() -> int:
         return as_engine(Path(sys.argv[2]), sys.argv[3:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("n", type=int, help="KeystoneUser orders to create")
-    parser.add_argument("--bench-dir", type=Path, default=DEFAULT_BENCH_DIR, help="the shared harness folder")
+    harness_location.add_argument(parser)
     parser.add_argument("--project", type=Path, default=ROOT, help="the checkout whose engine runs (its .venv)")
     parser.add_argument("--keep", type=Path, help="keep the per-thread profiles (and the harness summary) here")
     parser.add_argument("--top", type=int, default=0, help="also print the K functions most called per order")
@@ -96,7 +97,8 @@ def main() -> int:
     project = args.project.resolve()
     python = project / ".venv" / "bin" / "python"
     env = {**os.environ, "ENGINE": f"{python} {Path(__file__).resolve()} --as-engine {out.resolve()}"}
-    done = subprocess.run([str(args.bench_dir / "run-engine.sh"), str(args.n), "--steady-s", "1", "--no-teardown"],
+    script = harness_location.resolve(args.harness) / "run-engine.sh"
+    done = subprocess.run([str(script), str(args.n), "--steady-s", "1", "--no-teardown"],
                           cwd=project, stdout=subprocess.PIPE, env=env, check=False)
     if done.returncode != 0:
         print(f"the harness failed (exit {done.returncode})", file=sys.stderr)

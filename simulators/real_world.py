@@ -7,7 +7,7 @@ embedded world does (``simulators.embedded``: ControlPlane ``openstack/cp`` assi
 cluster, its secret store and RabbitMQ, a registration Secret per target cluster, whose kubeconfig carries
 the target's CA and a token) and runs the simulated K-ORC, ESO and topology operator against the
 management cluster on a thread. ``python -m engine.testing.realkube --world`` reaches it through the lab's
-entry point ``real-world``; the README walkthrough's test and the integration tests use its parts.
+entry point ``real-world``; the Getting started walkthrough's test and the integration tests use its parts.
 
 The simulated controllers act through any Cluster. On a real server they read through a cached client
 (watches, not a list per round), whose reads after one of its writes wait until its cache holds that write

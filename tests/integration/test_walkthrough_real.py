@@ -1,10 +1,11 @@
-"""The README's kubectl walkthrough (Quickstart, "In another shell:") on real API servers, as a user runs it by hand:
+"""The Getting started page's kubectl walkthrough ("In another shell:") on real API servers, as a user runs it by hand:
 ``scripts/kube-cluster --world`` (``python -m engine.testing.realkube --world``: real management and edge-1 clusters
 with our CRDs, the embedded world and the simulated K-ORC, ESO and topology operator), ``engine run --kubeconfig``
-with the kubeconfig it wrote, then each kubectl command of the README's block with the pinned kubectl, asserting
+with the kubeconfig it wrote, then each kubectl command of the page's block with the pinned kubectl, asserting
 what the user sees.
 
-The commands are read from the README: a command added there fails this test until it says what to expect.
+The commands are read from docs/getting-started.md (the README's short walkthrough is a part of it,
+tests/test_front_door.py): a command added there fails this test until it says what to expect.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ from engine.cluster.kube import kube_cluster_from_kubeconfig
 from engine.testing.realkube import KubeBinaries
 
 WAIT_PATIENCE = "120s"
-"""Added to the README's ``kubectl wait`` commands (kubectl's default is 30 s): a loaded machine is not the subject."""
+"""Added to the walkthrough's ``kubectl wait`` commands (kubectl's default is 30 s): a loaded machine is not tested."""
 
 
 def readme_commands() -> list[str]:
-    """The kubectl commands of the README's walkthrough block, comments dropped."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The kubectl commands of the Getting started page's walkthrough block, comments dropped."""
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
     block = re.search(r"In another shell:\n\n```sh\n(.*?)```", text, re.S)
-    assert block, "the README has no walkthrough block after 'In another shell:'"
+    assert block, "docs/getting-started.md has no walkthrough block after 'In another shell:'"
     return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines() if line.startswith("kubectl ")]
 
 
@@ -48,7 +49,7 @@ class Walk:
     operator_log: Path
 
     def run(self, command: str) -> subprocess.CompletedProcess[str]:
-        """A command of the README as a user types it in the checkout, with the pinned kubectl."""
+        """A command of the walkthrough as a user types it in the checkout, with the pinned kubectl."""
         words = shlex.split(command)
         assert words[0] == "kubectl"
         if "wait" in words:
@@ -198,14 +199,14 @@ WALKTHROUGH: list[tuple[str, Callable[[subprocess.CompletedProcess[str]], None]]
     (f"kubectl get secret workflow-credentials -n {TENANT}", credential),
     (f"kubectl delete -f {ORDERS}/keystoneuser.yaml", deleted),
 ]
-"""Each command of the README's walkthrough, and what the user sees."""
+"""Each command of the Getting started walkthrough, and what the user sees."""
 
 
-def test_the_walkthrough_is_the_readmes() -> None:
+def test_the_walkthrough_is_the_getting_started_pages() -> None:
     assert [command for command, _ in WALKTHROUGH] == readme_commands()
 
 
-def test_the_readme_walkthrough_on_real_servers(walk: Walk) -> None:
+def test_the_getting_started_walkthrough_on_real_servers(walk: Walk) -> None:
     for command, check in WALKTHROUGH:
         done = walk.run(command)
         assert done.returncode == 0, f"{command}: exit {done.returncode}\n{done.stderr}"

@@ -4,7 +4,7 @@ Starts one cluster per ``--cluster`` (default: ``management`` and ``edge-1``, as
 clusters), writes one kubeconfig with a context per cluster, prints how to use it, and stops everything on
 SIGINT or SIGTERM. With ``--world`` the clusters get what ``engine run``'s embedded clusters have (the CRDs, the
 world the orders need, the registration of each further cluster, the simulated external controllers: the lab's
-entry point ``real-world``, which also says what it made), so ``engine run --kubeconfig`` and the README's
+entry point ``real-world``, which also says what it made), so ``engine run --kubeconfig`` and the Getting started
 walkthrough run against real servers; the kubeconfig is written once the world is ready.
 """
 
@@ -123,7 +123,7 @@ def banner(servers: dict[str, KubeServer], kubeconfig: Path, *, world: str | Non
     if world is not None:
         lines[1:1] = [world] if world else []
         lines += ["  ./scripts/engine run --kubeconfig $KUBECONFIG    # the operator, on these servers", "",
-                  "and in a third, the README's walkthrough (its kubectl commands)."]
+                  "and in a third, the walkthrough of docs/getting-started.md (its kubectl commands)."]
     else:
         lines += ["  kubectl get namespaces"]
     lines += ["", "Ctrl-C stops them and removes their data."]
