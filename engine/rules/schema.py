@@ -38,8 +38,8 @@ class Spec(BaseModel):
 class OrderSpec(Spec):
     """The custom resource this rule file serves."""
 
-    apiVersion: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9]+$")
-    plural: str = Field(pattern=r"^[a-z0-9]+$")
+    apiVersion: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9]+$", description="The order kind's group/version.")
+    plural: str = Field(pattern=r"^[a-z0-9]+$", description="The order kind's resource name (its CRD's plural).")
     finalizer: str = Field(description="The finalizer that holds a deleting order until its teardown is done.")
     fieldManager: str = Field(description="The Server-Side Apply field manager of every write.")
 
@@ -47,11 +47,11 @@ class OrderSpec(Spec):
 class ReadySpec(Spec):
     """The aggregate condition: True when every sub-condition is True."""
 
-    type: str = "Ready"
-    trueReason: str
-    trueMessage: str
-    falseReason: str
-    falseMessage: str
+    type: str = Field("Ready", description="The aggregate condition's type.")
+    trueReason: str = Field(description="Its reason when every sub-condition is True.")
+    trueMessage: str = Field(description="Its message when every sub-condition is True.")
+    falseReason: str = Field(description="Its reason when a sub-condition is not True.")
+    falseMessage: str = Field(description="Its message when a sub-condition is not True.")
 
 
 class ConditionsSpec(Spec):
@@ -60,8 +60,8 @@ class ConditionsSpec(Spec):
     types: list[str] = Field(min_length=1, description="The sub-conditions, in the order they are written.")
     ready: ReadySpec
     reasons: list[str] = Field(description="Every reason a rule may write; lint refuses any other.")
-    maxMessageBytes: int = 32768
-    truncateSuffix: str = " […truncated]"
+    maxMessageBytes: int = Field(32768, description="Longer condition messages are cut on a character boundary.")
+    truncateSuffix: str = Field(" […truncated]", description="What a cut message ends with.")
 
 
 class CachedKind(Spec):
@@ -424,17 +424,18 @@ class StepOtherwiseSpec(Spec):
 class StepSpec(Spec):
     """One sub-reconciler: owns one condition and one metrics name, runs actions in order."""
 
-    name: str
-    condition: str
+    name: str = Field(description="The step's name, for `requires` and in logs.")
+    condition: str = Field(description="The condition type the step owns (one of conditions.types).")
     metric: str = Field(description="The sub_reconciler label of the step's metrics.")
-    requires: list[str] = Field(default_factory=list)
+    requires: list[str] = Field(default_factory=list, description="Earlier steps that must be done for this one "
+                                                                    "to run; otherwise it is `skipped`.")
     when: Query | None = Field(None, description="Run the step only when this query is true; otherwise its "
                                                  "condition is `otherwise` (default: `skipped`).")
     otherwise: StepOtherwiseSpec | None = None
     skipped: OutcomeSpec | None = Field(None, description="The condition when a required step is not done.")
     error: ErrorSpec | None = None
-    do: list[ActionSpec] = Field(min_length=1)
-    done: OutcomeSpec
+    do: list[ActionSpec] = Field(min_length=1, description="The step's actions, run in order.")
+    done: OutcomeSpec = Field(description="The condition written True when every action went through.")
     outputs: dict[Name, OutputSpec] = Field(
         default_factory=dict, description="Names every later step reads (and this step's `done`): each evaluated "
                                           "once when the step's actions went through; else its `default` (null).")
@@ -642,10 +643,13 @@ class RuleFileSpec(Spec):
     conditions: ConditionsSpec | None = None
     children: ChildrenSpec | None = None
     indexKey: Query | None = Field(None, description="The order's key, or list of keys, for `index` watches.")
-    inputs: dict[Name, InputSpec] = Field(default_factory=dict)
-    values: dict[Name, ValueSpec] = Field(default_factory=dict)
-    gates: list[GateSpec] = Field(default_factory=list)
-    steps: list[StepSpec] = Field(default_factory=list)
+    inputs: dict[Name, InputSpec] = Field(default_factory=dict, description="Named reads of the cluster, each read "
+                                                                            "when an expression first names it.")
+    values: dict[Name, ValueSpec] = Field(default_factory=dict, description="Named values computed from the order "
+                                                                            "and the inputs: a query, a text or a "
+                                                                            "decision table.")
+    gates: list[GateSpec] = Field(default_factory=list, description="Checked in order before any step.")
+    steps: list[StepSpec] = Field(default_factory=list, description="Run in order after the gates.")
     result: ResultSpec | None = None
     teardown: TeardownSpec | None = None
     watches: list[WatchSpec] = Field(default_factory=list)
