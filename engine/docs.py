@@ -1,7 +1,8 @@
 """The generated reference pages of the documentation site, written from the code so they cannot go stale.
 
 ``docs/reference/rule-schema.md`` comes from the rule-file JSON Schema (``engine schema``) and
-``docs/reference/cli.md`` from the argument parsers of ``engine``. ``python -m engine.docs --write`` rewrites
+``docs/reference/cli.md`` from the argument parsers of ``engine``; ``docs/includes/render-result.yaml`` is what
+``engine render`` prints for the example of docs/render.md. ``python -m engine.docs --write`` rewrites
 both; ``--check`` exits 1 naming each page that differs from what the code gives now (a test runs it).
 """
 
@@ -163,9 +164,32 @@ def cli_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+RENDER_EXAMPLE = ("tests/testing/render_fixtures/order.yaml", "tests/scenarios/keystoneuser/fixtures/world.yml",
+                  "tests/testing/render_fixtures/korc-probe-found-nothing.yaml", "--now", "2026-01-01T00:00:00Z")
+"""The `engine render` command docs/render.md shows (run from the repository's root)."""
+
+
+def render_result() -> str:
+    """docs/includes/render-result.yaml: the Result document `engine render RENDER_EXAMPLE` prints, so the rule-file
+    lines docs/render.md quotes are the ones the rules have now."""
+    import contextlib
+    import io
+
+    from engine.cli import main as engine
+
+    out = io.StringIO()
+    args = [str(ROOT / a) if a.endswith((".yaml", ".yml")) else a for a in RENDER_EXAMPLE]
+    with contextlib.redirect_stdout(out):
+        code = engine(["render", *args, "--rules", str(ROOT / "rules"), "--crds", str(ROOT / "deploy/crds")])
+    if code != 0:
+        raise RuntimeError(f"engine render {' '.join(RENDER_EXAMPLE)} exited {code}")
+    return out.getvalue().replace(f"{ROOT}/", "").rsplit("---\n", 1)[-1]
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/rule-schema.md": rule_schema_page,
     "docs/reference/cli.md": cli_page,
+    "docs/includes/render-result.yaml": render_result,
 }
 
 
@@ -182,12 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write:
         for path, page in PAGES.items():
+            (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
             (ROOT / path).write_text(page())
         return 0
     if args.check:
-        for path in stale():
+        paths = stale()
+        for path in paths:
             print(f"{path} is stale: run `python -m engine.docs --write`", file=sys.stderr)
-        return 1 if stale() else 0
+        return 1 if paths else 0
     parser.print_help()
     return 0
 
