@@ -164,25 +164,31 @@ def cli_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDER_EXAMPLE = ("tests/testing/render_fixtures/order.yaml", "tests/scenarios/keystoneuser/fixtures/world.yml",
-                  "tests/testing/render_fixtures/korc-probe-found-nothing.yaml", "--now", "2026-01-01T00:00:00Z")
-"""The `engine render` command docs/render.md shows (run from the repository's root)."""
+def render_command(root: Path = ROOT) -> list[str]:
+    """The arguments of the `engine render` example of docs/render.md (its first command line starting so)."""
+    import re
+    import shlex
+
+    found = re.search(r"^engine render (.+)$", (root / "docs/render.md").read_text(), re.M)
+    if found is None:
+        raise ValueError("docs/render.md shows no `engine render` command")
+    return shlex.split(found[1])
 
 
 def render_result() -> str:
-    """docs/includes/render-result.yaml: the Result document `engine render RENDER_EXAMPLE` prints, so the rule-file
-    lines docs/render.md quotes are the ones the rules have now."""
+    """docs/includes/render-result.yaml: the Result document docs/render.md's example command prints, run from the
+    repository's root, so the rule-file lines the page quotes are the ones the rules have now."""
     import contextlib
     import io
 
     from engine.cli import main as engine
 
     out = io.StringIO()
-    args = [str(ROOT / a) if a.endswith((".yaml", ".yml")) else a for a in RENDER_EXAMPLE]
+    args = [str(ROOT / a) if a.endswith((".yaml", ".yml")) else a for a in render_command()]
     with contextlib.redirect_stdout(out):
         code = engine(["render", *args, "--rules", str(ROOT / "rules"), "--crds", str(ROOT / "deploy/crds")])
     if code != 0:
-        raise RuntimeError(f"engine render {' '.join(RENDER_EXAMPLE)} exited {code}")
+        raise RuntimeError(f"engine render {' '.join(render_command())} exited {code}")
     return out.getvalue().replace(f"{ROOT}/", "").rsplit("---\n", 1)[-1]
 
 
