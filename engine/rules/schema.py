@@ -67,8 +67,8 @@ class ConditionsSpec(Spec):
 class CachedKind(Spec):
     """A kind named in ``children.cacheOnlyLabelled``."""
 
-    apiVersion: str
-    kind: str
+    apiVersion: str = Field(description="The kind's group/version.")
+    kind: str = Field(description="The kind.")
 
 
 class ChildrenSpec(Spec):
@@ -102,7 +102,7 @@ class ListAddress(Spec):
     apiVersion: Text
     kind: Text
     namespace: Text | None = None
-    labels: dict[str, Text] | None = None
+    labels: dict[str, Text] | None = Field(None, description="Only objects carrying these labels.")
 
 
 class KindAddress(Spec):
@@ -113,8 +113,8 @@ class KindAddress(Spec):
 class InputSpec(Spec):
     """An object (get), the objects (list), or whether a kind is served (served), read when first named."""
 
-    get: ObjectAddress | None = None
-    list: ListAddress | None = None
+    get: ObjectAddress | None = Field(None, description="Read one object.")
+    list: ListAddress | None = Field(None, description="List objects of a kind.")
     served: KindAddress | None = Field(None, description="True when the cluster serves the kind (discovery).")
     cluster: Cluster = "management"
     where: Query | None = Field(None, description="list: keep items for which this query is true; it reads the "
@@ -179,7 +179,8 @@ OutputSpec = Query | TextValueSpec | OutputDefaultSpec | list[RowSpec]
 class ErrorSpec(Spec):
     """What a failed API call reports: the step's condition, and the pass error."""
 
-    reason: str | None = None
+    reason: str | None = Field(None, description="The condition's reason when the call fails (one of "
+                                                 "conditions.reasons).")
     message: Text = Field("{{ error }}", description="The condition message; `{{ error }}` is the error text.")
     wrap: Text | None = Field(None, description="The pass error's text; default: the message.")
     writeCondition: bool = Field(True, description="false: return the error only; the step's condition keeps "
@@ -189,7 +190,7 @@ class ErrorSpec(Spec):
 class OutcomeSpec(Spec):
     """A condition verdict: reason, message, and when to come back."""
 
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = Field(None, description="A duration, or a query giving seconds.")
 
@@ -209,10 +210,10 @@ class ForeignSpec(OutcomeSpec):
 class GateConditionSpec(Spec):
     """A condition a gate writes, with its own reason and message (default: the gate's)."""
 
-    type: str
+    type: str = Field(description="The condition type (one of conditions.types).")
     when: Query | None = Field(None, description="Write this condition only when this query holds; otherwise it "
                                                  "keeps what it held (the gate still refuses).")
-    reason: str | None = None
+    reason: str | None = Field(None, description="Its reason (default: the gate's).")
     message: Text | None = None
 
 
@@ -233,7 +234,7 @@ class GateVerdictSpec(Spec):
 class GateSpec(Spec):
     """An ordered refusal before any step, or the point where the finalizer is installed."""
 
-    name: str | None = None
+    name: str | None = Field(None, description="The gate's name, in logs and in `engine render`.")
     when: Query | None = None
     conditions: Literal["all"] | list[str | GateConditionSpec] = Field(
         "all", description="The conditions written False: all, or a list of types, each a name or "
@@ -310,7 +311,7 @@ class ApplySpec(ActionBase):
 class EnsureSpec(ActionBase):
     """Create a child once if it is absent; never rewrite it (generated secrets)."""
 
-    ensure: str
+    ensure: str = Field(description="The template file, relative to templates/<kind>/.")
     cluster: Cluster = "management"
     as_: Name | None = Field(None, alias="as")
 
@@ -320,7 +321,7 @@ class PatchSpec(ActionBase):
 
     patch: Name = Field(description="The bound object to patch.")
     body: Query = Field(description="A query giving the merge patch.")
-    status: bool = False
+    status: bool = Field(False, description="Patch the status subresource.")
     as_: Name | None = Field(None, alias="as")
     cluster: Cluster = "management"
     tolerate: list[str] = Field(default_factory=list,
@@ -338,7 +339,7 @@ class WaitSpec(ActionBase):
     """Stop the step with a False condition unless `for` holds."""
 
     wait: Query = Field(description="The predicate to wait for.")
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = None
     continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
@@ -351,7 +352,7 @@ class RefuseSpec(ActionBase):
     """Stop the step with a False condition when `refuse` holds."""
 
     refuse: Query
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = None
     continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
@@ -367,21 +368,22 @@ class StatusSpec(ActionBase):
 class SetSpec(ActionBase):
     """Bind names for the actions that follow."""
 
-    set: dict[Name, ValueSpec]
+    set: dict[Name, ValueSpec] = Field(description="Names bound for the rest of the step, each a query, a text or "
+                                                   "a decision table.")
 
 
 class LogSpec(ActionBase):
     """Write a log line with the order, its cluster and the step (never put a secret in it)."""
 
     log: Text
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="The log level.")
 
 
 class FailSpec(ActionBase):
     """End the pass with an error (retried with backoff) after writing the condition."""
 
     fail: Text
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
 
 
 ACTION_KEYS = ("apply", "ensure", "patch", "delete", "wait", "refuse", "set", "fail", "log", "status")
@@ -417,7 +419,7 @@ class StepOtherwiseSpec(Spec):
     """The step's condition when its `when` does not hold (the step is not run)."""
 
     status: bool = Field(False, description="true: the condition is True and the step counts as done.")
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
 
 
@@ -485,8 +487,8 @@ class HoldSpec(TeardownActionBase):
     """While `hold` is true, write this condition, keep the finalizer and come back: nothing is deleted."""
 
     hold: Query
-    condition: str
-    reason: str
+    condition: str = Field(description="The condition type written while the hold holds.")
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration = "1m"
 
@@ -494,8 +496,8 @@ class HoldSpec(TeardownActionBase):
 class TeardownTarget(Spec):
     """What an action deletes or patches: the order's children of a kind (listed), or one object by name."""
 
-    apiVersion: str
-    kind: str
+    apiVersion: str = Field(description="The kind's group/version.")
+    kind: str = Field(description="The kind to delete or patch.")
     name: Text | None = Field(None, description="One object of this name (a get); omitted: a list.")
 
 
@@ -547,7 +549,7 @@ class TeardownLogSpec(TeardownActionBase):
     """Write a log line (never put a secret in it)."""
 
     log: Text
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="The log level.")
 
 
 TEARDOWN_KEYS = ("read", "hold", "patch", "delete", "phase", "log", "fail")
@@ -582,7 +584,7 @@ class TeardownSpec(Spec):
                                             "an error stops the actions; once false, every action runs and the "
                                             "finalizer is released whatever failed (fail-open).")
     patientRequeue: Duration = "10s"
-    do: list[TeardownActionSpec] = Field(min_length=1)
+    do: list[TeardownActionSpec] = Field(min_length=1, description="The teardown's actions, run in order.")
 
 
 # ---------------------------------------------------------------------------
@@ -609,7 +611,8 @@ class WatchSpec(Spec):
     apiVersion: str | None = Field(None, description="The watched kind's apiVersion (required unless `id` names "
                                                      "an included watch).")
     kind: str | None = Field(None, description="The watched kind (required unless `id` names an included watch).")
-    clusters: Literal["management", "all"] = "management"
+    clusters: Literal["management", "all"] = Field(
+        "management", description="Watch the management cluster, or every registered cluster too.")
     namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
     name: Query | None = Field(None, description="The order's name, or a list of names, from the object (the order "
                                                  "on the event's cluster).")

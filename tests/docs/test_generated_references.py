@@ -19,13 +19,16 @@ def test_the_committed_page_is_what_the_generator_writes(path: str) -> None:
 
 
 def test_every_schema_field_and_every_flag_is_on_its_page() -> None:
-    """The pages name every field of every object of the schema and every option of every subcommand."""
+    """The pages name, and describe, every field of every object of the schema, and every option of every
+    subcommand."""
     schema = json.loads(schema_document())
     page = (ROOT / "docs/reference/rule-schema.md").read_text()
     for name, definition in [("The rule file", schema), *schema["$defs"].items()]:
         section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
         for field in definition.get("properties", {}):
-            assert f"| `{field}` |" in section, f"{name}.{field} missing"
+            row = next((line for line in section.splitlines() if line.startswith(f"| `{field}` |")), None)
+            assert row is not None, f"{name}.{field} missing"
+            assert not row.endswith("|  |"), f"{name}.{field} has no description: give its Field one in schema.py"
     cli = (ROOT / "docs/reference/cli.md").read_text()
     subparsers = build_parser()._subparsers
     assert subparsers is not None
