@@ -28,6 +28,8 @@ REVIEWED: dict[tuple[str, str, str], str] = {
         "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
     ("test_deploy_rules_configmap.py", "<module>", "skipif"):
         "drives the real kubectl binary (kustomize and apply -k); CI installs it, a laptop without it cannot run it",
+    ("docs/test_tutorial.py", "test_the_last_step_ships_the_kind_through_the_rules_configmap", "skipif"):
+        "drives the real kubectl binary (kustomize); CI installs it, a laptop without it cannot run the test",
     ("conftest.py", "<module>", "skip"):
         "the real-server tier needs the binaries of scripts/kube-binaries (Go); scripts/test builds them when Go is"
         " there and then sets C5C3_REAL_SERVER=require, which turns this skip into a failure",

@@ -38,8 +38,8 @@ class Spec(BaseModel):
 class OrderSpec(Spec):
     """The custom resource this rule file serves."""
 
-    apiVersion: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9]+$")
-    plural: str = Field(pattern=r"^[a-z0-9]+$")
+    apiVersion: str = Field(pattern=r"^[a-z0-9.-]+/[a-z0-9]+$", description="The order kind's group/version.")
+    plural: str = Field(pattern=r"^[a-z0-9]+$", description="The order kind's resource name (its CRD's plural).")
     finalizer: str = Field(description="The finalizer that holds a deleting order until its teardown is done.")
     fieldManager: str = Field(description="The Server-Side Apply field manager of every write.")
 
@@ -47,11 +47,11 @@ class OrderSpec(Spec):
 class ReadySpec(Spec):
     """The aggregate condition: True when every sub-condition is True."""
 
-    type: str = "Ready"
-    trueReason: str
-    trueMessage: str
-    falseReason: str
-    falseMessage: str
+    type: str = Field("Ready", description="The aggregate condition's type.")
+    trueReason: str = Field(description="Its reason when every sub-condition is True.")
+    trueMessage: str = Field(description="Its message when every sub-condition is True.")
+    falseReason: str = Field(description="Its reason when a sub-condition is not True.")
+    falseMessage: str = Field(description="Its message when a sub-condition is not True.")
 
 
 class ConditionsSpec(Spec):
@@ -60,15 +60,15 @@ class ConditionsSpec(Spec):
     types: list[str] = Field(min_length=1, description="The sub-conditions, in the order they are written.")
     ready: ReadySpec
     reasons: list[str] = Field(description="Every reason a rule may write; lint refuses any other.")
-    maxMessageBytes: int = 32768
-    truncateSuffix: str = " […truncated]"
+    maxMessageBytes: int = Field(32768, description="Longer condition messages are cut on a character boundary.")
+    truncateSuffix: str = Field(" […truncated]", description="What a cut message ends with.")
 
 
 class CachedKind(Spec):
     """A kind named in ``children.cacheOnlyLabelled``."""
 
-    apiVersion: str
-    kind: str
+    apiVersion: str = Field(description="The kind's group/version.")
+    kind: str = Field(description="The kind.")
 
 
 class ChildrenSpec(Spec):
@@ -102,7 +102,7 @@ class ListAddress(Spec):
     apiVersion: Text
     kind: Text
     namespace: Text | None = None
-    labels: dict[str, Text] | None = None
+    labels: dict[str, Text] | None = Field(None, description="Only objects carrying these labels.")
 
 
 class KindAddress(Spec):
@@ -113,8 +113,8 @@ class KindAddress(Spec):
 class InputSpec(Spec):
     """An object (get), the objects (list), or whether a kind is served (served), read when first named."""
 
-    get: ObjectAddress | None = None
-    list: ListAddress | None = None
+    get: ObjectAddress | None = Field(None, description="Read one object.")
+    list: ListAddress | None = Field(None, description="List objects of a kind.")
     served: KindAddress | None = Field(None, description="True when the cluster serves the kind (discovery).")
     cluster: Cluster = "management"
     where: Query | None = Field(None, description="list: keep items for which this query is true; it reads the "
@@ -179,7 +179,8 @@ OutputSpec = Query | TextValueSpec | OutputDefaultSpec | list[RowSpec]
 class ErrorSpec(Spec):
     """What a failed API call reports: the step's condition, and the pass error."""
 
-    reason: str | None = None
+    reason: str | None = Field(None, description="The condition's reason when the call fails (one of "
+                                                 "conditions.reasons).")
     message: Text = Field("{{ error }}", description="The condition message; `{{ error }}` is the error text.")
     wrap: Text | None = Field(None, description="The pass error's text; default: the message.")
     writeCondition: bool = Field(True, description="false: return the error only; the step's condition keeps "
@@ -189,7 +190,7 @@ class ErrorSpec(Spec):
 class OutcomeSpec(Spec):
     """A condition verdict: reason, message, and when to come back."""
 
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = Field(None, description="A duration, or a query giving seconds.")
 
@@ -209,10 +210,10 @@ class ForeignSpec(OutcomeSpec):
 class GateConditionSpec(Spec):
     """A condition a gate writes, with its own reason and message (default: the gate's)."""
 
-    type: str
+    type: str = Field(description="The condition type (one of conditions.types).")
     when: Query | None = Field(None, description="Write this condition only when this query holds; otherwise it "
                                                  "keeps what it held (the gate still refuses).")
-    reason: str | None = None
+    reason: str | None = Field(None, description="Its reason (default: the gate's).")
     message: Text | None = None
 
 
@@ -233,7 +234,7 @@ class GateVerdictSpec(Spec):
 class GateSpec(Spec):
     """An ordered refusal before any step, or the point where the finalizer is installed."""
 
-    name: str | None = None
+    name: str | None = Field(None, description="The gate's name, in logs and in `engine render`.")
     when: Query | None = None
     conditions: Literal["all"] | list[str | GateConditionSpec] = Field(
         "all", description="The conditions written False: all, or a list of types, each a name or "
@@ -310,7 +311,7 @@ class ApplySpec(ActionBase):
 class EnsureSpec(ActionBase):
     """Create a child once if it is absent; never rewrite it (generated secrets)."""
 
-    ensure: str
+    ensure: str = Field(description="The template file, relative to templates/<kind>/.")
     cluster: Cluster = "management"
     as_: Name | None = Field(None, alias="as")
 
@@ -320,7 +321,7 @@ class PatchSpec(ActionBase):
 
     patch: Name = Field(description="The bound object to patch.")
     body: Query = Field(description="A query giving the merge patch.")
-    status: bool = False
+    status: bool = Field(False, description="Patch the status subresource.")
     as_: Name | None = Field(None, alias="as")
     cluster: Cluster = "management"
     tolerate: list[str] = Field(default_factory=list,
@@ -338,7 +339,7 @@ class WaitSpec(ActionBase):
     """Stop the step with a False condition unless `for` holds."""
 
     wait: Query = Field(description="The predicate to wait for.")
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = None
     continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
@@ -351,7 +352,7 @@ class RefuseSpec(ActionBase):
     """Stop the step with a False condition when `refuse` holds."""
 
     refuse: Query
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration | Query | None = None
     continue_: bool = Field(False, alias="continue", description="Record the verdict and run the rest of the step; "
@@ -367,21 +368,22 @@ class StatusSpec(ActionBase):
 class SetSpec(ActionBase):
     """Bind names for the actions that follow."""
 
-    set: dict[Name, ValueSpec]
+    set: dict[Name, ValueSpec] = Field(description="Names bound for the rest of the step, each a query, a text or "
+                                                   "a decision table.")
 
 
 class LogSpec(ActionBase):
     """Write a log line with the order, its cluster and the step (never put a secret in it)."""
 
     log: Text
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="The log level.")
 
 
 class FailSpec(ActionBase):
     """End the pass with an error (retried with backoff) after writing the condition."""
 
     fail: Text
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
 
 
 ACTION_KEYS = ("apply", "ensure", "patch", "delete", "wait", "refuse", "set", "fail", "log", "status")
@@ -417,24 +419,25 @@ class StepOtherwiseSpec(Spec):
     """The step's condition when its `when` does not hold (the step is not run)."""
 
     status: bool = Field(False, description="true: the condition is True and the step counts as done.")
-    reason: str
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
 
 
 class StepSpec(Spec):
     """One sub-reconciler: owns one condition and one metrics name, runs actions in order."""
 
-    name: str
-    condition: str
+    name: str = Field(description="The step's name, for `requires` and in logs.")
+    condition: str = Field(description="The condition type the step owns (one of conditions.types).")
     metric: str = Field(description="The sub_reconciler label of the step's metrics.")
-    requires: list[str] = Field(default_factory=list)
+    requires: list[str] = Field(default_factory=list, description="Earlier steps that must be done for this one "
+                                                                    "to run; otherwise it is `skipped`.")
     when: Query | None = Field(None, description="Run the step only when this query is true; otherwise its "
                                                  "condition is `otherwise` (default: `skipped`).")
     otherwise: StepOtherwiseSpec | None = None
     skipped: OutcomeSpec | None = Field(None, description="The condition when a required step is not done.")
     error: ErrorSpec | None = None
-    do: list[ActionSpec] = Field(min_length=1)
-    done: OutcomeSpec
+    do: list[ActionSpec] = Field(min_length=1, description="The step's actions, run in order.")
+    done: OutcomeSpec = Field(description="The condition written True when every action went through.")
     outputs: dict[Name, OutputSpec] = Field(
         default_factory=dict, description="Names every later step reads (and this step's `done`): each evaluated "
                                           "once when the step's actions went through; else its `default` (null).")
@@ -484,8 +487,8 @@ class HoldSpec(TeardownActionBase):
     """While `hold` is true, write this condition, keep the finalizer and come back: nothing is deleted."""
 
     hold: Query
-    condition: str
-    reason: str
+    condition: str = Field(description="The condition type written while the hold holds.")
+    reason: str = Field(description="The condition's reason: one of conditions.reasons.")
     message: Text
     requeue: Duration = "1m"
 
@@ -493,8 +496,8 @@ class HoldSpec(TeardownActionBase):
 class TeardownTarget(Spec):
     """What an action deletes or patches: the order's children of a kind (listed), or one object by name."""
 
-    apiVersion: str
-    kind: str
+    apiVersion: str = Field(description="The kind's group/version.")
+    kind: str = Field(description="The kind to delete or patch.")
     name: Text | None = Field(None, description="One object of this name (a get); omitted: a list.")
 
 
@@ -546,7 +549,7 @@ class TeardownLogSpec(TeardownActionBase):
     """Write a log line (never put a secret in it)."""
 
     log: Text
-    level: Literal["debug", "info", "warning", "error"] = "info"
+    level: Literal["debug", "info", "warning", "error"] = Field("info", description="The log level.")
 
 
 TEARDOWN_KEYS = ("read", "hold", "patch", "delete", "phase", "log", "fail")
@@ -581,7 +584,7 @@ class TeardownSpec(Spec):
                                             "an error stops the actions; once false, every action runs and the "
                                             "finalizer is released whatever failed (fail-open).")
     patientRequeue: Duration = "10s"
-    do: list[TeardownActionSpec] = Field(min_length=1)
+    do: list[TeardownActionSpec] = Field(min_length=1, description="The teardown's actions, run in order.")
 
 
 # ---------------------------------------------------------------------------
@@ -608,7 +611,8 @@ class WatchSpec(Spec):
     apiVersion: str | None = Field(None, description="The watched kind's apiVersion (required unless `id` names "
                                                      "an included watch).")
     kind: str | None = Field(None, description="The watched kind (required unless `id` names an included watch).")
-    clusters: Literal["management", "all"] = "management"
+    clusters: Literal["management", "all"] = Field(
+        "management", description="Watch the management cluster, or every registered cluster too.")
     namespace: Query | None = Field(None, description="The order's namespace, from the object (default: its own).")
     name: Query | None = Field(None, description="The order's name, or a list of names, from the object (the order "
                                                  "on the event's cluster).")
@@ -642,10 +646,13 @@ class RuleFileSpec(Spec):
     conditions: ConditionsSpec | None = None
     children: ChildrenSpec | None = None
     indexKey: Query | None = Field(None, description="The order's key, or list of keys, for `index` watches.")
-    inputs: dict[Name, InputSpec] = Field(default_factory=dict)
-    values: dict[Name, ValueSpec] = Field(default_factory=dict)
-    gates: list[GateSpec] = Field(default_factory=list)
-    steps: list[StepSpec] = Field(default_factory=list)
+    inputs: dict[Name, InputSpec] = Field(default_factory=dict, description="Named reads of the cluster, each read "
+                                                                            "when an expression first names it.")
+    values: dict[Name, ValueSpec] = Field(default_factory=dict, description="Named values computed from the order "
+                                                                            "and the inputs: a query, a text or a "
+                                                                            "decision table.")
+    gates: list[GateSpec] = Field(default_factory=list, description="Checked in order before any step.")
+    steps: list[StepSpec] = Field(default_factory=list, description="Run in order after the gates.")
     result: ResultSpec | None = None
     teardown: TeardownSpec | None = None
     watches: list[WatchSpec] = Field(default_factory=list)
