@@ -176,13 +176,16 @@ def _add_run(subparsers: Any) -> None:
                      help="spread the orders over every replica run with --sharded: each holds a membership Lease "
                      "and reconciles only the orders the leader labels with its name (implies --leader-elect)")
     run.add_argument("--metrics-bind-address", default=":8080", metavar="ADDRESS",
-                     help="address of /metrics (default: :8080; 0 turns it off)")
+                     help="address of /metrics (default: :8080; 0 turns it off; on the embedded clusters an "
+                     "address without a host listens on 127.0.0.1 only)")
     run.add_argument("--health-probe-bind-address", default=":8081", metavar="ADDRESS",
-                     help="address of /healthz and /readyz (default: :8081; 0 turns it off)")
+                     help="address of /healthz and /readyz (default: :8081; 0 turns it off; on the embedded "
+                     "clusters an address without a host listens on 127.0.0.1 only)")
     run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                      help="least severe level logged (default: info)")
     run.add_argument("--kubeconfig-out", type=Path, metavar="PATH",
-                     help="embedded clusters only: where to write their kubeconfig (default: a temporary file)")
+                     help="embedded clusters only: where to write their kubeconfig, kept after the stop (default: a "
+                     "temporary engine-run-* folder, removed at the stop)")
     run.set_defaults(handler=_run)
 
 
