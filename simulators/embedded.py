@@ -36,7 +36,7 @@ import yaml
 from engine.clock import SystemClock
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.memory import MemoryCluster
-from engine.operator import Options, bind_endpoints, lint_clean, run
+from engine.operator import Options, bind_endpoints, lint_clean, run, stop_on_signals
 from engine.ops import BindError
 from engine.rules.bundle import default_folder
 from engine.rules.crd_lint import crd_file_errors
@@ -261,8 +261,8 @@ def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, ou
     except BindError as exc:
         print(f"engine run: {exc}", file=sys.stderr)
         return 1
-    with embedded_clusters(crds, kubeconfig_out) as embedded:
-        banner(embedded, stream)
+    with stop_on_signals(stop), embedded_clusters(crds, kubeconfig_out) as embedded:  # Ctrl-C right after the
+        banner(embedded, stream)  # banner stops it as gracefully as later, and the kubeconfig's folder goes
         halt = threading.Event()
         controllers = threading.Thread(target=embedded.react_until, args=(halt,), name="simulated controllers",
                                        daemon=True)

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,3 +114,31 @@ def test_leftovers_of_a_killed_run_are_named_in_plain_words(rules_dir: Callable[
     assert not any("client-key directory" in msg for msg in infos), infos
     assert ("cleaned up 1 temporary folder left by an earlier engine run that was killed before it could "
             "clean up (nothing to do)") in infos, infos
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_and_the_kubeconfig_folder_goes(tmp_path: Path, signum: signal.Signals) -> None:
+    """`engine run` as a process, stopped by SIGTERM or Ctrl-C once its banner is out: exit 0, and its
+    temporary folder holds no `engine-run-*` folder any more."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST", "KUBECONFIG")}
+    env["TMPDIR"] = str(temp)
+    out = tmp_path / "out.txt"
+    with out.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "engine.cli", "run", "--metrics-bind-address", "0",
+                                    "--health-probe-bind-address", "0"], cwd=ROOT, env=env, stdout=sink,
+                                   stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            while "Stop with Ctrl-C" not in out.read_text(errors="replace") and process.poll() is None:
+                assert time.monotonic() < deadline, out.read_text(errors="replace")
+                time.sleep(0.1)
+            assert [p.name[:11] for p in temp.iterdir() if p.name.startswith("engine-run-")] == ["engine-run-"]
+            process.send_signal(signum)
+            assert process.wait(30) == 0, out.read_text(errors="replace")
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert [p.name for p in temp.iterdir() if p.name.startswith("engine-run-")] == []
