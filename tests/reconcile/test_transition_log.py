@@ -54,3 +54,21 @@ def test_a_line_says_what_happened_in_words(rules_dir: Callable[..., Path], capl
     part_is_ready(w)
     w.run()
     assert "Widget ns/w: Ready is True (AllReady)" in [r.getMessage() for r in caplog.records]
+
+
+def test_the_demos_rotation_reads_as_transitions(caplog: pytest.LogCaptureFixture) -> None:
+    """`engine demo`'s KeystoneUser (real rules, simulated clock): Ready, then the scheduled rotation as the
+    sub-conditions leaving and regaining their ready reasons with Ready, then the deletion's release."""
+    import io
+
+    from simulators import demo as story
+
+    with caplog.at_level(logging.INFO, logger="engine"):
+        assert story.main(out=io.StringIO()) == 0
+    lines = [r.getMessage().removeprefix("KeystoneUser tenant-a/workflow: ") for r in caplog.records
+             if hasattr(r, "condition")]
+    first_ready = lines.index("Ready is True (AllReady)")
+    rotation = lines[first_ready + 1:]
+    assert rotation[:3] == ["UserReady is False (WaitingForServiceAccounts)",
+                            "DeliveryReady is False (WaitingForServiceAccounts)", "Ready is False (NotAllReady)"]
+    assert rotation[-2:] == ["Ready is True (AllReady)", "deleted, finalizer c5c3.io/keystoneuser-teardown released"]
