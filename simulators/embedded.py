@@ -14,8 +14,9 @@ kinds (``deploy/crds/external/``), and a world to serve orders in:
 
 The external controllers (K-ORC, ESO and the RabbitMQ topology operator) are simulated on
 a background thread against the management cluster. A kubeconfig with one context per
-cluster (``management``, ``edge-1``) is written and printed with a few kubectl commands;
-then the operator runs against it until SIGTERM or SIGINT.
+cluster (``management``, ``edge-1``) is written (in a temporary folder removed at the stop)
+and printed with a few kubectl commands; then the operator runs against it until SIGTERM or
+SIGINT. Its metrics and probes listen on 127.0.0.1 unless their address names a host.
 """
 
 from __future__ import annotations
