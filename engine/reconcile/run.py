@@ -274,5 +274,7 @@ def persist_status(ctx: PassContext, result: Result) -> Result:
     except ApiError as err:
         error = PassError(f"{result.error}; updating status: {err}" if result.error else f"updating status: {err}")
         return Result(error=error, outcomes=result.outcomes, event=result.event)
-    log_condition_changes(ctx.log, ctx.log_fields(), ctx.before_status.get("conditions") or (), status["conditions"])
+    if ctx.log.isEnabledFor(logging.INFO):  # the one check a status write pays when info lines are off
+        log_condition_changes(ctx.log, ctx.log_fields(), ctx.before_status.get("conditions") or (),
+                              status["conditions"])
     return result

@@ -26,9 +26,7 @@ def _where(fields: dict[str, Any]) -> str:
 
 def log_condition_changes(log: Log, fields: dict[str, Any], before: Iterable[Any], after: Iterable[Obj]) -> None:
     """One info line per condition of ``after`` whose (status, reason) differs from ``before``'s; ``fields``:
-    the pass's log fields (kind, order, cluster)."""
-    if not log.isEnabledFor(logging.INFO):
-        return
+    the pass's log fields (kind, order, cluster). The caller checks first that info lines are on."""
     was = {c.get("type"): (c.get("status"), c.get("reason")) for c in before if isinstance(c, dict)}
     where = _where(fields)
     for condition in after:
