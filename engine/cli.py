@@ -176,13 +176,16 @@ def _add_run(subparsers: Any) -> None:
                      help="spread the orders over every replica run with --sharded: each holds a membership Lease "
                      "and reconciles only the orders the leader labels with its name (implies --leader-elect)")
     run.add_argument("--metrics-bind-address", default=":8080", metavar="ADDRESS",
-                     help="address of /metrics (default: :8080; 0 turns it off)")
+                     help="address of /metrics (default: :8080; 0 turns it off; on the embedded clusters an "
+                     "address without a host listens on 127.0.0.1 only)")
     run.add_argument("--health-probe-bind-address", default=":8081", metavar="ADDRESS",
-                     help="address of /healthz and /readyz (default: :8081; 0 turns it off)")
+                     help="address of /healthz and /readyz (default: :8081; 0 turns it off; on the embedded "
+                     "clusters an address without a host listens on 127.0.0.1 only)")
     run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                      help="least severe level logged (default: info)")
     run.add_argument("--kubeconfig-out", type=Path, metavar="PATH",
-                     help="embedded clusters only: where to write their kubeconfig (default: a temporary file)")
+                     help="embedded clusters only: where to write their kubeconfig, kept after the stop (default: a "
+                     "temporary engine-run-* folder, removed at the stop)")
     run.set_defaults(handler=_run)
 
 
@@ -292,8 +295,19 @@ def _rbac(args: argparse.Namespace) -> int:
         return 1
     who = Identity(name=args.name, namespace=args.namespace, clusters_namespace=args.clusters_namespace)
     manifest = render_target if args.target else render
-    print(manifest(rights, who, f"{args.rules.as_posix().rstrip('/')}/"), end="")
+    print(manifest(rights, who, _rules_source(args.rules)), end="")
     return 0
+
+
+def _rules_source(rules: Path) -> str:
+    """How a generated file names its rules: the folder as given, or the package for the installed rules (an
+    absolute site-packages path would differ on every machine)."""
+    from engine.rules.bundle import BUNDLE_PACKAGE, installed
+
+    bundled = installed("rules")
+    if bundled is not None and rules == bundled:  # default_folder chose the install: no rules/ here
+        return f"the installed rules (package {BUNDLE_PACKAGE})"
+    return f"{rules.as_posix().rstrip('/')}/"
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -364,7 +378,36 @@ def _test(args: argparse.Namespace) -> int:
     return command(args)
 
 
+CLOSED_PIPE_STATUS = 128 + 13
+"""The exit status when the reader of stdout went away (``engine schema | head -c 100``): a tool ended by
+SIGPIPE's, as the shell reports it."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every subcommand; a closed stdout (its reader stopped reading) ends it quietly, without a traceback."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # what is still buffered meets the closed pipe here, not at interpreter exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return CLOSED_PIPE_STATUS
+    return status
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: Python flushes it once more at exit, which would fail again and say so."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a descriptor (a test's StringIO): nothing flushes at exit
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -557,13 +557,15 @@ def run(
     target_factory: Callable[[Registration], Cluster] | None = None,
     endpoints: list[Endpoint] | None = None,
     own_process: bool = False,
+    rules: LoadedRules | None = None,
 ) -> int:
     """``engine run``: 0 after a graceful stop, 1 when the rules do not lint clean, an address is taken or
     the cluster is unusable. ``endpoints``: the metrics and probe addresses, bound by the caller already.
     own_process: the process runs nothing else (the command line), so the garbage collector is tuned for it
-    once the operator has started (``tune_collector``)."""
+    once the operator has started (``tune_collector``). ``rules``: the set the caller linted already
+    (``lint_clean``), else they are linted here."""
     out = out if out is not None else sys.stdout
-    rules = lint_clean(options, out)
+    rules = rules if rules is not None else lint_clean(options, out)
     if rules is None:
         return _unbind(endpoints or [])
     sink = SecretSink()
@@ -581,10 +583,12 @@ def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, ma
     logs.configure(options.log_level, sink=sink)
     from engine.cluster.kube import sweep_discovery_dirs, sweep_private_dirs
 
-    for path in sweep_private_dirs():
-        LOG.info("removed client-key directory %s left by an operator that did not stop", path)
-    for path in sweep_discovery_dirs():
-        LOG.info("removed discovery cache directory %s left by an operator that did not stop", path)
+    swept = [*sweep_private_dirs(), *sweep_discovery_dirs()]
+    for path in swept:
+        LOG.debug("removed %s (client keys or API discovery cache of an operator that did not stop)", path)
+    if swept:
+        LOG.info(f"cleaned up {len(swept)} temporary folder{'s' if len(swept) > 1 else ''} left by an earlier "
+                 "engine run that was killed before it could clean up (nothing to do)")
     stop = stop if stop is not None else threading.Event()
     if endpoints is None:
         try:

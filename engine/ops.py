@@ -109,6 +109,11 @@ class Endpoint:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """The host and port listened on."""
+        return str(self._server.server_address[0]), self.port
+
     def start(self, routes: Mapping[str, Route] | None = None) -> Endpoint:
         """Serve (on ``routes`` too, when given) on a daemon thread."""
         self._routes.update(routes or {})

@@ -14,8 +14,9 @@ kinds (``deploy/crds/external/``), and a world to serve orders in:
 
 The external controllers (K-ORC, ESO and the RabbitMQ topology operator) are simulated on
 a background thread against the management cluster. A kubeconfig with one context per
-cluster (``management``, ``edge-1``) is written and printed with a few kubectl commands;
-then the operator runs against it until SIGTERM or SIGINT.
+cluster (``management``, ``edge-1``) is written (in a temporary folder removed at the stop)
+and printed with a few kubectl commands; then the operator runs against it until SIGTERM or
+SIGINT. Its metrics and probes listen on 127.0.0.1 unless their address names a host.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -35,7 +37,7 @@ import yaml
 from engine.clock import SystemClock
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
 from engine.cluster.memory import MemoryCluster
-from engine.operator import Options, bind_endpoints, run
+from engine.operator import Options, bind_endpoints, lint_clean, run, stop_on_signals
 from engine.ops import BindError
 from engine.rules.bundle import default_folder
 from engine.rules.crd_lint import crd_file_errors
@@ -181,10 +183,12 @@ def embedded_clusters(crds: Path, kubeconfig_out: Path | None = None) -> Iterato
     management_server, target_server = Emulator(management), Emulator(target)
     management_server.start()
     target_server.start()
+    made: Path | None = None
     try:
         management.seed(registration(TARGET, target_server.kubeconfig(TARGET)))
         if kubeconfig_out is None:
-            kubeconfig_out = Path(tempfile.mkdtemp(prefix="engine-run-")) / "kubeconfig"
+            made = Path(tempfile.mkdtemp(prefix="engine-run-"))
+            kubeconfig_out = made / "kubeconfig"
         write_kubeconfig(kubeconfig_out, {MANAGEMENT_CONTEXT: management_server, TARGET: target_server},
                          MANAGEMENT_CONTEXT)
         simulators: list[Simulator] = [
@@ -195,6 +199,19 @@ def embedded_clusters(crds: Path, kubeconfig_out: Path | None = None) -> Iterato
     finally:
         management_server.stop()
         target_server.stop()
+        if made is not None:  # the kubeconfig of clusters that are gone; one the user named (--kubeconfig-out) stays
+            shutil.rmtree(made, ignore_errors=True)
+
+
+def local_only(options: Options) -> Options:
+    """The metrics and probe addresses of a run on embedded clusters: one without a host (``:8080``, the
+    default) listens on 127.0.0.1, not on every interface: a laptop's demo is not served to its network. A host
+    given (``0.0.0.0:8080``) is kept."""
+    def local(address: str) -> str:
+        return f"127.0.0.1{address.strip()}" if address.strip().startswith(":") else address
+
+    return replace(options, metrics_bind_address=local(options.metrics_bind_address),
+                   health_probe_bind_address=local(options.health_probe_bind_address))
 
 
 def banner(embedded: Embedded, out: TextIO) -> None:
@@ -221,12 +238,15 @@ def banner(embedded: Embedded, out: TextIO) -> None:
 def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, out: TextIO | None = None,
          stop: threading.Event | None = None) -> int:
     """Claim the operator's addresses, start the embedded clusters, print how to use them, run the operator
-    against them. An address in use ends it before the banner, with one line naming the flag and the port; a CRD
-    a real API server would refuse ends it before anything starts, with ``engine lint``'s line for each refusal."""
+    against them. The banner comes only once the operator will start: a CRD a real API server would refuse ends
+    it before anything starts, with ``engine lint``'s line for each refusal; so do rules that do not lint clean,
+    with their lint lines; an address in use, with one line naming the flag and the port. The addresses without
+    a host listen on 127.0.0.1 (``local_only``). The kubeconfig's temporary folder goes at the stop."""
     import sys
 
     stream = out if out is not None else sys.stdout
     stop = stop if stop is not None else threading.Event()
+    options = local_only(options)
     refused = [error for folder in (crds, crds / "external") for path in sorted(folder.glob("*.yaml"))
                for error in crd_file_errors(path)]
     if refused:
@@ -234,20 +254,23 @@ def main(options: Options, *, crds: Path, kubeconfig_out: Path | None = None, ou
             print(error, file=sys.stderr)
         print("engine run: a real API server would refuse these CRDs; nothing started", file=sys.stderr)
         return 1
+    rules = lint_clean(options, stream)
+    if rules is None:
+        return 1
     try:
         endpoints = bind_endpoints(options)
     except BindError as exc:
         print(f"engine run: {exc}", file=sys.stderr)
         return 1
-    with embedded_clusters(crds, kubeconfig_out) as embedded:
-        banner(embedded, stream)
+    with stop_on_signals(stop), embedded_clusters(crds, kubeconfig_out) as embedded:  # Ctrl-C right after the
+        banner(embedded, stream)  # banner stops it as gracefully as later, and the kubeconfig's folder goes
         halt = threading.Event()
         controllers = threading.Thread(target=embedded.react_until, args=(halt,), name="simulated controllers",
                                        daemon=True)
         controllers.start()
         try:
             return run(replace(options, kubeconfig=embedded.kubeconfig, context=MANAGEMENT_CONTEXT), stop=stop,
-                       out=stream, endpoints=endpoints)
+                       out=stream, endpoints=endpoints, rules=rules)
         finally:
             halt.set()
             controllers.join(5)

@@ -27,6 +27,7 @@ from engine.reconcile.actions import _reason as verdict_reason
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.outputs import publish, publish_defaults
 from engine.reconcile.teardown import run_teardown
+from engine.reconcile.transitions import log_condition_changes
 from engine.rules.model import Action, CompiledKind, Gate, Step
 
 LOG = logging.getLogger("engine.reconcile")
@@ -273,4 +274,7 @@ def persist_status(ctx: PassContext, result: Result) -> Result:
     except ApiError as err:
         error = PassError(f"{result.error}; updating status: {err}" if result.error else f"updating status: {err}")
         return Result(error=error, outcomes=result.outcomes, event=result.event)
+    if ctx.log.isEnabledFor(logging.INFO):  # the one check a status write pays when info lines are off
+        log_condition_changes(ctx.log, ctx.log_fields(), ctx.before_status.get("conditions") or (),
+                              status["conditions"])
     return result

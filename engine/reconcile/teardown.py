@@ -28,6 +28,7 @@ from engine.reconcile.context import (
     sort_key,
     truthy,
 )
+from engine.reconcile.transitions import log_release
 from engine.rules.model import TeardownAction
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -234,6 +235,7 @@ def release(ctx: PassContext, finalizers: list[str]) -> Result:
         return Result()
     except ApiError as err:
         return Result(error=PassError(f"removing {kind.kind} finalizer: {err}"))
+    log_release(ctx.log, ctx.log_fields(), kind.finalizer)
     return Result()
 
 

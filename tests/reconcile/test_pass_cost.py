@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import cProfile
 import datetime as dt
+import logging
 import pstats
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,15 @@ from simulators.demo import WORLD
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = 3
 
-CALLS_TO_CONVERGE = 21_200
+CALLS_TO_CONVERGE = 21_300
 """Per order, every pass from the first to the first that finds it converged (9 on this deterministic manager,
 which runs a pass for every event): 25,247 before an order's stable values were remembered (decision 52),
 21,929 after, 21,489 once a condition's lookup and a render's names skipped a Python call each, 20,331 at
 c566c10 (the bound about 4% above it, so a regression of that size fails here), 20,857 with the checks of the
-order's name and spec fields (decision 57), whose values are remembered after an order's first pass."""
+order's name and spec fields (decision 57), whose values are remembered after an order's first pass; 21,153 at
+integrate28, 21,168 with the transition lines' one level check per status write. The bound rose from 21,200 to
+21,300: in the whole tier the same passes count about 35 calls more than alone (state earlier tests leave), which
+left no room for that check."""
 
 CALLS_PER_CONVERGED_PASS = 3_650
 """A pass over a converged order: 4,353 before decision 52, 3,744 after, 3,662 then, 3,513 at c566c10, 3,544 with the
@@ -44,7 +48,25 @@ gates on the order's name and spec fields (decision 57)."""
 
 def test_an_orders_passes_stay_within_their_calls() -> None:
     """Three orders converged with the simulated K-ORC and ESO: the calls of every pass per order, and of one
-    more pass over each converged order, stay within their bounds."""
+    more pass over each converged order, stay within their bounds.
+
+    While they converge, info lines are off: the count is the engine's, whatever level and handlers earlier
+    tests left on the root logger (at info, through `engine run`'s JSON handler, the info lines of an order's
+    transitions add about 1,100 calls to its converging passes, 21,168 -> 22,259, on the passes that write a
+    status only). The converged passes run with info lines on: they write nothing and log nothing, so they cost
+    the same."""
+    held = logging.root.manager.disable
+    logging.disable(logging.INFO)
+    try:
+        converged = _converge_and_pass_again(lambda: logging.disable(held))
+    finally:
+        logging.disable(held)
+    assert max(converged) <= CALLS_PER_CONVERGED_PASS, converged
+
+
+def _converge_and_pass_again(info_on: Any) -> list[int]:
+    """Converge the orders (asserting the calls to converge), then call ``info_on`` and run one more pass over
+    each; the calls of those passes."""
     catalog = load_catalog(ROOT / "rules")
     kind = catalog["c5c3.io/v1alpha1/KeystoneUser"]
     clock = SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
@@ -88,7 +110,7 @@ def test_an_orders_passes_stay_within_their_calls() -> None:
                for o in orders), "every order converges"
     to_converge = sum(sum(counts) for counts in passes.values()) / ORDERS
     assert to_converge <= CALLS_TO_CONVERGE, to_converge
+    info_on()
     for i in range(ORDERS):
         manager.reconcile(Request(kind.key, "", namespace, f"order-{i}"))
-    converged = [counts[-1] for counts in passes.values()]
-    assert max(converged) <= CALLS_PER_CONVERGED_PASS, converged
+    return [counts[-1] for counts in passes.values()]
