@@ -62,11 +62,11 @@ def contains(live: Any, want: Any) -> bool:
 
 
 def stop(ctx: PassContext, outcome: Outcome, keep_going: bool = False, scope: Scope | None = None) -> Stop:
-    return Stop(_reason(ctx, outcome, scope), ctx.render(outcome.message, scope),
+    return Stop(verdict_reason(ctx, outcome, scope), ctx.render(outcome.message, scope),
                 requeue_seconds(ctx, outcome.requeue), keep_going)
 
 
-def _reason(ctx: PassContext, outcome: Outcome, scope: Scope | None = None) -> str:
+def verdict_reason(ctx: PassContext, outcome: Outcome, scope: Scope | None = None) -> str:
     """The verdict's reason: as written, or rendered from the pass and then held to the declared reasons."""
     if outcome.reason_text is None:
         return outcome.reason

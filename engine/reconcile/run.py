@@ -22,8 +22,7 @@ from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
 from engine.expr.ownership import CHILD_TEST
 from engine.outcome import EventNote, PassError, Request, Result, StepOutcome
-from engine.reconcile.actions import Stop, run_action
-from engine.reconcile.actions import _reason as verdict_reason
+from engine.reconcile.actions import Stop, run_action, verdict_reason
 from engine.reconcile.context import PassContext, ReadError, RuleRuntimeError, as_delta, requeue_seconds, truthy
 from engine.reconcile.outputs import publish, publish_defaults
 from engine.reconcile.teardown import run_teardown
