@@ -27,6 +27,11 @@ PER_WATCH = 1.5
 OTHERS = 60.0
 """test_faults_http.py's bounds for one replica; the other requests three times over (three replicas, and the
 Lease renewals every 500 ms of each)."""
+REJOIN = 80
+"""Requests a member may add in a window by rejoining: a window that refuses its Lease renewals (409 to 70% of
+writes) can lapse its membership, and a member that rejoins lists its kinds again and passes over its orders
+once more. Measured over the 409 window, three members: 225-232 requests without a rejoin, 337-408 with, 513
+under the full suite's load; a retry loop that backoff does not bound sends thousands."""
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +75,7 @@ def test_three_members_through_fault_windows(world: World, proxy: FaultProxy,
         invariants.check(names)
         others = sum(seen.counts.values()) - seen.counts["watch"]
         assert seen.counts["watch"] <= watches * (1 + PER_WATCH * seen.seconds), (fault_name, dict(seen.counts))
-        assert others <= OTHERS * seen.seconds, (fault_name, dict(seen.counts), seen.seconds)
+        assert others <= OTHERS * seen.seconds + REJOIN * len(members), (fault_name, dict(seen.counts), seen.seconds)
     for name in names:
         world.management.delete(API, "KeystoneUser", TENANT, name)
     wait_gone(invariants, names, timeout=PATIENCE)
