@@ -237,8 +237,11 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
         return
 
     def handler(signum: int, frame: Any) -> None:
-        LOG.info("received %s; stopping", signal.Signals(signum).name)
         stop.set()
+        # Logged from a thread of its own: the handler interrupts the main thread wherever it is, possibly holding
+        # the secret sink's lock that every log line takes, which the handler would then wait for forever.
+        threading.Thread(target=LOG.info, args=("received %s; stopping", signal.Signals(signum).name),
+                         name="signal log", daemon=True).start()
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
