@@ -34,7 +34,8 @@ Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
   (``OrdersCollector``, registered by the operator).
 - ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
   the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
-  reassigned from a lapsed member, drain asked); ``<p>_shard_drains_total``: orders this replica handed back;
+  reassigned from a lapsed member, unserved: from a member no longer serving its kind, drain asked);
+  ``<p>_shard_drains_total``: orders this replica handed back;
   ``<p>_shard_held_orders{member}``: orders this replica holds now (every member, not only the leader);
   ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed;
   ``<p>_shard_rejoins_total``: membership Leases of this replica that lapsed, after which it rejoined as a new member.
@@ -141,7 +142,8 @@ class Metrics:
             Gauge, "shard_orders", "Orders labelled for each shard member (the leader's view).", ["member"])
         self.shard_moves = family(
             Counter, "shard_moves_total",
-            "Shard label writes by the leader: assigned, moved (after a drain), reassigned (a lapsed member's), drain.",
+            "Shard label writes by the leader: assigned, moved (after a drain), reassigned (a lapsed member's), "
+            "unserved (from a member that no longer serves its kind), drain.",
             ["how"])
         self.shard_drains = family(
             Counter, "shard_drains_total", "Orders this replica handed back when asked to drain them.")

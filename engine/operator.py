@@ -9,7 +9,9 @@ election when asked; the rule reloader; then the manager runs until SIGTERM or S
 
 The rule folder is polled while running (``--rules-reload-interval``): a changed set that lints
 clean is swapped in between passes, one that does not is refused and the running rules stay
-(``engine.runtime.reload``; decision 0023).
+(``engine.runtime.reload``; decision 0023). Under ``--sharded`` every member does so on its own, says on its
+membership Lease which order kinds it serves, and the leader places an order only on a member that serves its kind
+(decision 0068).
 
 Shutdown is graceful: no new pass starts, running passes finish (workers join),
 informer and registration threads stop, the Lease is released (a follower takes
@@ -65,7 +67,7 @@ from engine.runtime.leader import (
     default_identity,
 )
 from engine.runtime.manager import Manager
-from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader
+from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader, short
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
 from engine.runtime.sharding.leading import Leadership
@@ -387,7 +389,8 @@ class Operator:
             labels=((MEMBER_LABEL, "true"),),
         )
         member = ShardMember(clusters, catalog, settings, clock=self.clock, metrics=self.metrics,
-                             rename=fresh_name, on_rejoin=self.rejoined, on_serving=self.serving)
+                             rename=fresh_name, on_rejoin=self.rejoined, on_serving=self.serving,
+                             rules_hash=lambda: short(self.reloader.loaded))
         assigner = Assigner(clusters, catalog, options.leader_election_namespace, clock=self.clock,
                             lease_duration=options.lease_duration, metrics=self.metrics)
         return member, assigner
@@ -427,7 +430,12 @@ class Operator:
                 name_member(cluster, name)
 
     def replace_rules(self, catalog: Catalog) -> None:
-        """Serve a reloaded rule set: the clusters' caches follow its label scopes, the manager its kinds."""
+        """Serve a reloaded rule set: a shard member first (it may refuse: the next poll tries again) and the
+        assigner, then the clusters' caches follow its label scopes, the manager its kinds."""
+        if self.member is not None:
+            self.member.replace_rules(catalog)
+        if self.assigner is not None:
+            self.assigner.replace_catalog(catalog)
         scopes = self._label_scopes(catalog)
         projected = projections(catalog) if self.member is not None else {}
         if scopes != self.scopes or projected != self.projected:
@@ -470,9 +478,7 @@ class Operator:
             threads.append(threading.Thread(target=self.registrations.run, args=(stop,),
                                             kwargs={"watch_timeout": self.options.watch_timeout},
                                             name="registrations", daemon=True))
-        if self.options.rules_reload_interval > 0 and self.options.sharded:
-            LOG.info("rule reload is off with --sharded (the shard members hold the rules they started with)")
-        elif self.options.rules_reload_interval > 0:
+        if self.options.rules_reload_interval > 0:
             threads.append(threading.Thread(target=self.reloader.run, args=(stop,), name="rule reloader",
                                             daemon=True))
         # The Leases are renewed until the workers have stopped, not just until ``stop``: a pass still running

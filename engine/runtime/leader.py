@@ -117,9 +117,11 @@ class LeaderElector:
         metrics: Metrics | None = None,
         log: Log | None = None,
         role: str = "the leader",
+        annotations: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         """The callbacks run on the elector's threads and must return quickly (set or clear an Event).
-        role: what holding this Lease makes this replica, for the log (a shard member's Lease is not a leader's)."""
+        role: what holding this Lease makes this replica, for the log (a shard member's Lease is not a leader's).
+        annotations: asked at each write of the Lease (creation, acquisition, renewal), which carries them."""
         self._cluster = cluster
         self.settings = settings
         self._clock = clock
@@ -128,6 +130,7 @@ class LeaderElector:
         self._metrics = metrics
         self._log: Log = log if log is not None else logging.getLogger("engine.runtime.leader")
         self._role = role
+        self._annotations = annotations
         self._lock = threading.RLock()
         self._leading = False
         self._renewed_at: dt.datetime | None = None
@@ -265,7 +268,8 @@ class LeaderElector:
                 created = self._cluster.create({
                     "apiVersion": LEASE_API_VERSION, "kind": LEASE_KIND,
                     "metadata": {"namespace": self.settings.namespace, "name": self.settings.name,
-                                 **({"labels": dict(self.settings.labels)} if self.settings.labels else {})},
+                                 **({"labels": dict(self.settings.labels)} if self.settings.labels else {}),
+                                 **({"annotations": self._annotations()} if self._annotations is not None else {})},
                     "spec": mine,
                 })
             except ApiError as exc:
@@ -292,7 +296,8 @@ class LeaderElector:
         else:
             record = self._record(now, acquired=now, transitions=transitions + 1)
         try:
-            updated = self._cluster.update({**lease, "spec": record})  # a read is read-only (decision 37)
+            # a read is read-only (decision 37): the update is a new object
+            updated = self._cluster.update(self._annotated({**lease, "spec": record}))
         except ApiError as exc:
             self._log.info("could not %s the leader Lease: %s",
                            "renew" if holder == self.settings.identity else "acquire", exc)
@@ -313,7 +318,7 @@ class LeaderElector:
         record = self._record(now, acquired=None, transitions=int(spec.get("leaseTransitions") or 0))
         record["acquireTime"] = spec.get("acquireTime") or micro_time(now)
         try:
-            updated = self._cluster.update({**written, "spec": record})
+            updated = self._cluster.update(self._annotated({**written, "spec": record}))
         except ApiError as exc:
             self._log.debug("could not renew the Lease as last written (%s); reading it", exc)
             with self._lock:
@@ -322,6 +327,15 @@ class LeaderElector:
         self._observe(updated.get("spec") or record, now)
         self._wrote(updated)
         return True
+
+    def _annotated(self, lease: Obj) -> Obj:
+        """The Lease to write, carrying the annotations asked for (the others it has kept)."""
+        if self._annotations is None:
+            return lease
+        meta = dict(lease.get("metadata") or {})
+        kept = meta.get("annotations")
+        meta["annotations"] = {**(kept if isinstance(kept, dict) else {}), **self._annotations()}
+        return {**lease, "metadata": meta}
 
     def _wrote(self, lease: Obj) -> None:
         with self._lock:

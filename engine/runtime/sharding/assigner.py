@@ -10,7 +10,12 @@ order: decision 0032), else a list. For each order:
 - its member is not live (its Lease expired by observation, was released or is gone): label it
   with the ring's member at once; the lapsed member stopped working before its Lease expired;
 - its member is live but another should have it: add the drain label and wait for the member to
-  hand it back (it removes both labels); the next round labels it for the new member.
+  hand it back (it removes both labels); the next round labels it for the new member;
+- its member is live but its Lease says it does not serve the order's kind (a reload took the kind away):
+  label it with the ring's member at once; that member runs no pass of the kind any more.
+
+The ring of an order takes only the live members whose Lease says they serve its kind
+(``serving.eligible``, decision 0068); an order of a kind no live member serves stays as it is.
 
 Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on a stale read
 fails with a Conflict and is decided again next round. A Lease is live while its record keeps
@@ -44,6 +49,7 @@ from engine.runtime.sharding.labels import (
     owner_of,
 )
 from engine.runtime.sharding.ring import order_key, owner
+from engine.runtime.sharding.serving import eligible, served_by
 
 LOG = logging.getLogger("engine.runtime.sharding")
 
@@ -147,12 +153,14 @@ class Assigner:
             return done
         done.members = self.view.update(leases, self._clock.now())
         self._note_membership(done.members)
+        served = served_by(leases)
         if done.members:
             for cluster_name, cluster in self._clusters:
                 for kind in self._catalog.values():
-                    orders = self._orders_of(cluster_name, cluster, kind)
+                    serving = eligible(done.members, served, kind.key)
+                    orders = self._orders_of(cluster_name, cluster, kind) if serving else None
                     for order in orders or ():
-                        self._place(done, cluster_name, cluster, kind, order)
+                        self._place(done, cluster_name, cluster, kind, order, serving)
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
@@ -165,11 +173,17 @@ class Assigner:
         except ApiError:
             return None  # a kind this cluster does not serve (yet), or an unreachable cluster
 
-    def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj) -> None:
+    def replace_catalog(self, catalog: Catalog) -> None:
+        """Place the order kinds of a reloaded rule set from the next round on."""
+        self._catalog = catalog
+
+    def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj,
+               serving: list[str]) -> None:
+        """serving: the live members that serve the order's kind."""
         meta = order.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         key = order_key(cluster_name, kind.key, namespace, name)
-        want = owner(key, done.members)
+        want = owner(key, serving)
         have = owner_of(order)
         assert want is not None
         request = Request(kind.key, cluster_name, namespace, name)
@@ -179,8 +193,8 @@ class Assigner:
             self._draining.pop((cluster_name, key), None)
             done.owned[have] += 1
             return
-        if not have or have not in done.members:
-            how = "assigned" if not have else "reassigned"
+        if not have or have not in serving:
+            how = "assigned" if not have else "reassigned" if have not in done.members else "unserved"
             drained_from = self._draining.get((cluster_name, key))
             if not have and drained_from is not None:
                 how = "moved"
@@ -196,6 +210,9 @@ class Assigner:
                 elif how == "moved":
                     self._log.info("%s: moved from member %s to member %s", request, drained_from, want,
                                    extra={"request": str(request)})
+                elif how == "unserved":
+                    self._log.info("%s: member %s does not serve its kind any more; reassigned to member %s",
+                                   request, have, want, extra={"request": str(request)})
                 else:
                     self._log.info("%s: member %s is gone; reassigned to member %s", request, have, want,
                                    extra={"request": str(request)})

@@ -30,17 +30,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from engine.clock import Clock
-from engine.cluster.api import ApiError, Cluster, NotFound, Obj
+from engine.cluster.api import ApiError, Cluster, Conflict, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.cluster.selectors import carries_labels, fitting_selector
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.reconcile.stamp import stamping
 from engine.runtime.controller import Admission
-from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass, shard_scoped_kinds
+from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
 from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
 from engine.runtime.sharding.fence import Check, Fenced, FencedClusters
 from engine.runtime.sharding.labels import (
@@ -53,6 +53,7 @@ from engine.runtime.sharding.labels import (
     resource_version,
 )
 from engine.runtime.sharding.ring import member_name
+from engine.runtime.sharding.serving import MemberRules, Serving, lease_annotations
 
 K = TypeVar("K", bound=OrderKind)
 
@@ -103,18 +104,22 @@ class ShardMember:
         rename: Callable[[], str] | None = None,
         on_rejoin: Rejoined = lambda lapsed, name: None,
         on_serving: Callable[[str], None] = lambda name: None,
+        rules_hash: Callable[[], str] = lambda: "",
     ) -> None:
         """settings: the member's first Lease (its name is the member's name and identity).
         rename: a new member name for each rejoin (default: the first name with a counter).
         on_rejoin: called on the membership's thread when a lapsed member rejoins under a new name, before
         its Lease is sought (the operator drops the old name's caches and selects the new name's orders).
         on_serving: called with the name passes are about to start under, once per name: its Lease is held and
-        nothing of a lapsed name runs any more (the operator's clients name the member in their User-Agent)."""
+        nothing of a lapsed name runs any more (the operator's clients name the member in their User-Agent).
+        rules_hash: the short hash of the rule set served now, written on the membership Lease (decision 0068)."""
         self._settings = settings
         self.active = threading.Event()
         """Set while the tenure holds: workers start passes only then."""
         self._clusters = clusters
-        self._catalog = catalog
+        self._serving = Serving(catalog)
+        """The rules served now and the kinds running (published on the Lease: ``serving``, decision 0068)."""
+        self._rules_hash = rules_hash
         self._clock = clock
         self._metrics = metrics
         self._log: Log = log if log is not None else LOG
@@ -131,12 +136,8 @@ class ShardMember:
         """Lapsed tenures whose Lease is still to be deleted."""
         self._admitting = threading.local()
         """The tenure that admitted the request a worker thread is about to run (``admit``, then the pass)."""
-        self._children = shard_scoped_kinds(catalog)
-        """The kinds of the objects it stamps and caches by its label -> the order kinds they belong to."""
         self.namespaces_of: Callable[[str], Sequence[str] | None] = lambda cluster: None
         """The namespaces a cluster is watched in (a registration's; None: all): where children are listed."""
-        self._stamped_kinds = frozenset(self._children)
-        """The kinds whose children of an order carry this member's label before its passes (``_adopt``)."""
         self._tenure = self._new_tenure(settings.name)
 
     def _new_tenure(self, name: str) -> Tenure:
@@ -144,7 +145,7 @@ class ShardMember:
         tenure.elector = LeaderElector(self._clusters.management, tenure.settings, clock=self._clock,
                                        on_started_leading=lambda: self._joined(tenure),
                                        on_stopped_leading=lambda: self._stopped(tenure), log=self._log,
-                                       role=f"shard member {name}")
+                                       role=f"shard member {name}", annotations=self.annotations)
         return tenure
 
     @property
@@ -257,19 +258,23 @@ class ShardMember:
         ``retry`` when the order could not be read or acknowledged (try again with backoff). The pass that follows
         on this thread is fenced by the tenure that said ``run``."""
         tenure = self.tenure
-        self._admitting.tenure = None
+        self._admitting.tenure = self._admitting.rules = None
         if tenure.after is not None and not tenure.serving:
             return "retry"  # a worker past the gate as the last tenure lapsed: again once this one serves
-        with self._working(tenure):
-            verdict = self._admit(request, tenure)
+        rules = self._serving.enter(request.kind)
+        if rules is None:
+            return "run"  # a kind the rules served now do not have: the pass says what is wrong, or does not run
+        try:
+            with self._working(tenure):
+                verdict = self._admit(request, tenure, rules)
+        finally:
+            self._serving.leave(request.kind)
         if verdict == "run":
-            self._admitting.tenure = tenure
+            self._admitting.tenure, self._admitting.rules = tenure, rules
         return verdict
 
-    def _admit(self, request: Request, tenure: Tenure) -> Admission:
-        kind = self._catalog.get(request.kind)
-        if kind is None:
-            return "run"  # the pass says what is wrong
+    def _admit(self, request: Request, tenure: Tenure, rules: MemberRules) -> Admission:
+        kind = rules.catalog[request.kind]
         try:
             cluster = self._clusters.resolve(request.cluster)
             # Our orders are in the cache the member's watch keeps: one missing there is not ours (no request).
@@ -294,9 +299,9 @@ class ShardMember:
             return self._acknowledge(tenure, request, order)
         with self._lock:
             adopted = request in tenure.adopted
-        return "run" if adopted else self._adopt(tenure, request, kind)
+        return "run" if adopted else self._adopt(tenure, request, kind, rules)
 
-    def _adopt(self, tenure: Tenure, request: Request, kind: OrderKind) -> Admission:
+    def _adopt(self, tenure: Tenure, request: Request, kind: OrderKind, rules: MemberRules) -> Admission:
         """Before this member's first pass of an order, label its children for this member: those of the kinds it
         caches by its label that another member stamped (a move) or none did (written before ``--sharded``). So its
         caches hold every child of the order before a pass reads them: none is created twice, none left behind.
@@ -309,17 +314,18 @@ class ShardMember:
         (and the target cluster's RBAC, ``engine rbac --target``, grants no list of it). A cluster that cannot be
         read holds the order back when it is the management or the order's cluster (``retry``)."""
         labels = getattr(kind, "ownership_labels", None)
-        kinds = sorted(child for child, owners in self._children.items() if kind.key in owners)
+        kinds = sorted(child for child, owners in rules.children.items() if kind.key in owners)
         if labels is None or not kinds:
             with self._lock:
-                tenure.adopted.add(request)
+                if self._serving.rules is rules:
+                    tenure.adopted.add(request)
             return "run"
         name_label, namespace_label, cluster_label = labels
         owner = {name_label: request.name, namespace_label: request.namespace}
         selector = fitting_selector(owner)  # a name no label holds is only required to be there; _take compares
         taken = 0
         anywhere = getattr(kind, "writes_named_clusters", True)
-        on_targets = self._watched_on_targets()
+        on_targets = rules.watched_on_targets
         for cluster_name, cluster in self._clusters:
             if not anywhere and cluster_name not in ("", request.cluster):
                 continue
@@ -350,17 +356,12 @@ class ShardMember:
                 self._log.warning("%s: could not label its children on cluster %r for this member: %s", request,
                                   cluster_name, exc, extra={"request": str(request)})
         with self._lock:
-            tenure.adopted.add(request)
+            if self._serving.rules is rules:
+                tenure.adopted.add(request)
         if taken:
             self._log.info("%s: labelled %d child object(s) for member %s", request, taken, tenure.name,
                            extra={"request": str(request)})
         return "run"
-
-    def _watched_on_targets(self) -> set[tuple[str, str]]:
-        """(apiVersion, kind) of what some order kind watches on target clusters too (``clusters: all``, the order
-        kinds, what they control there): the kinds a target cluster's watches and caches hold."""
-        return {(watch.api_version, watch.kind) for order_kind in self._catalog.values()
-                for watch in order_kind.watches if watch.clusters != "management"}
 
     def _take(self, tenure: Tenure, cluster_name: str, cluster: Cluster, request: Request, child: Obj,
               owner: Mapping[str, str], cluster_label: str) -> int:
@@ -427,14 +428,24 @@ class ShardMember:
         return tenure.elector.tenure_left() > 0
 
     def passes(self, run_pass: RunPass[K]) -> RunPass[K]:
-        """``run_pass`` as this member runs it: every request fenced by the tenure that admitted it, each start and
-        end recorded."""
+        """``run_pass`` as this member runs it: on the rules its admission read, only while they are still the rules
+        served (a reload meanwhile skips it: the reload queues every order again); every request fenced by the tenure
+        that admitted it, each start and end recorded."""
 
         def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
-            tenure = self._admitted()
-            with self._working(tenure):
-                return self.recorded(self.fenced(run_pass, tenure), tenure)(kind, request, clusters=clusters,
-                                                                             clock=clock, log=log)
+            tenure, admitted = self._admitted()
+            rules = self._serving.enter(request.kind, admitted)
+            if rules is None:
+                self._log.debug("%s: the rules changed since its admission; it runs again on the new ones", request,
+                                extra={"request": str(request)})
+                return Result()
+            try:
+                ruled = cast(K, rules.catalog[request.kind])
+                with self._working(tenure):
+                    return self.recorded(self.fenced(run_pass, tenure), tenure, rules)(
+                        ruled, request, clusters=clusters, clock=clock, log=log)
+            finally:
+                self._serving.leave(request.kind)
 
         return run
 
@@ -454,11 +465,13 @@ class ShardMember:
             if done:
                 self._serve()
 
-    def _admitted(self) -> Tenure:
-        """The tenure that admitted the pass this thread starts (taken once); the current one without admission."""
+    def _admitted(self) -> tuple[Tenure, MemberRules | None]:
+        """The tenure that admitted the pass this thread starts and the rules it read (taken once); the current
+        tenure and None without admission."""
         tenure: Tenure | None = getattr(self._admitting, "tenure", None)
-        self._admitting.tenure = None
-        return tenure if tenure is not None else self.tenure
+        rules: MemberRules | None = getattr(self._admitting, "rules", None)
+        self._admitting.tenure = self._admitting.rules = None
+        return (tenure, rules) if tenure is not None else (self.tenure, None)
 
     def fenced(self, run_pass: RunPass[K], tenure: Tenure | None = None) -> RunPass[K]:
         """``run_pass`` whose every request first checks ``holds`` for the tenure (default: the current one when
@@ -488,10 +501,12 @@ class ShardMember:
 
     # -- pass records ---------------------------------------------------------------
 
-    def recorded(self, run_pass: RunPass[K], tenure: Tenure | None = None) -> RunPass[K]:
+    def recorded(self, run_pass: RunPass[K], tenure: Tenure | None = None,
+                 rules: MemberRules | None = None) -> RunPass[K]:
         """``run_pass`` with a debug line when each pass starts and ends (wall-clock seconds, microseconds), naming
         the member of the tenure (default: the current one when the pass starts): the records that show no order
-        is in two passes at once across replicas. What the pass writes carries that member's label."""
+        is in two passes at once across replicas. What the pass writes carries that member's label (the children
+        of the kinds ``rules`` stamp; default: the rules served when the pass starts)."""
         records = self._log
 
         def run(kind: K, request: Request, *, clusters: ClusterSet, clock: Clock, log: Log) -> Result:
@@ -499,12 +514,38 @@ class ShardMember:
             extra = {"request": str(request)}
             records.debug("pass started at %.6f by %s", time.time(), name, extra=extra)
             try:
-                with stamping({SHARD_LABEL: name}, self._stamped_kinds):  # what it writes carries our label
+                stamped = (rules if rules is not None else self._serving.rules).stamped
+                with stamping({SHARD_LABEL: name}, stamped):  # what it writes carries our label
                     return run_pass(kind, request, clusters=clusters, clock=clock, log=log)
             finally:
                 records.debug("pass ended at %.6f by %s", time.time(), name, extra=extra)
 
         return run
+
+    # -- rule reload ----------------------------------------------------------------
+
+    def replace_rules(self, catalog: Catalog) -> None:
+        """Serve a reloaded rule set (decision 0068). First the orders of each kind it gains that carry this member's
+        label are handed back: the leader may have given them on while this member did not serve their kind, so such
+        a label is never trusted; a failed list of the management cluster raises and the set is not taken (the next
+        poll tries again). Then the set is served: admissions and passes that start from now on run on it, those
+        running finish on theirs (and the kinds they run stay published until they end). When it stamps other
+        children than before, every order is adopted again before its next pass."""
+        before = self._serving.rules
+        gained = [kind for key, kind in catalog.items() if key not in before.catalog]
+        tenure = self.tenure
+        if gained:
+            handed = self._hand_back(tenure, gained, strict=True)
+            if handed:
+                self._log.info("handed back %d order(s) of kind(s) the reloaded rules add", handed)
+        with self._lock:  # an admission on the rules before marks nothing adopted after this (``_adopt``)
+            _, rules = self._serving.replace(catalog)
+            if rules.children != before.children:
+                tenure.adopted.clear()
+
+    def annotations(self) -> dict[str, str]:
+        """What its membership Lease carries, written with each renewal: the rules' hash, the kinds it serves."""
+        return lease_annotations(self._rules_hash(), self._serving.kinds())
 
     # -- leaving --------------------------------------------------------------------
 
@@ -531,18 +572,28 @@ class ShardMember:
         self.forget_lapsed()
         return handed
 
-    def _hand_back(self, tenure: Tenure) -> int:
+    def _hand_back(self, tenure: Tenure, kinds: Sequence[OrderKind] | None = None, *, strict: bool = False) -> int:
+        """Remove this member's labels from its orders (of ``kinds``; default: every kind served). strict: a list of
+        the management cluster that fails (but for an unserved kind) raises; a changed order is left as it is."""
         handed = 0
-        for _, cluster in self._clusters:
-            for kind in self._catalog.values():
+        for cluster_name, cluster in self._clusters:
+            for kind in kinds if kinds is not None else list(self._serving.rules.catalog.values()):
                 try:
                     orders = cluster.list(kind.api_version, kind.kind, labels=tenure.selector, live=True).items
+                except NotFound:
+                    continue  # a kind this cluster does not serve
                 except ApiError:
-                    continue  # a kind this cluster does not serve, or an unreachable cluster
+                    if strict and cluster_name == "":
+                        raise
+                    continue  # an unreachable cluster
                 for order in orders:
                     try:
                         cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
                         handed += 1
+                    except Conflict:
+                        if not strict:
+                            self._log.warning("could not hand back %s %s: it changed meanwhile", kind.kind,
+                                              order.get("metadata", {}).get("name"))
                     except ApiError as exc:
                         self._log.warning("could not hand back %s %s: %s", kind.kind,
                                           order.get("metadata", {}).get("name"), exc)
