@@ -1,0 +1,203 @@
+"""Rule reload under sharding, step by step on a simulated clock: members switch rule sets at different polls; the
+leader gives an order only to a member whose Lease says it serves the order's kind, and takes it from one that no
+longer does; a pass runs on the rules its admission read; a kind a member gains never trusts an old label."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime_kit import API, FakeKind, FakePass, FakeWatch, obj, request
+from test_sharding import NS, World
+
+from engine.cluster.api import Obj
+from engine.cluster.registry import ClusterSet
+from engine.outcome import Request, Result
+from engine.runtime.leader import LEASE_API_VERSION
+from engine.runtime.sharding.labels import DRAIN_LABEL, SHARD_LABEL
+from engine.runtime.sharding.member import ShardMember
+from engine.runtime.sharding.serving import KINDS_ANNOTATION, RULES_ANNOTATION, eligible, published, served_by
+
+GADGET = f"{API}/Gadget"
+GADGETS = 30
+
+
+def gadget_kind() -> FakeKind:
+    return FakeKind(watches=(FakeWatch("Gadget", order_kind=GADGET),), kind="Gadget")
+
+
+def gadget(name: str) -> Request:
+    return Request(GADGET, "", "ns", name)
+
+
+class Rollout(World):
+    """The world of ``test_sharding`` with a second order kind, Gadget, that some rule sets have."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gadget = gadget_kind()
+        self.both = {self.kind.key: self.kind, GADGET: self.gadget}
+        self.widgets_only = {self.kind.key: self.kind}
+        for n in range(GADGETS):
+            self.cluster.create(obj("Gadget", f"g{n:02}"))
+
+    def reload(self, name: str, catalog: dict[str, Any]) -> None:
+        """A member polls its rule folder and serves ``catalog``; its next renewal says so."""
+        self.members[name].replace_rules(catalog)
+
+    def gadget_owners(self) -> dict[str, str]:
+        return {o["metadata"]["name"]: (o["metadata"].get("labels") or {}).get(SHARD_LABEL, "")
+                for o in self.cluster.list(API, "Gadget").items}
+
+    def lease(self, name: str) -> Obj:
+        return self.cluster.get(LEASE_API_VERSION, "Lease", NS, self.members[name].name)
+
+
+def test_a_members_lease_says_which_rules_and_order_kinds_it_serves_and_follows_a_reload() -> None:
+    world = Rollout()
+    a = world.join("a")
+    annotations = world.lease("a")["metadata"]["annotations"]
+    assert annotations[KINDS_ANNOTATION] == world.kind.key and RULES_ANNOTATION in annotations
+    world.reload("a", world.both)
+    assert published(world.lease("a")) == {world.kind.key}  # said with its next write of the Lease
+    world.tick("a")
+    assert published(world.lease("a")) == {world.kind.key, GADGET}
+    assert a.active.is_set()
+
+
+def test_a_kind_added_by_a_rollout_goes_only_to_the_members_that_serve_it_already() -> None:
+    """b and c reloaded a set that adds Gadget, a has not yet: no gadget is given to a, the widgets stay put."""
+    world = Rollout()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    widgets = world.owners()
+    world.assigner.replace_catalog(world.both)  # the leader reloaded the new set too
+    for name in ("b", "c"):
+        world.reload(name, world.both)
+    world.tick("a", "b", "c")
+    done = world.assigner.step()
+    assert done.moves == {"assigned": GADGETS}
+    assert set(world.gadget_owners().values()) == {"b", "c"}
+    assert world.owners() == widgets
+    world.reload("a", world.both)
+    world.tick("a", "b", "c")
+    done = world.assigner.step()  # a serves Gadget now: the ring over three takes some to it, by the drain
+    assert set(done.moves) == {"drain"} and 0 < done.moves["drain"] < GADGETS
+    assert world.owners() == widgets
+
+
+def test_orders_of_a_kind_a_member_no_longer_serves_move_at_once_and_it_runs_none_of_them() -> None:
+    world = Rollout()
+    world.assigner.replace_catalog(world.both)
+    for name in ("a", "b", "c"):
+        world.join(name)
+        world.reload(name, world.both)
+    world.tick("a", "b", "c")
+    world.assigner.step()
+    on_a = sorted(name for name, member in world.gadget_owners().items() if member == "a")
+    assert on_a
+    a = world.members["a"]
+    world.reload("a", world.widgets_only)
+    ran = FakePass()
+    assert a.admit(gadget(on_a[0])) == "run"  # a kind its rules do not have: the pass does not run either
+    assert a.passes(ran)(world.gadget, gadget(on_a[0]), clusters=world.clusters(), clock=world.clock,
+                         log=a._log) == Result()
+    assert ran.runs == []
+    assert world.assigner.step().moves == {}  # its Lease still says Gadget: nothing moves yet
+    world.tick("a", "b", "c")
+    done = world.assigner.step()
+    assert done.moves == {"unserved": len(on_a)}
+    owners = world.gadget_owners()
+    assert {owners[name] for name in on_a} <= {"b", "c"} and "a" not in owners.values()
+    assert not any(DRAIN_LABEL in (o["metadata"].get("labels") or {}) for o in world.cluster.list(API, "Gadget").items)
+    assert world.metrics.registry.get_sample_value("c5c3_operator_shard_moves_total", {"how": "unserved"}) == len(on_a)
+
+
+def test_a_kind_no_live_member_serves_is_left_as_it_is() -> None:
+    world = Rollout()
+    world.assigner.replace_catalog(world.both)
+    for name in ("a", "b"):
+        world.join(name)
+    world.tick("a", "b")
+    assert world.assigner.step().moves == {"assigned": len(world.orders())}
+    assert set(world.gadget_owners().values()) == {""}
+
+
+def test_a_member_says_it_serves_a_kind_while_a_pass_of_it_still_runs_on_the_rules_before() -> None:
+    world = Rollout()
+    a = world.join("a")
+    world.reload("a", world.both)
+    world.tick("a")
+    world.assigner.replace_catalog(world.both)
+    world.assigner.step()
+    said: list[frozenset[str] | None] = []
+
+    def slow(kind: FakeKind, req: Request, **_: Any) -> Result:
+        world.reload("a", world.widgets_only)  # the rules change while this pass runs
+        world.tick("a")
+        said.append(published(world.lease("a")))
+        return Result()
+
+    assert a.admit(gadget("g00")) == "run"
+    a.passes(slow)(world.gadget, gadget("g00"), clusters=world.clusters(), clock=world.clock, log=a._log)
+    assert said == [{world.kind.key, GADGET}]
+    world.tick("a")
+    assert published(world.lease("a")) == {world.kind.key}
+
+
+def test_a_pass_runs_on_the_rules_its_admission_read_or_not_at_all() -> None:
+    """A reload between the admission and the pass: the pass does not run (the reload queues every order again);
+    admitted again, it runs on the new rules."""
+    world = Rollout()
+    a = world.join("a")
+    world.assigner.step()
+    kinds: list[Any] = []
+
+    def seen(kind: FakeKind, req: Request, **_: Any) -> Result:
+        kinds.append(kind)
+        return Result()
+
+    assert a.admit(request("w00")) == "run"
+    edited = FakeKind(watches=world.kind.watches, quiet_names=("edited",))
+    world.reload("a", {world.kind.key: edited})
+    a.passes(seen)(world.kind, request("w00"), clusters=world.clusters(), clock=world.clock, log=a._log)
+    assert kinds == []
+    assert a.admit(request("w00")) == "run"
+    a.passes(seen)(world.kind, request("w00"), clusters=world.clusters(), clock=world.clock, log=a._log)
+    assert kinds == [edited]  # the kind its admission read, not the one handed in
+
+
+def test_a_kind_a_member_gains_never_trusts_a_label_written_before() -> None:
+    """a served Gadget, stopped, and serves it again: what still carries its label may have been given on meanwhile,
+    so it is handed back (the leader places it afresh) before a pass of it can run."""
+    world = Rollout()
+    world.assigner.replace_catalog(world.both)
+    a = world.join("a")
+    world.reload("a", world.both)
+    world.tick("a")
+    world.assigner.step()
+    assert set(world.gadget_owners().values()) == {"a"}
+    world.reload("a", world.widgets_only)
+    world.reload("a", world.both)
+    assert set(world.gadget_owners().values()) == {""}
+    assert a.admit(gadget("g00")) == "skip"
+    world.tick("a")
+    assert world.assigner.step().moves == {"assigned": GADGETS}
+
+
+def test_a_lease_that_does_not_say_serves_every_kind() -> None:
+    leases = [{"metadata": {"name": "old"}},
+              {"metadata": {"name": "new", "annotations": {KINDS_ANNOTATION: "x/v1/A, x/v1/B"}}},
+              {"metadata": {"name": "none", "annotations": {KINDS_ANNOTATION: ""}}},
+              {"metadata": {"name": "odd", "annotations": [KINDS_ANNOTATION]}}]
+    served = served_by(leases)
+    assert served == {"old": None, "new": {"x/v1/A", "x/v1/B"}, "none": frozenset(), "odd": None}
+    assert eligible(["new", "none", "odd", "old"], served, "x/v1/B") == ["new", "odd", "old"]
+    assert eligible(["new", "none", "odd", "old"], served, "x/v1/C") == ["odd", "old"]
+
+
+def test_a_member_built_without_a_rules_hash_still_says_its_kinds() -> None:
+    world = Rollout()
+    member = ShardMember(ClusterSet(world.cluster), world.both, world.join("a").settings,
+                         clock=world.clock)
+    assert member.annotations() == {RULES_ANNOTATION: "", KINDS_ANNOTATION: f"{GADGET},{world.kind.key}"}
