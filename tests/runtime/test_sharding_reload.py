@@ -4,18 +4,25 @@ longer does; a pass runs on the rules its admission read; a kind a member gains 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from runtime_kit import API, FakeKind, FakePass, FakeWatch, obj, request
 from test_sharding import NS, World
+from test_sharding_children import CHILD, CountedLists
+from test_sharding_children import World as ChildWorld
 
 from engine.cluster.api import Obj
+from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
+from engine.rules.catalog import load_catalog
 from engine.runtime.leader import LEASE_API_VERSION
 from engine.runtime.sharding.labels import DRAIN_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.serving import KINDS_ANNOTATION, RULES_ANNOTATION, eligible, published, served_by
+from tests.conftest import WIDGET
 
 GADGET = f"{API}/Gadget"
 GADGETS = 30
@@ -201,3 +208,26 @@ def test_a_member_built_without_a_rules_hash_still_says_its_kinds() -> None:
     member = ShardMember(ClusterSet(world.cluster), world.both, world.join("a").settings,
                          clock=world.clock)
     assert member.annotations() == {RULES_ANNOTATION: "", KINDS_ANNOTATION: f"{GADGET},{world.kind.key}"}
+
+
+def test_a_reload_that_changes_what_a_take_over_labels_takes_every_order_over_again(
+        rules_dir: Callable[..., Path]) -> None:
+    """A member took an order over under rules that write its children on the management cluster only; the reloaded
+    rules write one on a cluster they name: before its next pass the order is taken over again, so the child another
+    member wrote there is in this member's caches. A reload that changes nothing a take-over labels lists nothing."""
+    world = ChildWorld(rules_dir(WIDGET))
+    far = MemoryCluster("far", clock=world.clock, permissive=True)
+    far.create({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "w-part", "namespace": "ns", "labels": {**CHILD, SHARD_LABEL: "a"}}})
+    world.order("b")
+    counted = CountedLists(far)
+    b = world.member("b")
+    b._clusters.engage("far", counted)  # type: ignore[arg-type]
+    assert b.admit(world.request) == "run"
+    assert counted.lists == 0 and world.parts(far) == {"w-part": "a"}
+    b.replace_rules(load_catalog(rules_dir(WIDGET)))  # the same rules, loaded again
+    assert b.admit(world.request) == "run"
+    assert counted.lists == 0
+    b.replace_rules(load_catalog(rules_dir(WIDGET.swap("    as: part\n", "    as: part\n        cluster: far\n"))))
+    assert b.admit(world.request) == "run"
+    assert counted.lists == 1 and world.parts(far) == {"w-part": "b"}

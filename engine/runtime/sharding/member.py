@@ -529,8 +529,8 @@ class ShardMember:
         label are handed back: the leader may have given them on while this member did not serve their kind, so such
         a label is never trusted; a failed list of the management cluster raises and the set is not taken (the next
         poll tries again). Then the set is served: admissions and passes that start from now on run on it, those
-        running finish on theirs (and the kinds they run stay published until they end). When it stamps other
-        children than before, every order is adopted again before its next pass."""
+        running finish on theirs (and the kinds they run stay published until they end). When its take-over of an
+        order would label other children than before, every order is taken over again before its next pass."""
         before = self._serving.rules
         gained = [kind for key, kind in catalog.items() if key not in before.catalog]
         tenure = self.tenure
@@ -540,7 +540,7 @@ class ShardMember:
                 self._log.info("handed back %d order(s) of kind(s) the reloaded rules add", handed)
         with self._lock:  # an admission on the rules before marks nothing adopted after this (``_adopt``)
             _, rules = self._serving.replace(catalog)
-            if rules.children != before.children:
+            if not rules.adopts_like(before):
                 tenure.adopted.clear()
 
     def annotations(self) -> dict[str, str]:

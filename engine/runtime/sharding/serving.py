@@ -70,6 +70,17 @@ class MemberRules:
         """The kinds whose children of an order carry the member's label."""
         return frozenset(self.children)
 
+    def adopts_like(self, other: MemberRules) -> bool:
+        """Whether the take-over before a member's first pass of an order (``ShardMember._adopt``) labels the same
+        children under both sets: the same stamped kinds, target-cluster watches, ownership labels and named-cluster
+        writes of each order kind."""
+        return (self.children == other.children and self.watched_on_targets == other.watched_on_targets
+                and self._adoption() == other._adoption())
+
+    def _adoption(self) -> dict[str, tuple[object, object]]:
+        return {key: (getattr(kind, "ownership_labels", None), getattr(kind, "writes_named_clusters", True))
+                for key, kind in self.catalog.items()}
+
     @property
     def watched_on_targets(self) -> set[tuple[str, str]]:
         """(apiVersion, kind) of what some order kind watches on target clusters too."""
