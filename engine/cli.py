@@ -154,7 +154,8 @@ def _add_run(subparsers: Any) -> None:
                      "and its external/)")
     run.add_argument("--rules-reload-interval", type=_seconds_or_off, default=5.0, metavar="DURATION",
                      help="how often the rule folder is checked for a changed set, which is linted and swapped in "
-                     "between passes, or refused (default: 5s; 0 turns reloading off)")
+                     "between passes, or refused (default: 5s; 0 turns reloading off); with --sharded every replica "
+                     "does so on its own and the leader gives an order only to a member whose rules have its kind")
     run.add_argument("--max-concurrent-reconciles", type=_positive, default=8, metavar="N",
                      help="passes run at once (default: 8, enough to keep the API server busy while passes wait "
                      "on it); one order never has two")

@@ -5,6 +5,8 @@
 - ``member``: every replica's side: its membership Lease, which requests it may run, the drain ack.
 - ``assigner``: the leader's side: which members are live, and the label each order should carry.
 - ``fence``: a member's passes write only while its tenure holds (decision 0033).
+- ``serving``: which rules and order kinds a member serves, said on its Lease; which members may get an order of a
+  kind (rule reload under sharding, decision 0068).
 
 Decision 0027 says why no order is ever in two passes at once.
 """
