@@ -8,12 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from runtime_kit import API, FakeKind, FakePass, FakeWatch, obj, request
 from test_sharding import NS, World
 from test_sharding_children import CHILD, CountedLists
 from test_sharding_children import World as ChildWorld
 
-from engine.cluster.api import Obj
+from engine.cluster.api import ApiError, Obj
+from engine.cluster.faults import FaultyCluster
 from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
@@ -231,3 +233,27 @@ def test_a_reload_that_changes_what_a_take_over_labels_takes_every_order_over_ag
     b.replace_rules(load_catalog(rules_dir(WIDGET.swap("    as: part\n", "    as: part\n        cluster: far\n"))))
     assert b.admit(world.request) == "run"
     assert counted.lists == 1 and world.parts(far) == {"w-part": "b"}
+
+
+def test_a_regained_kind_whose_hand_back_fails_is_not_taken_this_time() -> None:
+    """The hand-back before a regained kind meets a Conflict (the order changed since the list): it reads the order
+    again and hands it back all the same; one that keeps failing with a server error refuses the set this time
+    (the next poll takes it)."""
+    world = Rollout()
+    world.assigner.replace_catalog(world.both)
+    a = world.join("a")
+    world.reload("a", world.both)
+    world.tick("a")
+    world.assigner.step()
+    world.reload("a", world.widgets_only)
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    a._clusters = world.clusters(faulty)
+    faulty.inject(verb="update", kind="Gadget", name="g03", error="Conflict")
+    faulty.inject(verb="update", kind="Gadget", name="g05", error="ServerError")
+    with pytest.raises(ApiError):
+        world.reload("a", world.both)
+    assert a._serving.rules.catalog == world.widgets_only
+    assert world.gadget_owners()["g03"] == "" and world.gadget_owners()["g05"] == "a"
+    world.reload("a", world.both)
+    assert set(world.gadget_owners().values()) == {""}
+    assert a._serving.rules.catalog == world.both

@@ -573,8 +573,9 @@ class ShardMember:
         return handed
 
     def _hand_back(self, tenure: Tenure, kinds: Sequence[OrderKind] | None = None, *, strict: bool = False) -> int:
-        """Remove this member's labels from its orders (of ``kinds``; default: every kind served). strict: a list of
-        the management cluster that fails (but for an unserved kind) raises; a changed order is left as it is."""
+        """Remove this member's labels from its orders (of ``kinds``; default: every kind served). strict: on the
+        management cluster, a failed list (but for an unserved kind) or a failed hand-back raises; an order changed
+        meanwhile is read again and handed back if it still carries the label."""
         handed = 0
         for cluster_name, cluster in self._clusters:
             for kind in kinds if kinds is not None else list(self._serving.rules.catalog.values()):
@@ -588,16 +589,33 @@ class ShardMember:
                     continue  # an unreachable cluster
                 for order in orders:
                     try:
-                        cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
-                        handed += 1
-                    except Conflict:
-                        if not strict:
-                            self._log.warning("could not hand back %s %s: it changed meanwhile", kind.kind,
-                                              order.get("metadata", {}).get("name"))
+                        handed += self._hand_back_one(tenure, cluster, order, retries=3 if strict else 0)
                     except ApiError as exc:
+                        if strict and cluster_name == "":
+                            raise
                         self._log.warning("could not hand back %s %s: %s", kind.kind,
                                           order.get("metadata", {}).get("name"), exc)
         return handed
+
+    def _hand_back_one(self, tenure: Tenure, cluster: Cluster, order: Obj, *, retries: int) -> int:
+        """Hand one order back, conditionally on the version read; after a Conflict, read it again (up to
+        ``retries`` times) and hand it back if it still carries this member's label. 1 when handed back."""
+        while True:
+            try:
+                cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
+                return 1
+            except Conflict:
+                if retries <= 0:
+                    raise
+                retries -= 1
+                meta = order.get("metadata") or {}
+                try:
+                    order = cluster.get(str(order.get("apiVersion")), str(order.get("kind")),
+                                        meta.get("namespace") or None, str(meta.get("name")), live=True)
+                except NotFound:
+                    return 0
+                if owner_of(order) != tenure.name:
+                    return 0  # given on meanwhile: not ours any more
 
     # -- the Lease's callbacks (on the elector's threads) ---------------------------
 
