@@ -61,14 +61,13 @@ class MemberRules:
     catalog: Catalog
     children: dict[tuple[str, str], frozenset[str]] = field(init=False)
     """(apiVersion, kind) of what it stamps and caches by its label -> the order kinds those belong to."""
+    stamped: frozenset[tuple[str, str]] = field(init=False)
+    """The kinds whose children of an order carry the member's label (what its passes stamp)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "children", shard_scoped_kinds(self.catalog))
-
-    @property
-    def stamped(self) -> frozenset[tuple[str, str]]:
-        """The kinds whose children of an order carry the member's label."""
-        return frozenset(self.children)
+        children = shard_scoped_kinds(self.catalog)
+        object.__setattr__(self, "children", children)
+        object.__setattr__(self, "stamped", frozenset(children))
 
     def adopts_like(self, other: MemberRules) -> bool:
         """Whether the take-over before a member's first pass of an order (``ShardMember._adopt``) labels the same
