@@ -257,3 +257,41 @@ def test_a_regained_kind_whose_hand_back_fails_is_not_taken_this_time() -> None:
     world.reload("a", world.both)
     assert set(world.gadget_owners().values()) == {""}
     assert a._serving.rules.catalog == world.both
+
+
+class Counted:
+    """A cluster that records the verbs sent to it."""
+
+    def __init__(self, inner: MemoryCluster) -> None:
+        self._inner = inner
+        self.verbs: list[str] = []
+
+    def __getattr__(self, attr: str) -> Any:
+        found = getattr(self._inner, attr)
+        if attr not in ("get", "list", "create", "update", "patch", "delete"):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.verbs.append(attr)
+            return found(*args, **kwargs)
+
+        return call
+
+
+def test_what_a_member_serves_rides_on_its_renewals() -> None:
+    """A reload that gains no kind sends nothing; the renewal after it carries the new kinds in its one update."""
+    world = Rollout()
+    counted = Counted(world.cluster)
+    world.join("a", management=counted)
+    world.tick("a")
+    counted.verbs.clear()
+    world.reload("a", {world.kind.key: FakeKind(watches=world.kind.watches, quiet_names=("edited",))})
+    assert counted.verbs == []
+    world.tick("a")
+    assert counted.verbs == ["update"]
+    world.reload("a", world.widgets_only)
+    world.reload("a", world.both)  # gains Gadget: one list of it per cluster
+    assert counted.verbs == ["update", "list"]
+    counted.verbs.clear()
+    world.tick("a")
+    assert counted.verbs == ["update"] and published(world.lease("a")) == {world.kind.key, GADGET}
