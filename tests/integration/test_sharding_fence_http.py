@@ -132,6 +132,7 @@ def test_a_member_stalled_mid_pass_past_its_lease_sends_nothing_more(world: Worl
                  message=f"{member}'s held pass of {name} to end")
         time.sleep(1.0)  # whatever it would send next has reached the server
         assert stalled.process.poll() is None, stalled.logs()[-3000:]
+        assert (stalled.metric("c5c3_operator_shard_fenced_writes_total") or 0) >= 1  # its status write, unsent
         for process in processes:
             assert process.stop() == 0, process.logs()[-3000:]
 
