@@ -7,6 +7,7 @@ import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -181,6 +182,37 @@ def test_latency_holds_requests(proxy: FaultProxy) -> None:
         code, _, _ = call(conn, "GET", NS_PATH)
         held = time.monotonic() - started
     assert code == 200 and held >= 0.3
+
+
+def test_latency_with_a_target_holds_only_the_requests_naming_it(proxy: FaultProxy) -> None:
+    """A latency window with a target holds the requests whose path contains it; every other goes through at once
+    (the held one is still waiting when the other has been answered)."""
+    held_path = f"{NS_PATH}/held"
+    answers: list[int] = []
+
+    def ask() -> None:
+        conn = connect(proxy.url)
+        try:
+            answers.append(call(conn, "GET", held_path)[0])
+        except (OSError, http.client.HTTPException):
+            pass  # closed unanswered, as it should be
+        finally:
+            conn.close()
+
+    with proxy.window(latency(60.0, target="/held")) as seen:
+        held = threading.Thread(target=ask, daemon=True)
+        held.start()
+        deadline = time.monotonic() + 10
+        while not seen.paths[("get", held_path)] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen.paths[("get", held_path)] == 1
+        other = connect(proxy.url)
+        code, _, _ = call(other, "GET", f"{NS_PATH}/other")
+        other.close()
+        assert code == 404 and held.is_alive() and answers == []
+    proxy.stop()  # ends the held request's wait: its connection closes unanswered
+    held.join(10)
+    assert not held.is_alive() and answers == []
 
 
 def test_reset_resets_the_connection(proxy: FaultProxy) -> None:

@@ -19,10 +19,11 @@ emulator, a real kube-apiserver), on 127.0.0.1 only, with fault windows switched
 - Request kinds (``KINDS``): ``watch``, ``list``, ``get``, ``write`` (POST, PUT, PATCH, DELETE), ``other``
   (discovery, OpenAPI). A ``Fault`` hits the kinds it names (``kinds=``), a ``share`` of them at random.
 - Faults: ``status(code)`` answers a Status document (429 with ``Retry-After``); ``latency(s)`` holds each
-  request that long first; ``conflict(share)`` answers 409 to that share of writes; ``reset()`` resets the
-  connection; ``gone()`` answers watches with a 410 ERROR event; ``cut()`` answers watches 200 with
-  ``Transfer-Encoding: chunked`` and closes with no chunk. A window whose fault hits watches (all but latency and
-  conflict) first ends the watch streams open through the proxy, so every watch meets it.
+  request that long first (``target=``: only those whose path or query contains it); ``conflict(share)`` answers
+  409 to that share of writes; ``reset()`` resets the connection; ``gone()`` answers watches with a 410 ERROR
+  event; ``cut()`` answers watches 200 with ``Transfer-Encoding: chunked`` and closes with no chunk. A window whose
+  fault hits watches (all but latency and conflict) first ends the watch streams open through the proxy, so every
+  watch meets it.
 """
 
 from engine.testing.faults.proxy import FaultProxy, proxied

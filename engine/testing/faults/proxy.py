@@ -188,7 +188,7 @@ class FaultProxy:
                 tally.counts[request.kind] += 1
                 tally.paths[(request.kind, path)] += 1
             fault = self._fault
-            if fault is None or request.kind not in fault.kinds:
+            if fault is None or request.kind not in fault.kinds or fault.target not in request.target:
                 return None
             return fault if fault.share >= 1.0 or self._rand.random() < fault.share else None
 

@@ -25,6 +25,8 @@ class Fault:
     code: int = 0
     retry_after: int | None = None
     delay: float = 0.0
+    target: str = ""
+    """Only requests whose target (path and query) contains this ("" every one of ``kinds``)."""
 
     @property
     def ends_open_watches(self) -> bool:
@@ -37,9 +39,9 @@ def status(code: int, *, retry_after: int | None = None, share: float = 1.0, kin
     return Fault("status", kinds, share, code=code, retry_after=retry_after)
 
 
-def latency(seconds: float, *, share: float = 1.0, kinds: frozenset[str] = ALL) -> Fault:
-    """Hold each request ``seconds`` before forwarding it."""
-    return Fault("latency", kinds, share, delay=seconds)
+def latency(seconds: float, *, share: float = 1.0, kinds: frozenset[str] = ALL, target: str = "") -> Fault:
+    """Hold each request ``seconds`` before forwarding it (``target``: only those whose target contains it)."""
+    return Fault("latency", kinds, share, delay=seconds, target=target)
 
 
 def conflict(share: float = 1.0) -> Fault:
