@@ -132,7 +132,9 @@ class RedactingFilter(logging.Filter):
         for name in FIELDS:
             value = fields.get(name)
             if value is not None:
-                texts.append(value if type(value) is str else str(value))
+                text = value if type(value) is str else str(value)
+                if text not in message:  # the order, its kind and the request are mostly in the message already
+                    texts.append(text)
         if record.exc_text:
             texts.append(record.exc_text)
         if record.stack_info:
@@ -193,6 +195,10 @@ def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # The line writes no source file, function, thread or process: the record need not look them up (the logging
+    # HOWTO's "Optimization" knobs; the caller's lookup walked three frames per line).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     for name in NOISY:
         logging.getLogger(name).setLevel(logging.WARNING)
     pool = logging.getLogger("urllib3.connectionpool")
