@@ -1,5 +1,5 @@
 """The ApiClient's REST client, replaced by a lean one: pooled HTTP/1.1 connections built once from the
-Configuration, requests written as one buffer, answers parsed by hand (``http1``).
+Configuration, requests written as one buffer, answers read by ``http1`` (heads parsed by llhttp).
 
 It keeps the library's REST client's signature (``request(method, url, headers, body, post_params,
 _request_timeout)``) and answer shape (``status``, ``reason``, ``headers``, ``data``, ``read()``,
