@@ -92,7 +92,7 @@ class Redactor:
 
     def found(self, text: str) -> list[str]:
         """The forms that occur in ``text``, longest first."""
-        if len(self.sink) != self._known:
+        if self.sink.count() != self._known:
             self._learn()
         starts = self._starts
         grams = starts.keys() & {text[i:i + GRAM] for i in range(len(text) - GRAM + 1)}

@@ -241,7 +241,8 @@ class SecretSink:
         with self._lock:
             return tuple(self._values)
 
-    def __len__(self) -> int:
+    def count(self) -> int:
+        """How many values the sink holds (a method, not ``len``: an empty sink stays truthy)."""
         return len(self._order)
 
     def values_from(self, start: int) -> list[str]:

@@ -21,7 +21,7 @@ from engine.reconcile.transitions import log_condition_changes
 
 CALLS_PER_LINE = 118
 """Calls of one transition line (LogRecord, the redacting filter, the JSON formatter, the stream write), a new secret
-learned before it: 113 measured, at 10 secrets known as at 2,000 (136 while the record still looked up its caller,
+learned before it: 112 measured, at 10 secrets known as at 2,000 (136 while the record still looked up its caller,
 thread and process, which the line never writes). At 18054a9, which worked out every secret's forms again after
 each new one, 197 at 10 secrets and 12,137 at 2,000 (1,356 microseconds a line there at 2,000, 31 now)."""
 
