@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import sys
+import threading
 import traceback
 from typing import Any, TextIO
 
@@ -35,6 +36,7 @@ LEVELS = ("debug", "info", "warning", "error")
 
 REDACTED = "[redacted]"
 _URL_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/@:]*:)(?P<password>[^\s/@]+)(?P<at>@)")
+_URL_BLANKED = rf"\g<head>{REDACTED}\g<at>"
 
 NOISY = ("urllib3", "kubernetes")
 """Client libraries kept at warning whatever the level: at debug they log request and response bodies,
@@ -52,36 +54,67 @@ class DropRetryWarnings(logging.Filter):
 RETRY_FILTER = DropRetryWarnings()
 
 
+GRAM = 4
+"""Characters of a secret's form by which it is indexed: a text is searched only for the forms whose first ``GRAM``
+characters occur in it."""
+
+
 class Redactor:
-    """Blanks the sink's values and URL passwords in any text. The values, longest first, and their base64 forms
-    are worked out once per size of the sink (it only grows), not once per line: a line then costs one substring
-    search per form, and the operator with hundreds of secrets logs a line per order transition."""
+    """Blanks the sink's values, plain and base64-encoded, and URL passwords in any text.
+
+    The forms are indexed by their first ``GRAM`` characters, learned as the sink grows (it only grows, and a new
+    password arrives between most lines of a busy operator): a text costs one pass over its ``GRAM``-grams and a
+    substring search per form that could start in it, whatever the number of secrets known. Forms shorter than
+    ``GRAM`` are searched for in every text. Those found are replaced longest first, so no part of a longer secret
+    is left beside a shorter one's blank."""
 
     def __init__(self, sink: SecretSink) -> None:
         self.sink = sink
-        self._forms: tuple[tuple[str, str], ...] = ()
         self._known = 0
+        self._starts: dict[str, tuple[str, ...]] = {}
+        self._short: tuple[str, ...] = ()
+        self._lock = threading.Lock()
 
-    def _current_forms(self) -> tuple[tuple[str, str], ...]:
-        values = self.sink.values()
-        if len(values) != self._known:
-            ordered = sorted((value for value in values if value), key=len, reverse=True)
-            self._forms = tuple((value, base64.b64encode(value.encode("utf-8")).decode("ascii")) for value in ordered)
-            self._known = len(values)
-        return self._forms
+    def _learn(self) -> None:
+        """Index the values the sink learned since the last call (new tuples, so readers in other threads always
+        see a whole bucket)."""
+        with self._lock:
+            new = self.sink.values_from(self._known)
+            for value in new:
+                if not value:
+                    continue
+                for form in (value, base64.b64encode(value.encode("utf-8")).decode("ascii")):
+                    if len(form) < GRAM:
+                        self._short = (*self._short, form)
+                    else:
+                        self._starts[form[:GRAM]] = (*self._starts.get(form[:GRAM], ()), form)
+            self._known += len(new)
 
-    def __call__(self, text: str) -> str:
-        text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{REDACTED}{m['at']}", text)
-        for value, encoded in self._current_forms():
-            if value in text:
-                text = text.replace(value, REDACTED)
-            if encoded in text:
-                text = text.replace(encoded, REDACTED)
+    def found(self, text: str) -> list[str]:
+        """The forms that occur in ``text``, longest first."""
+        if self.sink.count() != self._known:
+            self._learn()
+        starts = self._starts
+        grams = starts.keys() & {text[i:i + GRAM] for i in range(len(text) - GRAM + 1)}
+        found = [form for gram in grams for form in starts[gram] if form in text]
+        found += [form for form in self._short if form in text]
+        if len(found) > 1:
+            found.sort(key=len, reverse=True)
+        return found
+
+    def __call__(self, text: str, forms: list[str] | None = None) -> str:
+        """``text`` blanked; ``forms``: those to look for (``found`` of a text that holds this one), else its own."""
+        if "://" in text:
+            text = _URL_PASSWORD.sub(_URL_BLANKED, text)
+        for form in self.found(text) if forms is None else forms:
+            if form in text:
+                text = text.replace(form, REDACTED)
         return text
 
 
 class RedactingFilter(logging.Filter):
-    """Rewrites a record in place with every secret blanked; never drops a record."""
+    """Rewrites a record in place with every secret blanked; never drops a record. The message and the fields are
+    searched for secrets together, once."""
 
     def __init__(self, redact: Redactor) -> None:
         super().__init__()
@@ -92,19 +125,33 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed call must not break logging: keep its raw message
             message = f"{record.msg} {record.args}"
-        record.msg = self._redact(message)
-        record.args = None
-        for name in FIELDS:
-            value = record.__dict__.get(name)
-            if value is not None:
-                record.__dict__[name] = self._redact(str(value))
         if record.exc_info and not record.exc_text:
             record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+        fields = record.__dict__
+        texts = [message]
+        for name in FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                text = value if type(value) is str else str(value)
+                if text not in message:  # the order, its kind and the request are mostly in the message already
+                    texts.append(text)
         if record.exc_text:
-            record.exc_text = self._redact(record.exc_text)
+            texts.append(record.exc_text)
+        if record.stack_info:
+            texts.append(record.stack_info)
+        redact = self._redact
+        forms = redact.found("\0".join(texts))
+        record.msg = redact(message, forms)
+        record.args = None
+        for name in FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                fields[name] = redact(value if type(value) is str else str(value), forms)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, forms)
             record.exc_info = None
         if record.stack_info:
-            record.stack_info = self._redact(record.stack_info)
+            record.stack_info = redact(record.stack_info, forms)
         return True
 
 
@@ -148,6 +195,10 @@ def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # The line writes no source file, function, thread or process: the record need not look them up (the logging
+    # HOWTO's "Optimization" knobs; the caller's lookup walked three frames per line).
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     for name in NOISY:
         logging.getLogger(name).setLevel(logging.WARNING)
     pool = logging.getLogger("urllib3.connectionpool")

@@ -198,16 +198,24 @@ class SecretSink:
 
     def __init__(self) -> None:
         self._values: dict[str, None] = {}
+        self._order: list[str] = []
+        """The values in the order they were learned (the sink only grows): a reader catches up from its count."""
         self._lock = threading.Lock()
         self._learned: set[tuple[str, str]] = set()
 
+    def _add_locked(self, values: Iterable[str]) -> None:
+        for value in values:
+            if value not in self._values:
+                self._values[value] = None
+                self._order.append(value)
+
     def add(self, value: str) -> None:
         with self._lock:
-            self._values[value] = None
+            self._add_locked((value,))
 
     def add_all(self, values: Iterable[str]) -> None:
         with self._lock:
-            self._values.update(dict.fromkeys(values))
+            self._add_locked(values)
 
     def learn(self, value: Any) -> None:
         """Add the secret values (engine.expr.secret_data's rule) of every Secret in ``value``: an object,
@@ -223,7 +231,7 @@ class SecretSink:
                 continue
             secrets_found = list(secret_values_of(obj))
             with self._lock:
-                self._values.update(dict.fromkeys(secrets_found))
+                self._add_locked(secrets_found)
                 if known:
                     if len(self._learned) >= self.LEARNED:
                         self._learned.clear()
@@ -232,6 +240,15 @@ class SecretSink:
     def values(self) -> tuple[str, ...]:
         with self._lock:
             return tuple(self._values)
+
+    def count(self) -> int:
+        """How many values the sink holds (a method, not ``len``: an empty sink stays truthy)."""
+        return len(self._order)
+
+    def values_from(self, start: int) -> list[str]:
+        """The values learned after the first ``start`` ones, in the order they were learned."""
+        with self._lock:
+            return self._order[start:]
 
     def redact(self, text: str) -> str:
         """``text`` with every collected secret, plain or base64-encoded as Secret data holds it, replaced by

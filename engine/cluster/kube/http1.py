@@ -1,11 +1,11 @@
-"""One HTTP/1.1 connection to the API server and the answers read from it, parsed by hand.
+"""One HTTP/1.1 connection to the API server and the answers read from it.
 
 http.client parses every answer's headers through the email package and urllib3 wraps each
 request in Retry, Timeout and URL objects; for the small JSON answers of an API server that
 is most of a request's CPU (issue 11). This module writes a request as one buffer and reads
-the status line, the headers (Content-Length, Transfer-Encoding, Connection,
-Content-Encoding, Retry-After are the ones that matter) and the body (Content-Length,
-chunked, or until the server closes) from its own receive buffer.
+from its own receive buffer the head (status line and headers, parsed by llhttp through
+httptools; Content-Length, Transfer-Encoding, Connection, Content-Encoding, Retry-After are the
+ones that matter) and the body (Content-Length, chunked, or until the server closes), de-framed here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import select
 import socket
 import zlib
 from collections.abc import Callable
+
+import httptools
 
 RECV_SIZE = 65536
 """Bytes asked of the socket per read."""
@@ -105,13 +107,31 @@ class Connection:
 Headers = dict[str, str]
 """An answer's headers by lower-case name (repeated headers joined with ", ")."""
 
-_ASCII_SPACE = " \t\n\r\x0b\x0c"
-"""What ``bytes.strip()`` strips: a header's name and value are cut as their bytes would be, not at the wider
-Unicode whitespace ``str.strip()`` knows (a Latin-1 no-break space, \\x85, \\x1c-\\x1f stay)."""
+class _Head:
+    """What llhttp reports of one answer's head: the reason and the headers by lower-case name."""
+
+    __slots__ = ("headers", "reason")
+
+    def __init__(self) -> None:
+        self.headers: Headers = {}
+        self.reason = ""
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason = reason.decode("latin-1")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key = name.decode("latin-1").lower()
+        text = value.rstrip(b" \t").decode("latin-1")  # llhttp drops the whitespace before a value, not after it
+        headers = self.headers
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
 
 
 def read_head(conn: Connection) -> tuple[int, str, Headers]:
-    """The status code, reason and headers of the next answer (1xx answers skipped)."""
+    """The status code, reason and headers of the next answer (1xx answers skipped).
+
+    The head is cut from the buffer here (at most ``MAX_HEAD`` bytes) and parsed by llhttp (httptools): the status
+    line, header names and values as RFC 9112 has them; anything else (a line without a colon, a control character
+    in a value, whitespace before a name) is refused."""
     while True:
         try:
             if not conn.buffer and not conn.fill():
@@ -123,25 +143,19 @@ def read_head(conn: Connection) -> tuple[int, str, Headers]:
                 raise ProtocolFault("the server's headers are longer than the limit")
             if not conn.fill():
                 raise ProtocolFault("the server closed the connection mid-answer")
-        status, _, rest = conn.take(end + 4)[:-4].partition(b"\r\n")
-        parts = status.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise ProtocolFault("the server's answer does not begin with an HTTP/1.x status line")
-        code = int(parts[1])
-        reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
-        headers: Headers = {}
-        for line in rest.decode("latin-1").split("\r\n") if rest else ():  # decoded once, not twice per line
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise ProtocolFault("the server sent a header line without a colon")
-            key = name.strip(_ASCII_SPACE).lower()
-            text = value.strip(_ASCII_SPACE)
-            headers[key] = f"{headers[key]}, {text}" if key in headers else text
-        if parts[0] == b"HTTP/1.0" and "keep-alive" not in headers.get("connection", "").lower():
+        head = _Head()
+        parser = httptools.HttpResponseParser(head)
+        try:
+            parser.feed_data(conn.take(end + 4))
+        except httptools.HttpParserError:
+            raise ProtocolFault("the server's answer head is not HTTP/1.x (status line or headers malformed)") from None
+        code = parser.get_status_code()
+        headers = head.headers
+        if parser.get_http_version() == "1.0" and "keep-alive" not in headers.get("connection", "").lower():
             headers.setdefault("connection", "close")
         if 100 <= code < 200 and code != 101:
             continue  # 100 Continue and friends: the real answer follows
-        return code, reason, headers
+        return code, head.reason, headers
 
 
 class Body:

@@ -1,5 +1,5 @@
 """The ApiClient's REST client, replaced by a lean one: pooled HTTP/1.1 connections built once from the
-Configuration, requests written as one buffer, answers parsed by hand (``http1``).
+Configuration, requests written as one buffer, answers read by ``http1`` (heads parsed by llhttp).
 
 It keeps the library's REST client's signature (``request(method, url, headers, body, post_params,
 _request_timeout)``) and answer shape (``status``, ``reason``, ``headers``, ``data``, ``read()``,
@@ -17,7 +17,6 @@ environment's) or its own retry policy keeps the library's client (``install``).
 from __future__ import annotations
 
 import contextlib
-import json
 import socket
 import ssl
 import threading
@@ -30,6 +29,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.client.rest import RESTClientObject, should_bypass_proxies
 
+from engine.cluster.kube import codec
 from engine.cluster.kube.http1 import DECODERS, Body, ConnectFailed, Connection, ConnectionDropped, Headers, read_head
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -175,7 +175,7 @@ class LeanRestClient:
         elif isinstance(body, str):
             payload = body.encode("utf-8")
         else:
-            payload = json.dumps(body, separators=(",", ":")).encode("utf-8")
+            payload = codec.dumps(body)
         fields = tuple(headers.items())
         try:
             block = self._blocks.get(fields)
