@@ -4,7 +4,8 @@ Three ``engine run --sharded`` processes converge a batch of new KeystoneUser or
 server's request log (the emulator's, or a real server's audit log), by the members' User-Agents: each order is
 labelled once (no drain and hand-back of a new order), no member lists an order's children before its first pass
 (a new order has none: decision 0067), and no child is read by name from the API server (a member's caches say
-whether one exists, as a single replica's do)."""
+whether one exists, as a single replica's do). Then a fourth member joins: only the orders that move cost more
+(a drain, a hand-back, a label, the take-over's lists and relabels), bounded per moved order."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import re
 import time
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from integration_kit import TENANT, World, condition, get, order, wait_for
-from test_sharding_http import PATIENCE, three_replicas
+from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
+from test_sharding_http import PATIENCE, SHARD, SHARDED, member_of, three_replicas
 
 from engine.testing.emulator.requestlog import RequestRecord
 
@@ -45,16 +46,52 @@ def classify(record: RequestRecord) -> tuple[str, str, str]:
     return verb, resource, name
 
 
+def shards(world: World) -> dict[str, dict[str, str]]:
+    """Order name -> its labels."""
+    return {item["metadata"]["name"]: dict(item["metadata"].get("labels") or {})
+            for item in world.management.list(API, "KeystoneUser", TENANT).items if item["metadata"]["name"] in ORDERS}
+
+
 def test_a_new_order_costs_its_requests_plus_one_label_write(world: World) -> None:
     with three_replicas(world, "cost"):
         since = time.monotonic()
         for name in ORDERS:
             world.management.create(order("KeystoneUser", name))
-        wait_for(lambda: all(condition(get(world.management, "c5c3.io/v1alpha1", "KeystoneUser", TENANT, name),
+        wait_for(lambda: all(condition(get(world.management, API, "KeystoneUser", TENANT, name),
                                        "Ready") == "True" for name in ORDERS),
                  timeout=PATIENCE, message="every order Ready")
         records = [r for r in world.server.requests.records()
                    if r.started >= since and MEMBER_AGENT.search(r.user_agent)]
+        before = {name: labels.get(SHARD) for name, labels in shards(world).items()}
+        joined = time.monotonic()
+        fourth = OperatorProcess(world, *SHARDED, name="cost-3")
+        try:
+            newcomer = member_of(fourth)
+            wait_for(lambda: newcomer in {labels.get(SHARD) for labels in shards(world).values()}
+                     and not any("sharding.c5c3.io/drain" in labels for labels in shards(world).values())
+                     and all(condition(get(world.management, API, "KeystoneUser", TENANT, name), "Ready") == "True"
+                             for name in ORDERS), timeout=PATIENCE, message="the fourth member's orders moved")
+            time.sleep(1.0)  # the new member's first passes of the moved orders
+            moves = [r for r in world.server.requests.records()
+                     if r.started >= joined and MEMBER_AGENT.search(r.user_agent)]
+            moved = [name for name, labels in shards(world).items() if labels.get(SHARD) != before[name]]
+        finally:
+            fourth.stop()
+    assert moved
+    counted = collections.Counter(classify(r)[:2] for r in moves if classify(r)[1] not in ("leases", ""))
+    move_shown = ", ".join(f"{verb} {resource}: {count}" for (verb, resource), count in sorted(counted.items()))
+    # A moved order: the drain label, the hand-back, the new label; its take-over's list of each of its 3 child
+    # kinds and one relabel per child (3 Secrets, a PushSecret, a User); its new member's first pass writes nothing.
+    # The new member's caches' first lists come on top, once.
+    order_writes = counted[("PATCH", "keystoneusers")] + counted[("PUT", "keystoneusers")]
+    assert order_writes == 3 * len(moved), move_shown
+    take_overs = sum(1 for r in moves if classify(r)[0] == "LIST" and any(f"={name}" in unquote(r.path)
+                                                                         for name in moved))
+    assert take_overs == 3 * len(moved), move_shown
+    relabels = sum(count for (verb, resource), count in counted.items()
+                   if resource in CHILD_RESOURCES and verb not in ("LIST", "WATCH"))
+    assert relabels <= 5 * len(moved), move_shown
+    assert counted[("PUT", "keystoneusers/status")] == 0, move_shown
     seen = collections.Counter(classify(r) for r in records)
     by_verb: collections.Counter[tuple[str, str]] = collections.Counter()
     for (verb, resource, _), count in seen.items():
