@@ -71,7 +71,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import per_cluster  # noqa: E402
-from conftest import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
+from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
 from engine.cluster.api import Conflict, NotFound  # noqa: E402
 from engine.testing.emulator import Emulator  # noqa: E402
@@ -131,18 +131,23 @@ class TimedWorld(World):
         admit = self.management._admit
         admissions = itertools.count()
 
-        def timed_admit(*args: Any) -> Any:
+        def timed_admit(*args: Any, **kwargs: Any) -> Any:
             if next(admissions) % SAMPLE:
-                return admit(*args)
+                return admit(*args, **kwargs)
             began = time.thread_time()
             try:
-                return admit(*args)
+                return admit(*args, **kwargs)
             finally:
                 spent = time.thread_time() - began
                 with self._lock:
                     self.admission_cpu += SAMPLE * spent
 
         self.management._admit = timed_admit  # type: ignore[method-assign]
+
+    def simulation_thread(self) -> threading.Thread:
+        """The thread the simulated controllers run on (the world's ``Controllers``; their rounds are not timed)."""
+        assert self.controllers is not None
+        return self.controllers._thread
 
     def _react(self) -> None:
         while not self._halt.wait(0.1):
@@ -311,7 +316,7 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None,
             watches_idle = [per_cluster.open_watches(p.process.pid, ports) for p in processes]
             names_idle = [per_cluster.thread_names(p.process.pid, py_spy) for p in processes]
             before_orders = [scrape(p) for p in processes]
-            world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world._thread)
+            world_before, simulators_before = cpu_seconds(os.getpid()), thread_cpu_seconds(world.simulation_thread())
             rounds_before, round_cpu_before, admission_before = len(world.rounds), world.round_cpu, world.admission_cpu
             started = time.monotonic()
             names = layout.placed(orders)
@@ -324,7 +329,7 @@ def round_of(replicas: int, orders: int, timeout: float, trace: Path | None,
             cpu = [cpu_seconds(p.process.pid) - before for p, before in zip(processes, cpu_before, strict=True)]
             threads_after = [per_cluster.thread_cpu(p.process.pid, TICKS) for p in processes]
             world_cpu = cpu_seconds(os.getpid()) - world_before
-            simulators_cpu = thread_cpu_seconds(world._thread) - simulators_before
+            simulators_cpu = thread_cpu_seconds(world.simulation_thread()) - simulators_before
             rounds = sorted(world.rounds[rounds_before:])
             round_cpu, admission_cpu = world.round_cpu - round_cpu_before, world.admission_cpu - admission_before
             time.sleep(3.0)  # the last echoes settle

@@ -56,7 +56,7 @@ from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
 from engine.runtime.events import EventRecorder
-from engine.runtime.kinds import Catalog, LabelScopes, Projections, label_scopes, projections, shard_scopes
+from engine.runtime.kinds import Catalog, LabelScopes, MemberProjections, label_scopes, member_projections, shard_scopes
 from engine.runtime.leader import (
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
@@ -183,15 +183,16 @@ def bind_endpoints(options: Options) -> list[Endpoint]:
     return bound
 
 
-def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: Projections | None = None) -> Cluster:
+def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: MemberProjections | None = None) -> Cluster:
     """Have a caching cluster keep only labelled objects of the rules' label-scoped kinds (decision 14), and of the
-    kinds in ``projected`` a cache of every object cut to the paths the rules read of it (decision 0040)."""
+    kinds in ``projected`` a cache of every object cut to the paths the rules read of it (decision 0040), selected
+    by label where it says so (decision 0067)."""
     scope = getattr(cluster, "scope_by_labels", None)
     if callable(scope) and scopes:
         scope(scopes)
     project = getattr(cluster, "project_reads", None)
     if callable(project) and projected is not None:
-        project(projected)
+        project(projected.paths, projected.labels)
     return cluster
 
 
@@ -291,7 +292,7 @@ class Operator:
             self.agent = self.member.name
             name_member(management, self.agent)
         self.scopes: LabelScopes = self._label_scopes(catalog)
-        self.projected: Projections = projections(catalog) if self.member is not None else {}
+        self.projected = member_projections(catalog) if self.member is not None else None
         scope_by_labels(management, self.scopes, self.projected)
 
         def scoped_target(registration: Registration) -> Cluster:
@@ -437,7 +438,7 @@ class Operator:
         if self.assigner is not None:
             self.assigner.replace_catalog(catalog)
         scopes = self._label_scopes(catalog)
-        projected = projections(catalog) if self.member is not None else {}
+        projected = member_projections(catalog) if self.member is not None else None
         if scopes != self.scopes or projected != self.projected:
             self.scopes, self.projected = scopes, projected
             for _, cluster in self.manager.clusters:

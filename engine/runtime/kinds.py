@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from engine.clock import Clock
@@ -173,6 +174,32 @@ def projections(catalog: Catalog) -> dict[tuple[str, str], tuple[tuple[str, ...]
                 found.setdefault(key, set()).update(reads)
     return {key: merged for key, paths in found.items()
             if (merged := merge_reads([frozenset(paths)])) is not None}
+
+
+@dataclass(frozen=True)
+class MemberProjections:
+    """What a shard member keeps projected (decision 0067): per kind the paths kept of each object, and per kind the
+    label keys its projected caches select by (absent: one cache of every object)."""
+
+    paths: Projections
+    labels: Mapping[tuple[str, str], tuple[str, ...]]
+
+
+def member_projections(catalog: Catalog) -> MemberProjections:
+    """A shard member's projected caches: ``projections`` (the lists across orders) plus, for every other kind it
+    caches by its stamp, the identity of each object, selected by the kind's ``cacheOnlyLabelled`` keys as an
+    unsharded run caches it. A get its stamped caches miss then learns from memory whether the object exists at all,
+    as an unsharded run's cache answers it: a write's read of a child it is about to create costs no request."""
+    found = projections(catalog)
+    keys = label_scopes(catalog)
+    labels: dict[tuple[str, str], tuple[str, ...]] = {}
+    for scoped in shard_scoped_kinds(catalog):
+        if scoped in found:
+            continue  # a cache of every object for the lists across orders answers for existence too
+        found[scoped] = ()
+        if keys.get(scoped):
+            labels[scoped] = keys[scoped]
+    return MemberProjections(found, labels)
 
 
 def shard_scopes(catalog: Catalog, selector: str) -> dict[tuple[str, str], tuple[str, ...]]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from engine.cluster.api import NotFound, Obj
+from engine.cluster.api import NotCached, NotFound, Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.memory import MemoryCluster
 from engine.testing.emulator import Emulator
@@ -104,3 +104,32 @@ def test_the_projected_cache_follows_writes_and_answers_gets_it_misses(memory: M
     assert requests.count() == 1
     memory.delete("v1", "Secret", "default", "new")
     assert eventually(lambda: kube.list("v1", "Secret", labels={"claim": "x"}, reads=CLAIM).items == [])
+
+
+def test_a_projection_by_label_says_whether_a_scoped_get_can_miss_without_a_request(
+        memory: MemoryCluster, emulator: Emulator, make_kube: Callable[..., KubeCluster]) -> None:
+    """A member's identity cache of the objects carrying a label (as an unsharded run caches the kind) answers the
+    gets its stamped scope misses: no object of the name carries the label the caller says it carries -> NotCached
+    without a request (it may exist without the label, as an unsharded run's cache also cannot tell); one does
+    (another member's) -> read whole from the server; the caller says nothing -> read from the server."""
+    kube = make_kube()
+    kube.scope_by_labels({("v1", "Secret"): ("claim,shard=a",)})
+    kube.project_reads({("v1", "Secret"): ()}, labels={("v1", "Secret"): ("claim",)})
+    memory.create(secret("theirs", "b"))
+    memory.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "bare", "namespace": "default"}})
+    with pytest.raises(NotCached):
+        kube.get("v1", "Secret", "default", "absent", carries=("claim",))  # starts the caches
+    watching(emulator, kube)
+    [projected] = [i for i in kube.informers() if "projected" in i.name]
+    held = projected.store.keys()
+    assert [name for _, name in held] == ["theirs"]  # identities of the labelled ones only
+    requests = Requests(kube)
+    for name in ("absent", "bare"):
+        with pytest.raises(NotCached):
+            kube.get("v1", "Secret", "default", name, carries=("claim",))
+    assert requests.count() == 0
+    assert kube.get("v1", "Secret", "default", "theirs", carries=("claim",))["data"]["password"] == "c2VjcmV0"
+    assert requests.count() == 1
+    with pytest.raises(NotFound):
+        kube.get("v1", "Secret", "default", "absent")
+    assert requests.count() == 2

@@ -280,6 +280,40 @@ def test_a_move_whose_label_write_conflicts_still_counts_as_a_move() -> None:
         handed_back)
 
 
+class PatchBodies:
+    """A cluster that records the bodies of the merge patches sent to it."""
+
+    def __init__(self, inner: MemoryCluster) -> None:
+        self._inner = inner
+        self.bodies: list[Any] = []
+
+    def patch(self, *args: Any, **kwargs: Any) -> Obj:
+        self.bodies.append(json_copy(args[4]))
+        return self._inner.patch(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+
+def test_a_first_assignment_writes_the_shard_label_alone_and_a_drain_is_lifted_by_name() -> None:
+    """The leader's write to an order without a drain label names only the shard label: an API server that merges
+    the labels of a patch into an order carrying none verbatim would keep a drain label's null, and the member would
+    hand the order back. Lifting a drain (the ring changed back) names the drain label, to remove it."""
+    world = World(orders=3)
+    world.join("a")
+    recorded = PatchBodies(world.cluster)
+    world.assigner._clusters = world.clusters(recorded)
+    assert world.assigner.step().moves == {"assigned": 3}
+    assert [body["metadata"]["labels"] for body in recorded.bodies] == [{SHARD_LABEL: "a"}] * 3
+    order = world.cluster.get("example.io/v1", "Widget", "ns", "w00")
+    world.cluster.update({**order, "metadata": {**order["metadata"],
+                                                "labels": {SHARD_LABEL: "a", DRAIN_LABEL: "true"}}})
+    recorded.bodies.clear()
+    world.assigner.step()
+    assert [body["metadata"]["labels"] for body in recorded.bodies] == [{SHARD_LABEL: "a", DRAIN_LABEL: None}]
+    assert DRAIN_LABEL not in world.orders()[(MANAGEMENT_CLUSTER, "w00")]["metadata"]["labels"]
+
+
 def test_a_lapsed_member_stops_before_the_leader_reassigns_its_orders() -> None:
     """b stops renewing: it stops working at its renew deadline (10 s) and the leader reassigns only its
     orders once its Lease has not changed for the lease duration (15 s) on the leader's clock."""

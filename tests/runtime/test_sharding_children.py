@@ -255,6 +255,30 @@ def test_the_take_over_lists_only_the_clusters_the_rules_can_write_children_on(
         assert world.parts(far) == {"w-part": "b" if named else "a"}
 
 
+def test_an_order_no_pass_took_past_its_finalizer_is_admitted_without_a_take_over(
+        rules_dir: Callable[..., Path]) -> None:
+    """Steps, which alone write children, run only once the order carries its kind's finalizer: a new order (no
+    finalizer) can have no child anywhere, so its first admission lists nothing. Once a pass installed the finalizer,
+    a member new to the order (a move) lists and relabels its children before its first pass, as before."""
+    world = World(rules_dir(WIDGET.swap("steps:\n", "gates:\n  - finalizer: true\n    requeue: 1s\nsteps:\n")))
+    world.order("a")
+    counted = CountedLists(world.cluster)
+    a = world.member("a")
+    a._clusters = ClusterSet(counted)  # type: ignore[arg-type]
+    assert a.admit(world.request) == "run"
+    assert counted.lists == 0
+    world.run("a")  # the finalizer
+    world.run("a")  # the child
+    assert world.parts() == {"w-part": "a"}
+    order = world.cluster.get("example.io/v1", "Widget", "ns", "w")
+    world.cluster.update({**order, "metadata": {**order["metadata"], "labels": {SHARD_LABEL: "b"}}})
+    b = world.member("b")
+    b._clusters = ClusterSet(counted)  # type: ignore[arg-type]
+    assert b.admit(world.request) == "run"
+    assert counted.lists == 1
+    assert world.parts() == {"w-part": "b"}
+
+
 def test_an_order_whose_name_no_label_holds_is_admitted(rules_dir: Callable[..., Path]) -> None:
     """An order whose name is longer than a label value (stored where no rule refused it) is admitted, so its
     passes (its teardown above all) run: the list of its children only asks that the name label be there, and a

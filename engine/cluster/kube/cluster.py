@@ -143,8 +143,11 @@ class KubeCluster:
         """(group, kind) -> the label scopes whose objects alone are cached (``scope_by_labels``, ``scopes``)."""
         self._projections: dict[tuple[str, str], tuple[ReadPath, ...]] = {}
         """(group, kind) -> the paths a projected cache of every object keeps (``project_reads``)."""
-        self._projected: dict[tuple[str, str, Scope], Informer] = {}
-        """The projected informers, by (apiVersion, kind, namespace scope)."""
+        self._projection_labels: dict[tuple[str, str], tuple[str, ...]] = {}
+        """(group, kind) -> the label keys its projected caches select by, one cache each (absent: one cache of
+        every object)."""
+        self._projected: dict[tuple[str, str, Scope, str | None], Informer] = {}
+        """The projected informers, by (apiVersion, kind, namespace scope, label key or None)."""
         self._stopped = False
         self._write_observer: WriteObserver | None = None
 
@@ -205,19 +208,28 @@ class KubeCluster:
         for informer in dropped:
             informer.stop()
 
-    def project_reads(self, projections: Mapping[tuple[str, str], Sequence[ReadPath]]) -> None:
+    def project_reads(self, projections: Mapping[tuple[str, str], Sequence[ReadPath]],
+                      labels: Mapping[tuple[str, str], Sequence[str]] | None = None) -> None:
         """Answer the lists of these (apiVersion, kind) that say they read only some paths of each object (``list``'s
         ``reads``), when no label scope answers them, from a cache of every object cut down to these paths
         (``engine.cluster.projection``; decision 0040). A list whose reads these paths do not cover, or that says
         nothing of its reads, is answered as before. Call it before the first read; a changed projection's cache
-        is dropped (the next read starts it again)."""
+        is dropped (the next read starts it again).
+
+        labels: per kind, label keys: its projected caches then hold only the objects carrying one of them (one
+        cache per key), as its label scopes would without a shard member's stamp (decision 0067). A get those
+        scopes miss asks them whether the object exists at all: where none holds it, no request is needed."""
         wanted = {(api_version.rpartition("/")[0], kind): tuple(paths) for (api_version, kind), paths in
                   projections.items()}
+        by_label = {(api_version.rpartition("/")[0], kind): tuple(keys)
+                    for (api_version, kind), keys in (labels or {}).items() if keys}
         with self._lock:
             self._projections = wanted
+            self._projection_labels = by_label
             stale = [key for key, informer in self._projected.items()
                      if (key[0].rpartition("/")[0], key[1]) not in wanted
-                     or informer.store.shape != tree(wanted[(key[0].rpartition("/")[0], key[1])])]
+                     or informer.store.shape != tree(wanted[(key[0].rpartition("/")[0], key[1])])
+                     or key[3] not in by_label.get((key[0].rpartition("/")[0], key[1]), (None,))]
             dropped = [self._projected.pop(key) for key in stale]
             self._by_kind = None
         for informer in dropped:
@@ -449,10 +461,30 @@ class KubeCluster:
             if known:
                 missed = self._not_found(api_version, kind, name)
                 raise NotCached(str(missed), details=missed.details)
-            projected = self._projected_informer(api_version, kind, namespace, ())
-            if projected is not None and projected.store.uid_at((namespace or "", name)) is None:
-                raise self._not_found(api_version, kind, name)  # a cache of every object of the kind misses it
+            self._absent_from_projections(api_version, kind, namespace, name, carries)
         return self._live_get(api_version, kind, namespace, name)
+
+    def _absent_from_projections(self, api_version: str, kind: str, namespace: str | None, name: str,
+                                 carries: Collection[str]) -> None:
+        """Raise when the projected caches of the kind say no object of the name exists where the label scopes
+        missed it: NotFound when a cache of every object misses it; NotCached (it may exist without the labels)
+        when the caches of the labels the caller says it carries all miss it. Return (read the server) when one
+        holds it or none can tell."""
+        labels = self._projection_labels.get((api_version.rpartition("/")[0], kind))
+        key = (namespace or "", name)
+        if labels is None:
+            projected = self._projected_informer(api_version, kind, namespace, ())
+            if projected is not None and projected.store.uid_at(key) is None:
+                raise self._not_found(api_version, kind, name)  # a cache of every object of the kind misses it
+            return
+        carried = [label for label in labels if trusted(label, carries)]
+        for label in carried:
+            projected = self._projected_informer(api_version, kind, namespace, (), label)
+            if projected is None or projected.store.uid_at(key) is not None:
+                return
+        if carried:
+            missed = self._not_found(api_version, kind, name)
+            raise NotCached(str(missed), details=missed.details)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
         """The label scope whose cache answers a list of a label-scoped kind: one whose objects include every
@@ -700,29 +732,33 @@ class KubeCluster:
         return informer
 
     def _projected_informer(self, api_version: str, kind: str, namespace: str | None,
-                            reads: Collection[ReadPath]) -> Informer | None:
+                            reads: Collection[ReadPath], label: str | None = None) -> Informer | None:
         """The synced projected informer of a kind whose kept paths cover ``reads`` (started now if need be), or
-        None (no projection of the kind, paths it does not keep, or a cache that does not cover the read)."""
-        paths = self._projections.get((api_version.rpartition("/")[0], kind))
-        if paths is None or not covers(paths, reads):
+        None (no projection of the kind, paths it does not keep, or a cache that does not cover the read).
+        label: the label key it selects by (None: the one of every object, if the kind's are not by label)."""
+        group = api_version.rpartition("/")[0]
+        paths = self._projections.get((group, kind))
+        if paths is None or not covers(paths, reads) or label not in self._projection_labels.get((group, kind),
+                                                                                               (None,)):
             return None
         resource = self._resource(api_version, kind)
         covered, scope = self._scope(bool(resource.namespaced), namespace)
         if not covered:
             return None
-        key = (api_version, kind, scope)
+        key = (api_version, kind, scope, label)
         with self._lock:
             if self._stopped:
                 return None
             informer = self._projected.get(key)
         if informer is None or informer.dead:
             with self._lock:
-                starting = self._starting.setdefault((*key, "\0projected"), threading.Lock())
+                starting = self._starting.setdefault((api_version, kind, scope, f"\0projected {label or ''}"),
+                                                     threading.Lock())
             with starting:
                 with self._lock:
                     informer = self._projected.get(key)
                 if informer is None or informer.dead:
-                    informer = self._start_projected(api_version, kind, scope, paths)
+                    informer = self._start_projected(api_version, kind, scope, paths, label)
                     if informer is None:
                         return None
         if not informer.store.settle(self._settle_timeout):
@@ -732,13 +768,16 @@ class KubeCluster:
         return informer
 
     def _start_projected(self, api_version: str, kind: str, scope: Scope,
-                         paths: Sequence[ReadPath]) -> Informer | None:
+                         paths: Sequence[ReadPath], label: str | None = None) -> Informer | None:
         where = f" in {scope}" if scope else ""
+        labelled = f" labelled {label}" if label else ""
+        selector = {"label_selector": label} if label else {}
         informer = Informer(
-            f"{kind}.{api_version}{where} projected on {self.name or 'the management cluster'}",
-            lambda: self._live_list(api_version, kind, scope),
+            f"{kind}.{api_version}{where}{labelled} projected on {self.name or 'the management cluster'}",
+            lambda: self._live_list(api_version, kind, scope, labels=label),
             lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
-                                        strip_managed_fields=True, **({"resource_version": rv} if rv else {})),
+                                        strip_managed_fields=True, **selector,
+                                        **({"resource_version": rv} if rv else {})),
             log=self._log, cluster=self.name, store=Store(tree(paths)), timeout=self._watch_timeout,
         )
         informer.start()
@@ -747,7 +786,7 @@ class KubeCluster:
                 stopped = True
             else:
                 stopped = False
-                self._projected[(api_version, kind, scope)] = informer
+                self._projected[(api_version, kind, scope, label)] = informer
                 self._by_kind = None
         if stopped:
             informer.stop()
@@ -793,9 +832,9 @@ class KubeCluster:
                 self._by_kind = {}
                 for entry in self._informers.items():
                     self._by_kind.setdefault((entry[0][0].rpartition("/")[0], entry[0][1]), []).append(entry)
-                for (api_version, projected_kind, scope), projected in self._projected.items():
+                for (api_version, projected_kind, scope, label), projected in self._projected.items():
                     self._by_kind.setdefault((api_version.rpartition("/")[0], projected_kind), []).append(
-                        ((api_version, projected_kind, scope, None), projected))
+                        ((api_version, projected_kind, scope, label), projected))
             return [
                 informer for (_, _, scope, label), informer in self._by_kind.get((group, kind), ())
                 if (scope is None or scope == namespace) and not informer.dead

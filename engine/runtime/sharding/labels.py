@@ -48,10 +48,17 @@ def relabelled(obj: Obj, *, owner: str | None, drain: bool) -> Obj:
 
 def label_patch(obj: Obj, *, owner: str, drain: bool) -> Obj:
     """A merge patch setting the shard label to ``owner`` and the drain label present or not, conditional on
-    ``obj``'s resourceVersion (a patch carrying one fails with a Conflict once the object has changed)."""
+    ``obj``'s resourceVersion (a patch carrying one fails with a Conflict once the object has changed). The drain
+    label is named only to set it or to remove one ``obj`` carries: a removal of a label that is not there is no
+    change, and a server that merges a patch's labels into an order with none verbatim would store it as null
+    (the harness's emulator does), which a member reads as a drain request."""
     meta = obj.get("metadata") or {}
-    return {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                         "labels": {SHARD_LABEL: owner, DRAIN_LABEL: "true" if drain else None}}}
+    labels: dict[str, str | None] = {SHARD_LABEL: owner}
+    if drain:
+        labels[DRAIN_LABEL] = "true"
+    elif draining(obj):
+        labels[DRAIN_LABEL] = None
+    return {"metadata": {"resourceVersion": meta.get("resourceVersion"), "labels": labels}}
 
 
 def resource_version(obj: Obj) -> int | None:

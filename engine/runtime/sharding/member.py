@@ -43,6 +43,7 @@ from engine.runtime.controller import Admission
 from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
 from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
 from engine.runtime.sharding.fence import Check, Fenced, FencedClusters
+from engine.runtime.sharding.fresh import childless
 from engine.runtime.sharding.labels import (
     FIELD_MANAGER,
     SHARD_LABEL,
@@ -299,6 +300,9 @@ class ShardMember:
             return self._acknowledge(tenure, request, order)
         with self._lock:
             adopted = request in tenure.adopted
+            if not adopted and childless(kind, order):  # nothing to take over: no pass wrote a child yet
+                tenure.adopted.add(request)
+                adopted = True
         return "run" if adopted else self._adopt(tenure, request, kind, rules)
 
     def _adopt(self, tenure: Tenure, request: Request, kind: OrderKind, rules: MemberRules) -> Admission:
