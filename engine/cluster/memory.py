@@ -18,23 +18,20 @@ itself, where a real server's controllers act moments later. The contract suite
 from __future__ import annotations
 
 import builtins
-import functools
-import json
 import random
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.clock import Clock, format_time
-from engine.cluster import admission, builtin, ssa
+from engine.cluster import builtin, ssa
 from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import (
     AlreadyExists,
-    ApiError,
     BadRequest,
     Cause,
     Cluster,
@@ -47,17 +44,27 @@ from engine.cluster.api import (
     Obj,
     ObjectList,
     PatchType,
-    PrinterColumn,
     ResourceInfo,
     ServerError,
     UnsupportedMediaType,
     WatchEvent,
 )
+from engine.cluster.crd_check import CRD_INFO, compile_crd, crd_decoding_error, invalid
 from engine.cluster.crd_decode import decode as decode_crd
 from engine.cluster.crd_decode import drop_unknown
-from engine.cluster.crd_names import APPROVAL
-from engine.cluster.crd_validation import crd_causes
 from engine.cluster.limits import check_depth, int64_or_float
+from engine.cluster.memory_objects import (
+    SYSTEM_META,
+    content,
+    given_managed_fields,
+    keep_server_fields,
+    metadata_repeats,
+    spec,
+    take_managed_fields,
+    take_status,
+    timeless,
+    typed_patch_error,
+)
 from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
@@ -70,97 +77,27 @@ from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
+from engine.cluster.served_kinds import (
+    BUILTIN_KINDS,
+    CRD_KIND,
+    ServedKind,
+)
 from engine.cluster.strategic import strategic_merge
 
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
-CRD_KIND = "CustomResourceDefinition"
 UNKNOWN_MANAGER = "unknown"
 """The field manager of a non-apply write whose caller names none."""
-
-BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
-    ResourceInfo("v1", "Secret", "secrets", True, False, "secret"),
-    ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
-    ResourceInfo("v1", "Namespace", "namespaces", False, True, "namespace", ("ns",)),
-    ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
-    # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
-    ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
-    ResourceInfo("events.k8s.io/v1", "Event", "events", True, False, "event", ("ev",)),
-    # What installing the operator creates (deploy/), typed by engine/cluster/builtin/.
-    ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
-    ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
-    # What a tenant's namespace holds and is limited by (the TenantSpace example's children and its teardown's hold).
-    ResourceInfo("v1", "Pod", "pods", True, True, "pod", ("po",)),
-    ResourceInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True, "persistentvolumeclaim",
-                 ("pvc",)),
-    ResourceInfo("v1", "ResourceQuota", "resourcequotas", True, True, "resourcequota", ("quota",)),
-    ResourceInfo("v1", "LimitRange", "limitranges", True, False, "limitrange", ("limits",)),
-    ResourceInfo("apps/v1", "Deployment", "deployments", True, True, "deployment", ("deploy",)),
-    ResourceInfo("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, True, "poddisruptionbudget",
-                 ("pdb",)),
-    ResourceInfo("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True, False, "networkpolicy",
-                 ("netpol",)),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False, False, "clusterrole"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False, False,
-                 "clusterrolebinding"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "Role", "roles", True, False, "role"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True, False, "rolebinding"),
-    ResourceInfo(CRD_API_VERSION, CRD_KIND, "customresourcedefinitions", False, True,
-                 "customresourcedefinition", ("crd", "crds")),
-)
-
-_SYSTEM_META = (
-    "uid", "creationTimestamp", "generation", "resourceVersion",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
-)
-"""Metadata the server owns: a create or update body cannot set it."""
 
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 """What the API server answers a strategic merge patch of a custom resource (415)."""
 
-_GENERATION_BUILTINS = frozenset({("apps", "Deployment"), ("policy", "PodDisruptionBudget"),
-                                  ("networking.k8s.io", "NetworkPolicy"), ("apiextensions.k8s.io", CRD_KIND)})
-"""Built-in kinds (group, kind) whose objects carry metadata.generation; Secrets, ConfigMaps and the other
-built-ins served here have none. Every custom resource has one."""
-_CONDITIONAL_UPDATE_BUILTINS = frozenset({("coordination.k8s.io", "Lease"), ("policy", "PodDisruptionBudget"),
-                                          ("apiextensions.k8s.io", CRD_KIND)})
-"""Built-in kinds (group, kind) an update must name a resourceVersion for, as every custom resource."""
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server puts on every Namespace: its name."""
 
 
 def _no_resource() -> NotFound:
     return NoSuchResource()
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """A served kind: discovery info, the CRD admission for its version, its SSA list keys."""
-
-    info: ResourceInfo
-    admission: admission.CrdAdmission | None = None
-    list_keys: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-    custom: bool = False
-    """A custom resource (served for a CRD, or permissively), not a built-in kind."""
-
-    @property
-    def store(self) -> tuple[str, str]:
-        """Where its objects live: every version of a group's kind shares one store."""
-        return (self.info.group, self.info.kind)
-
-    @property
-    def has_generation(self) -> bool:
-        return self.custom or self.store in _GENERATION_BUILTINS
-
-    @property
-    def needs_resource_version(self) -> bool:
-        """Whether an update must name the resourceVersion it read (no unconditional update)."""
-        return self.custom or self.store in _CONDITIONAL_UPDATE_BUILTINS
-
-    @property
-    def is_namespace(self) -> bool:
-        return self.store == ("", "Namespace")
 
 
 @dataclass(frozen=True)
@@ -194,8 +131,9 @@ class MemoryCluster:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._rv = 0
-        self._kinds: dict[tuple[str, str], _Kind] = {
-            (i.api_version, i.kind): _Kind(i, None, builtin.list_keys(i.api_version, i.kind)) for i in BUILTIN_KINDS}
+        self._kinds: dict[tuple[str, str], ServedKind] = {
+            (i.api_version, i.kind): ServedKind(i, None, builtin.list_keys(i.api_version, i.kind))
+            for i in BUILTIN_KINDS}
         self._crds: dict[str, list[tuple[str, str]]] = {}
         self._unserved: set[tuple[str, str]] = set()
         self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
@@ -351,10 +289,10 @@ class MemoryCluster:
             old = self._existing(k, namespace, name)
             self._check_update_preconditions(k, obj, old)
             new = json_copy(obj)
-            _keep_server_fields(new, old)
+            keep_server_fields(new, old)
             if k.info.status_subresource:
-                _take_status(new, old)
-            given = _given_managed_fields(obj)
+                take_status(new, old)
+            given = given_managed_fields(obj)
             if given is None:
                 return self._update(k, old, new, field_manager, subresource=None)
             base = {**old, "metadata": {**old["metadata"], "managedFields": given}}
@@ -369,7 +307,7 @@ class MemoryCluster:
             old = self._existing(k, namespace, name)
             self._check_update_preconditions(k, obj, old)
             new = json_copy(old)
-            _take_status(new, obj)
+            take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
     def scale(self, api_version: str, kind: str, namespace: str | None, name: str, replicas: int, *,
@@ -426,18 +364,18 @@ class MemoryCluster:
                 raise self._unconditional(k, name)
             if meta.get("uid") and meta["uid"] != old["metadata"].get("uid"):
                 cause = Cause("metadata.uid", f'Invalid value: "{meta["uid"]}": field is immutable')
-                raise self._invalid(k, name, [cause] * _metadata_repeats(k))
+                raise self._invalid(k, name, [cause] * metadata_repeats(k))
             if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
             if status:
                 new = json_copy(old)
-                _take_status(new, patched)
+                take_status(new, patched)
             else:
                 new = patched
-                _keep_server_fields(new, old)
+                keep_server_fields(new, old)
                 if k.info.status_subresource:
-                    _take_status(new, old)
+                    take_status(new, old)
             return self._update(k, old, new, field_manager, subresource="status" if status else None)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
@@ -473,13 +411,13 @@ class MemoryCluster:
                                      subresource=subresource, list_map_keys=k.list_keys)
             if status:
                 new = json_copy(live)
-                _take_status(new, result)
-                _take_managed_fields(new, result)
+                take_status(new, result)
+                take_managed_fields(new, result)
             else:
                 new = result
-                _keep_server_fields(new, live, keep_managed=False)
+                keep_server_fields(new, live, keep_managed=False)
                 if k.info.status_subresource:
-                    _take_status(new, live)
+                    take_status(new, live)
             return self._update(k, live, new, field_manager, subresource=subresource, attributed=True, applied=True)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -547,7 +485,7 @@ class MemoryCluster:
                 self._check_not_compacted(cursor)
         return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
 
-    def _stream(self, k: _Kind, scope: str | None, selector: Selector, cursor: int,
+    def _stream(self, k: ServedKind, scope: str | None, selector: Selector, cursor: int,
                 initial: builtins.list[WatchEvent], timeout: float | None, bookmarks: bool) -> Iterator[WatchEvent]:
         deadline = None if timeout is None else time.monotonic() + timeout
         yield from initial
@@ -568,7 +506,7 @@ class MemoryCluster:
             yield {"type": "BOOKMARK", "object": {"apiVersion": k.info.api_version, "kind": k.info.kind,
                                                   "metadata": meta}}
 
-    def _events_after(self, k: _Kind, scope: str | None, selector: Selector,
+    def _events_after(self, k: ServedKind, scope: str | None, selector: Selector,
                       cursor: int) -> tuple[builtins.list[WatchEvent], int]:
         """The events a watcher sees after cursor, and the resourceVersion it has now seen up to."""
         self._check_not_compacted(cursor)
@@ -603,7 +541,7 @@ class MemoryCluster:
     # -----------------------------------------------------------------------
     # Kinds.
 
-    def _kind(self, api_version: str, kind: str, *, namespaced: bool) -> _Kind:
+    def _kind(self, api_version: str, kind: str, *, namespaced: bool) -> ServedKind:
         """The served kind, or NotFound as the API server answers for an unknown resource."""
         if (api_version, kind) in self._unserved:
             raise _no_resource()
@@ -614,12 +552,12 @@ class MemoryCluster:
         if not self._permissive or any(k.store == (group, kind) for k in self._kinds.values()):
             raise _no_resource()
         lower = kind.lower()
-        return _Kind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower), custom=True)
+        return ServedKind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower), custom=True)
 
     def _install_crd(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
         self._uninstall_crd(name)
-        kinds = _compile_crd(crd)
+        kinds = compile_crd(crd)
         for k in kinds:
             self._kinds[(k.info.api_version, k.info.kind)] = k
         self._crds[name] = [(k.info.api_version, k.info.kind) for k in kinds]
@@ -636,7 +574,7 @@ class MemoryCluster:
     # -----------------------------------------------------------------------
     # The write pipeline.
 
-    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[_Kind, str | None, str]:
+    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[ServedKind, str | None, str]:
         """The kind, namespace (None when cluster-scoped) and name an object body addresses."""
         if not isinstance(obj, dict):
             raise BadRequest("the object must be a JSON object")
@@ -654,20 +592,20 @@ class MemoryCluster:
                                               "FieldValueRequired")])
         return k, self._scope(k, namespace), name
 
-    def _scope(self, k: _Kind, namespace: str | None) -> str | None:
+    def _scope(self, k: ServedKind, namespace: str | None) -> str | None:
         if not k.info.namespaced:
             return None
         if not namespace:
             raise BadRequest(f"{k.info.resource} is namespaced: a namespace is required")
         return namespace
 
-    def _existing(self, k: _Kind, namespace: str | None, name: str) -> Obj:
+    def _existing(self, k: ServedKind, namespace: str | None, name: str) -> Obj:
         found = self._stores.get(k.store, {}).get((namespace or "", name))
         if found is None:
             raise self._not_found(k, name)
         return found
 
-    def _check_not_taken(self, k: _Kind, new: Obj) -> None:
+    def _check_not_taken(self, k: ServedKind, new: Obj) -> None:
         """AlreadyExists when an object of the kind has the new one's namespace and name; the API server's
         message says when that object is being deleted (held by finalizers)."""
         meta = new["metadata"]
@@ -677,12 +615,12 @@ class MemoryCluster:
             raise AlreadyExists(f'{deleting}{k.info.resource} "{meta["name"]}" already exists',
                                 details=self._details(k, meta["name"]))
 
-    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool,
+    def _prepare_create(self, k: ServedKind, new: Obj, namespace: str | None, *, keep_managed: bool,
                         check_exists: bool = True) -> None:
         """Server-set fields on a new object; the body's own values for them are ignored."""
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         meta = new.setdefault("metadata", {})
-        for key in _SYSTEM_META:
+        for key in SYSTEM_META:
             if not (keep_managed and key == "managedFields"):
                 meta.pop(key, None)
         meta.pop("selfLink", None)
@@ -705,14 +643,14 @@ class MemoryCluster:
         if k.info.status_subresource:
             new.pop("status", None)
 
-    def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
+    def _generate_name(self, k: ServedKind, namespace: str | None, prefix: str) -> str:
         taken = self._stores.get(k.store, {})
         while True:
             name = prefix[:58] + "".join(random.choices(_GENERATED_CHARS, k=5))
             if (namespace or "", name) not in taken:
                 return name
 
-    def _check_update_preconditions(self, k: _Kind, body: Obj, old: Obj) -> None:
+    def _check_update_preconditions(self, k: ServedKind, body: Obj, old: Obj) -> None:
         """An update's preconditions: the body's uid, if any, is the stored one's; its resourceVersion, if any
         (and it must give one where the kind allows no unconditional update), is the stored one."""
         meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
@@ -730,14 +668,14 @@ class MemoryCluster:
             raise self._unconditional(k, name)
         self._check_precondition(k, body, old)
 
-    def _check_precondition(self, k: _Kind, body: Obj, old: Obj) -> None:
+    def _check_precondition(self, k: ServedKind, body: Obj, old: Obj) -> None:
         """A resourceVersion in the body must be the stored one (optimistic concurrency)."""
         meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
         given = meta.get("resourceVersion")
         if given and str(given) != old["metadata"]["resourceVersion"]:
             raise self._conflict(k, old["metadata"]["name"])
 
-    def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
+    def _update(self, k: ServedKind, old: Obj, new: Obj, field_manager: str | None, *,
                 subresource: str | None, attributed: bool = False, stored: Obj | None = None,
                 applied: bool = False) -> Obj:
         """Admit and store a changed object; a write that changes nothing stores nothing.
@@ -760,10 +698,10 @@ class MemoryCluster:
                     new[key] = json_copy(old[key])
         new = self._admit(k, new, old, status=subresource == "status", applied=applied)
         builtin.prepare_for_update(new, old)
-        if k.has_generation and _spec(new, k) != _spec(old, k):
+        if k.has_generation and spec(new, k) != spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        if _content(builtin.stored(new)) == _content(old) and (
-            not attributed or _timeless(new) == _timeless(old)
+        if content(builtin.stored(new)) == content(old) and (
+            not attributed or timeless(new) == timeless(old)
         ):  # only managedFields times changed: the API server keeps the old ones, a no-op (its timestamp transformer)
             return self._out(k, old)
         if not attributed and old["metadata"].get("managedFields"):
@@ -775,7 +713,7 @@ class MemoryCluster:
             new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
-    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
+    def _admit(self, k: ServedKind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
         """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
@@ -795,7 +733,7 @@ class MemoryCluster:
         crd = drop_unknown(crd)
         if old is not None:
             self._check_crd_immutables(crd, old)
-        _compile_crd(crd)
+        compile_crd(crd)
         spec = crd["spec"]
         names = dict(spec["names"])
         names.setdefault("singular", names["kind"].lower())
@@ -828,9 +766,9 @@ class MemoryCluster:
             if new != before:
                 causes.append(Cause(path, f"Invalid value: {go_value(new)}: field is immutable"))
         if causes:
-            raise invalid(_CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
+            raise invalid(CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
 
-    def _validate_metadata(self, k: _Kind, obj: Obj, *, updating: bool) -> None:
+    def _validate_metadata(self, k: ServedKind, obj: Obj, *, updating: bool) -> None:
         meta = obj["metadata"]
         name = str(meta.get("name") or "")
         causes: list[Cause] = []
@@ -859,7 +797,7 @@ class MemoryCluster:
         if causes:
             raise self._invalid(k, name, causes)
 
-    def _check_finalizers(self, k: _Kind, old: Obj, new: Obj) -> None:
+    def _check_finalizers(self, k: ServedKind, old: Obj, new: Obj) -> None:
         """A deleting object accepts no new finalizer, as the API server enforces."""
         if not old["metadata"].get("deletionTimestamp"):
             return
@@ -869,9 +807,9 @@ class MemoryCluster:
             found = ", ".join(f'"{f}"' for f in added)
             cause = Cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being"
                           f" deleted, found new finalizers []string{{{found}}}", "FieldValueForbidden")
-            raise self._invalid(k, old["metadata"]["name"], [cause] * _metadata_repeats(k))
+            raise self._invalid(k, old["metadata"]["name"], [cause] * metadata_repeats(k))
 
-    def _delete(self, k: _Kind, old: Obj) -> Obj | None:
+    def _delete(self, k: ServedKind, old: Obj) -> Obj | None:
         """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
         meta = old["metadata"]
         if meta.get("finalizers"):
@@ -887,7 +825,7 @@ class MemoryCluster:
         self._remove(k, old)
         return None
 
-    def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
+    def _commit(self, k: ServedKind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
         """Store new under a fresh resourceVersion and log its event. The write that removes the
         last finalizer of a deleting object removes the object instead."""
         meta = new["metadata"]
@@ -905,7 +843,7 @@ class MemoryCluster:
             self._install_crd(new)
         return self._out(k, new)
 
-    def _remove(self, k: _Kind, obj: Obj) -> None:
+    def _remove(self, k: ServedKind, obj: Obj) -> None:
         """Remove an object for good: DELETED event, its CRD's objects if it is one, its dependents."""
         meta = obj["metadata"]
         store = self._stores.get(k.store, {})
@@ -949,16 +887,16 @@ class MemoryCluster:
                 else:
                     self._delete(k, obj)
 
-    def _kind_of(self, store: tuple[str, str], obj: Obj) -> _Kind:
+    def _kind_of(self, store: tuple[str, str], obj: Obj) -> ServedKind:
         """The kind entry for a stored object, for writes the server makes on its own (GC)."""
         found = self._kinds.get((obj["apiVersion"], obj["kind"]))
         if found is not None:
             return found
         lower = store[1].lower()
-        return _Kind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s", bool(obj["metadata"].get("namespace")),
-                                  True, lower), custom=True)
+        return ServedKind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s",
+                                       bool(obj["metadata"].get("namespace")), True, lower), custom=True)
 
-    def _log(self, kind: str, k: _Kind, obj: Obj, old: Obj | None) -> None:
+    def _log(self, kind: str, k: ServedKind, obj: Obj, old: Obj | None) -> None:
         self._events.append(_Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
         while len(self._events) > self._event_log_size:
             self._compacted = self._events.popleft().rv
@@ -970,252 +908,32 @@ class MemoryCluster:
     def _now(self) -> str:
         return format_time(self._clock.now())
 
-    def _out(self, k: _Kind, obj: Obj) -> Obj:
+    def _out(self, k: ServedKind, obj: Obj) -> Obj:
         out = json_copy(obj)
         out["apiVersion"] = k.info.api_version
         return out
 
-    def _details(self, k: _Kind, name: str) -> Obj:
+    def _details(self, k: ServedKind, name: str) -> Obj:
         return {"name": name, "group": k.info.group, "kind": k.info.plural}
 
-    def _not_found(self, k: _Kind, name: str) -> NotFound:
+    def _not_found(self, k: ServedKind, name: str) -> NotFound:
         return NotFound(f'{k.info.resource} "{name}" not found', details=self._details(k, name))
 
-    def _unconditional(self, k: _Kind, name: str) -> Invalid:
+    def _unconditional(self, k: ServedKind, name: str) -> Invalid:
         """An update of a kind that needs a resourceVersion, without one."""
         cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
         return Invalid(f'{k.info.resource} "{name}" is invalid: {cause.field}: {cause.message}', causes=[cause],
                        details=self._details(k, name))
 
-    def _conflict(self, k: _Kind, name: str) -> Conflict:
+    def _conflict(self, k: ServedKind, name: str) -> Conflict:
         return Conflict(
             f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
             "please apply your changes to the latest version and try again",
             details=self._details(k, name),
         )
 
-    def _invalid(self, k: _Kind, name: str, causes: builtins.list[Cause]) -> Invalid:
+    def _invalid(self, k: ServedKind, name: str, causes: builtins.list[Cause]) -> Invalid:
         return invalid(k.info, name, causes)
-
-
-def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
-    """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
-    qualified = f"{info.kind}.{info.group}" if info.group else info.kind
-    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
-    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
-                   details={"name": name, "group": info.group, "kind": info.kind})
-
-
-# ---------------------------------------------------------------------------
-# CRDs.
-
-_CRD_INFO = BUILTIN_KINDS[-1]
-
-
-class TypedPatchError(ApiError):
-    """The API server's answer to an apply naming a field its kind's schema does not declare: a 500 with no
-    reason, whatever the field validation asked for (the apply configuration cannot be typed)."""
-
-    code, reason = 500, ""
-
-    def status(self) -> Obj:
-        doc = super().status()
-        doc.pop("reason", None)
-        return doc
-
-
-def typed_patch_error(obj: Obj, api_version: str, kind: str, problems: Collection[str]) -> TypedPatchError | None:
-    """The error of an apply configuration with ``problems`` (``MemoryCluster.apply_problems``); None when it has
-    none. The object is named by the namespace and name its body gives; several problems are listed as
-    structured-merge-diff lists them."""
-    found = list(problems)
-    if not found:
-        return None
-    meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-    said = found[0] if len(found) == 1 else "\n".join(["errors:", *(f"  {line}" for line in found)])
-    group_version = api_version if "/" in api_version else f"/{api_version}"  # the core group: "/v1"
-    return TypedPatchError(f"failed to create typed patch object ({named}; {group_version}, Kind={kind}): {said}")
-
-
-def crd_refusal(crd: Obj) -> ApiError | None:
-    """The error creating this CRD gets from a real API server through kubectl (``fieldValidation=Strict``): a
-    BadRequest for a field of the wrong type or one the CRD type does not have, an Invalid with the causes of
-    every check it fails; None when it installs."""
-    refused = crd_decoding_error(crd, strict=True)
-    if refused is not None:
-        return refused
-    try:
-        _compile_crd(crd)
-    except Invalid as invalid_crd:
-        return invalid_crd
-    return None
-
-
-def crd_decoding_error(crd: Obj, *, strict: bool) -> BadRequest | None:
-    """The BadRequest for a CRD document the API server cannot decode (a field of the wrong type), or, when
-    ``strict``, that has fields its type does not have."""
-    decoded = decode_crd(crd)
-    prefix = f"{CRD_KIND} in version \"v1\" cannot be handled as a {CRD_KIND}: "
-    if decoded.type_error:
-        return BadRequest(prefix + decoded.type_error)
-    if strict and decoded.unknown:
-        found = ", ".join(f'unknown field "{path}"' for path in decoded.unknown)
-        return BadRequest(f"{prefix}strict decoding error: {found}")
-    return None
-
-
-def _compile_crd(crd: Obj) -> list[_Kind]:
-    """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed.
-
-    Compiling admission (CEL above all) costs milliseconds, and tests install the same CRDs in
-    every cluster they build, so the result is memoized on the CRD's name and spec. The compiled
-    kinds are immutable, so clusters can share them."""
-    meta: Obj = crd["metadata"] if isinstance(crd.get("metadata"), dict) else {}
-    annotations: Obj = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
-    key = json.dumps({"metadata": {"name": meta.get("name"), "generateName": meta.get("generateName"),
-                                   "labels": meta.get("labels"),
-                                   "annotations": {k: v for k, v in annotations.items() if k == APPROVAL}},
-                      "spec": crd.get("spec")}, sort_keys=True)
-    return builtins.list(_compile_crd_text(key))
-
-
-@functools.lru_cache(maxsize=64)
-def _compile_crd_text(key: str) -> tuple[_Kind, ...]:
-    parsed = json.loads(key)
-    return tuple(_compile_crd_uncached({"metadata": {k: v for k, v in parsed["metadata"].items() if v},
-                                        "spec": parsed["spec"]}))
-
-
-def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
-    spec: Obj = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
-    names: Obj = spec["names"] if isinstance(spec.get("names"), dict) else {}
-    group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
-    versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
-    name = str((crd.get("metadata") or {}).get("name") or "")
-    causes = crd_causes(crd)
-    if causes:
-        raise invalid(_CRD_INFO, name, causes)
-    admissions = admission.admissions_for(crd)
-    kinds = []
-    for version in versions:
-        if not version.get("served"):
-            continue
-        api_version = f"{group}/{version['name']}"
-        columns = tuple(
-            PrinterColumn(
-                name=str(c.get("name", "")), type=str(c.get("type", "")), json_path=str(c.get("jsonPath", "")),
-                description=str(c.get("description", "")), priority=int(c.get("priority") or 0),
-                format=str(c.get("format", "")),
-            )
-            for c in version.get("additionalPrinterColumns") or []
-        )
-        info = ResourceInfo(
-            api_version, str(kind), str(plural), spec["scope"] == "Namespaced",
-            "status" in (version.get("subresources") or {}), str(names.get("singular") or str(kind).lower()),
-            tuple(names.get("shortNames") or ()), columns, tuple(names.get("categories") or ()),
-        )
-        schema = (version.get("schema") or {}).get("openAPIV3Schema")
-        kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema), custom=True))
-    return kinds
-
-
-def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Lists the schema makes granular for SSA: ``x-kubernetes-list-type`` map (by its keys) or set."""
-    found: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        if not isinstance(node, dict):
-            return
-        list_type = node.get("x-kubernetes-list-type")
-        if list_type == "map":
-            found[path] = tuple(node.get("x-kubernetes-list-map-keys") or ())
-        elif list_type == "set":
-            found[path] = ()
-        walk(node.get("items"), path)
-        for key, sub in (node.get("properties") or {}).items():
-            walk(sub, (*path, key))
-
-    walk(schema, ())
-    return found
-
-
-# ---------------------------------------------------------------------------
-# Object helpers.
-
-
-def _metadata_repeats(k: _Kind) -> int:
-    """How often an update's metadata error is among the causes: twice for a custom resource, whose strategy checks
-    the metadata again (a label error even three times), once for a built-in kind. The message names it once."""
-    return 2 if k.custom else 1
-
-
-def _spec(obj: Obj, k: _Kind) -> Obj:
-    """What generation tracks: everything but metadata, and but status where a subresource owns it
-    (as the API server's custom resource strategy: without one, a status change is a change)."""
-    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if k.info.status_subresource else set())
-    return {key: v for key, v in obj.items() if key not in skip}
-
-
-def _timeless(obj: Obj) -> list[Obj]:
-    """The object's managedFields without their times."""
-    return [{k: v for k, v in entry.items() if k != "time"} for entry in obj["metadata"].get("managedFields") or ()]
-
-
-def _content(obj: Obj) -> Obj:
-    """What a no-op write leaves unchanged: all but resourceVersion and managedFields."""
-    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
-    return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "metadata")}, "metadata": meta}
-
-
-def _keep_server_fields(new: Obj, old: Obj, *, keep_managed: bool = True) -> None:
-    """Metadata the server owns comes from the stored object, whatever the body says."""
-    meta = new.get("metadata")
-    if not isinstance(meta, dict):
-        meta = new["metadata"] = {}
-    meta.pop("selfLink", None)
-    for key in _SYSTEM_META:
-        if key == "managedFields" and not keep_managed:
-            continue
-        if key in old["metadata"]:
-            meta[key] = json_copy(old["metadata"][key])
-        else:
-            meta.pop(key, None)
-    meta["name"] = old["metadata"]["name"]
-    if "namespace" in old["metadata"]:
-        meta["namespace"] = old["metadata"]["namespace"]
-
-
-def _take_status(target: Obj, source: Obj) -> None:
-    if "status" in source:
-        target["status"] = json_copy(source["status"])
-    else:
-        target.pop("status", None)
-
-
-def _given_managed_fields(body: Obj) -> list[Any] | None:
-    """The managedFields a PUT's body sets, as the API server reads them: None keeps the stored ones
-    (absent, null, or not decodable: a client that does not know the field must not wipe it), an
-    empty list or one empty entry resets them, any other list of entries replaces them."""
-    rows = (body.get("metadata") or {}).get("managedFields") if isinstance(body.get("metadata"), dict) else None
-    if not isinstance(rows, list):
-        return None
-    if rows == [] or rows == [{}]:
-        return []
-    if all(isinstance(row, dict) and isinstance(row.get("manager", ""), str)
-           and row.get("operation") in ("Apply", "Update") and row.get("fieldsType", "FieldsV1") == "FieldsV1"
-           for row in rows):
-        return json_copy(rows)
-    return None
-
-
-def _take_managed_fields(target: Obj, source: Obj) -> None:
-    rows = (source.get("metadata") or {}).get("managedFields")
-    if rows:
-        target["metadata"]["managedFields"] = json_copy(rows)
-    else:
-        target["metadata"].pop("managedFields", None)
 
 
 def _conforms(cluster: MemoryCluster) -> Cluster:
