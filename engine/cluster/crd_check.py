@@ -14,21 +14,11 @@ import json
 from typing import Any
 
 from engine.cluster import admission
-from engine.cluster.api import ApiError, BadRequest, Cause, Invalid, Obj, PrinterColumn, ResourceInfo
+from engine.cluster.api import ApiError, BadRequest, Invalid, Obj, PrinterColumn, ResourceInfo
 from engine.cluster.crd_decode import decode as decode_crd
 from engine.cluster.crd_names import APPROVAL
 from engine.cluster.crd_validation import crd_causes
-from engine.cluster.served_kinds import BUILTIN_KINDS, CRD_KIND, ServedKind
-
-
-def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
-    """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
-    qualified = f"{info.kind}.{info.group}" if info.group else info.kind
-    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
-    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
-                   details={"name": name, "group": info.group, "kind": info.kind})
-
+from engine.cluster.served_kinds import BUILTIN_KINDS, CRD_KIND, ServedKind, invalid
 
 CRD_INFO = BUILTIN_KINDS[-1]
 """The CustomResourceDefinition kind's own record (its errors name it)."""

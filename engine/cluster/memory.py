@@ -1,42 +1,32 @@
 """An in-memory Kubernetes API: one store per cluster, with the semantics the engine relies on.
 
-Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
-server, so it has to get right what a naive dict store gets wrong: resourceVersion and
-conflicts, generation, the status subresource, finalizers, ownerReference garbage
-collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``), built-in kinds
-decoded, defaulted and encoded as their Go types (``builtin``), strategic merge patch (``strategic``),
-no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
+Tests, scenarios and the HTTP emulator run the engine against this instead of a real API server, so it gets
+right what a naive dict store gets wrong: resourceVersion and conflicts, generation, the status subresource,
+finalizers, ownerReference garbage collection, Server-Side Apply, CRD admission, built-in kinds typed as their
+Go types, no-op writes, and watch from a resourceVersion. This module is the store and the write path, under one
+lock; the kinds it serves (``memory_kinds``), admission (``memory_admit``), what writes do to an object's fields
+(``memory_objects``) and the event log its watches read (``memory_events``) are modules of their own.
 
-Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
-not exist, and deleting a Namespace does not empty it), no version conversion (every
-served version of a CRD reads the same stored object), no deletecollection, no paging, no
-schemas for built-in kinds; garbage collection and a CRD's (un)serving happen in the write
-itself, where a real server's controllers act moments later. The contract suite
-(tests/cluster/contract) holds the rest to a real API server.
+Simplified on purpose: no namespace lifecycle, no version conversion, no deletecollection, no paging; garbage
+collection and a CRD's (un)serving happen in the write itself, where a real server's controllers act moments
+later. The contract suite (tests/cluster/contract) holds the rest to a real API server.
 """
-
 from __future__ import annotations
 
 import builtins
 import random
 import threading
-import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.clock import Clock, format_time
 from engine.cluster import builtin, ssa
-from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import (
     AlreadyExists,
     BadRequest,
     Cause,
     Cluster,
-    Conflict,
-    Gone,
     Invalid,
     LabelSelector,
     NoSuchResource,
@@ -46,70 +36,51 @@ from engine.cluster.api import (
     PatchType,
     ResourceInfo,
     ServerError,
-    UnsupportedMediaType,
     WatchEvent,
 )
-from engine.cluster.crd_check import CRD_INFO, compile_crd, crd_decoding_error, invalid
 from engine.cluster.crd_decode import decode as decode_crd
-from engine.cluster.crd_decode import drop_unknown
-from engine.cluster.limits import check_depth, int64_or_float
+from engine.cluster.limits import check_depth
+from engine.cluster.memory_admit import (
+    admit,
+    admit_crd,
+    check_finalizers,
+    check_precondition,
+    check_update_preconditions,
+)
+from engine.cluster.memory_events import Event, EventLog
+from engine.cluster.memory_kinds import KindTable
 from engine.cluster.memory_objects import (
     SYSTEM_META,
     content,
     given_managed_fields,
     keep_server_fields,
     metadata_repeats,
+    patched_body,
     spec,
     take_managed_fields,
     take_status,
     timeless,
     typed_patch_error,
 )
-from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
+from engine.cluster.patches import Unexplained, json_copy
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
-    SUBDOMAIN_MSG,
-    Selector,
-    is_subdomain,
-    label_key_errors,
-    label_value_errors,
-    namespace_name_errors,
     parse_fields,
     parse_labels,
 )
 from engine.cluster.served_kinds import (
-    BUILTIN_KINDS,
     CRD_KIND,
     ServedKind,
+    error_details,
+    invalid,
+    not_found,
+    unconditional,
 )
-from engine.cluster.strategic import strategic_merge
 
 UNKNOWN_MANAGER = "unknown"
 """The field manager of a non-apply write whose caller names none."""
 
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
-                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
-"""What the API server answers a strategic merge patch of a custom resource (415)."""
-
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-"""The label the API server puts on every Namespace: its name."""
-
-
-def _no_resource() -> NotFound:
-    return NoSuchResource()
-
-
-@dataclass(frozen=True)
-class _Event:
-    """One entry of the event log; ``old`` lets label-filtered watches see objects leave."""
-
-    rv: int
-    type: str
-    store: tuple[str, str]
-    namespace: str | None
-    obj: Obj
-    old: Obj | None
 
 
 class MemoryCluster:
@@ -127,26 +98,19 @@ class MemoryCluster:
         self.name = name
         self._new_uid: Callable[[], str] = uids or (lambda: str(uuid.uuid4()))
         self._clock = clock
-        self._permissive = permissive
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._rv = 0
-        self._kinds: dict[tuple[str, str], ServedKind] = {
-            (i.api_version, i.kind): ServedKind(i, None, builtin.list_keys(i.api_version, i.kind))
-            for i in BUILTIN_KINDS}
-        self._crds: dict[str, list[tuple[str, str]]] = {}
-        self._unserved: set[tuple[str, str]] = set()
+        self._kinds = KindTable(permissive=permissive)
         self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
-        self._events: deque[_Event] = deque()
-        self._event_log_size = event_log_size
-        self._compacted = 0
+        self._events = EventLog(self._changed, event_log_size)
 
     # -----------------------------------------------------------------------
     # Discovery.
 
     def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
         with self._lock:
-            return self._kind(api_version, kind, namespaced=True).info
+            return self._kinds.lookup(api_version, kind, namespaced=True).info
 
     def serves(self, api_version: str, kind: str) -> bool:
         try:
@@ -160,36 +124,36 @@ class MemoryCluster:
         served versions of installed CRDs and, in a permissive cluster, the guessed kinds that
         hold objects. Sorted by apiVersion, then kind."""
         with self._lock:
-            found = {key: k.info for key, k in self._kinds.items()}
-            if self._permissive:
-                owned = {k.store for k in self._kinds.values()}
+            found = {key: k.info for key, k in self._kinds.served()}
+            if self._kinds.permissive:
+                owned = {k.store for _, k in self._kinds.served()}
                 for store_key, store in self._stores.items():
                     if store and store_key not in owned:
                         obj = next(iter(store.values()))
-                        found.setdefault((obj["apiVersion"], obj["kind"]), self._kind_of(store_key, obj).info)
-            return [info for key, info in sorted(found.items()) if key not in self._unserved]
+                        found.setdefault((obj["apiVersion"], obj["kind"]), self._kinds.of_stored(store_key, obj).info)
+            return [info for key, info in sorted(found.items()) if key not in self._kinds.unserved]
 
     def unserve(self, api_version: str, kind: str) -> None:
         """From now on the kind answers NotFound to every call; its objects stay stored."""
         with self._lock:
-            self._unserved.add((api_version, kind))
+            self._kinds.unserved.add((api_version, kind))
 
     def serve(self, api_version: str, kind: str) -> None:
         """Undo ``unserve``."""
         with self._lock:
-            self._unserved.discard((api_version, kind))
+            self._kinds.unserved.discard((api_version, kind))
 
     def schemas(self) -> dict[tuple[str, str], Obj]:
         """The openAPIV3Schema of every served kind that has one (CRD versions), by (apiVersion, kind)."""
         with self._lock:
-            return {key: json_copy(k.admission.schema) for key, k in self._kinds.items()
-                    if k.admission is not None and key not in self._unserved}
+            return {key: json_copy(k.admission.schema) for key, k in self._kinds.served()
+                    if k.admission is not None and key not in self._kinds.unserved}
 
     def apply_problems(self, obj: Obj) -> builtins.list[str]:
         """What typing an apply configuration of the object's kind finds (undeclared fields, repeated set or
         map-list entries), in structured-merge-diff's words; an apply with any is refused (``typed_patch_error``)."""
         with self._lock:
-            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+            k = self._kinds.lookup(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
         if k.admission is not None:
             return k.admission.apply_problems(obj)
         return [f".{path}: field not declared in schema" for path in self.unknown_fields(obj)]
@@ -198,7 +162,7 @@ class MemoryCluster:
         """The fields of a write's body that its kind's schema does not declare (``spec.rotaton``),
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
         with self._lock:
-            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+            k = self._kinds.lookup(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return decode_crd(obj).unknown
         if k.admission is not None:
@@ -209,22 +173,17 @@ class MemoryCluster:
         """Forget the events up to ``revision`` (default: all so far), as etcd's compaction does: a watch from an
         older resourceVersion is Gone."""
         with self._lock:
-            until = self._rv if revision is None else min(revision, self._rv)
-            while self._events and self._events[0].rv <= until:
-                self._events.popleft()
-            self._compacted = max(self._compacted, until)
+            self._events.compact(self._rv if revision is None else min(revision, self._rv))
 
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
         resourceVersion, no watchers and no event log. Stored objects are shared: no write changes one
         in place, each stores a new object."""
         with self._lock:
-            copy = MemoryCluster(self.name, clock=self._clock, permissive=self._permissive,
-                                 event_log_size=self._event_log_size, uids=self._new_uid)
-            copy._rv = copy._compacted = self._rv
-            copy._kinds = dict(self._kinds)
-            copy._crds = {name: list(keys) for name, keys in self._crds.items()}
-            copy._unserved = set(self._unserved)
+            copy = MemoryCluster(self.name, clock=self._clock, permissive=self._kinds.permissive,
+                                 event_log_size=self._events.size, uids=self._new_uid)
+            copy._rv = copy._events.compacted = self._rv
+            copy._kinds = self._kinds.copy()
             copy._stores = {key: dict(store) for key, store in self._stores.items()}
             return copy
 
@@ -235,7 +194,7 @@ class MemoryCluster:
             carries: Collection[str] = ()) -> Obj:
         """The stored object; live and carries are ignored: every read here is live."""
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             return handed_out(self._out(k, self._existing(k, self._scope(k, namespace), name)))
 
     def list(
@@ -252,7 +211,7 @@ class MemoryCluster:
         """reads: ignored (every object is at hand whole)."""
         selector = parse_labels(labels)
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             # A custom resource's fields are refused in its own words; a built-in kind's by the default conversion.
             field_selector = parse_fields(fields, labelled=k.custom)
             scope = namespace if k.info.namespaced else None
@@ -273,7 +232,7 @@ class MemoryCluster:
             new = json_copy(obj)
             given_version = (obj.get("metadata") or {}).get("resourceVersion")
             self._prepare_create(k, new, namespace, keep_managed=False, check_exists=False)
-            new = self._admit(k, new, None)
+            new = admit(k, new, None, now=self._now())
             if given_version not in (None, "", "0"):
                 raise ServerError("resourceVersion should not be set on objects to be created")
             self._check_not_taken(k, new)  # as the API server: admission refuses before storage finds the name taken
@@ -287,7 +246,7 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             old = self._existing(k, namespace, name)
-            self._check_update_preconditions(k, obj, old)
+            check_update_preconditions(k, obj, old)
             new = json_copy(obj)
             keep_server_fields(new, old)
             if k.info.status_subresource:
@@ -303,9 +262,9 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             if not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             old = self._existing(k, namespace, name)
-            self._check_update_preconditions(k, obj, old)
+            check_update_preconditions(k, obj, old)
             new = json_copy(old)
             take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
@@ -315,9 +274,9 @@ class MemoryCluster:
         """Set ``spec.replicas`` through the scale subresource (recorded as a ``scale`` write, as the API server
         records it); ``resource_version``, when given, must be the stored one."""
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             old = self._existing(k, self._scope(k, namespace), name)
-            self._check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
+            check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
             new = json_copy(old)
             new.setdefault("spec", {})["replicas"] = replicas
             return self._update(k, old, new, field_manager, subresource="scale")
@@ -337,34 +296,21 @@ class MemoryCluster:
         """patch_type "strategic" (a strategic merge patch) is for built-in kinds only, as on the API server."""
         check_depth(patch, "the patch")
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             if status and not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             namespace = self._scope(k, namespace)
             old = self._existing(k, namespace, name)
-            if patch_type == "merge":
-                if not isinstance(patch, dict):
-                    raise BadRequest("error decoding patch: json: cannot unmarshal "
-                                     f"{go_json_type(patch)} into Go value of type map[string]interface {{}}")
-                patched = merge_patch(old, patch)
-            elif patch_type == "strategic":
-                schema = builtin.kind_schema(k.info.api_version, k.info.kind)
-                if schema is None:
-                    raise UnsupportedMediaType(STRATEGIC_UNSUPPORTED)
-                patched = strategic_merge(old, patch, schema)
-            elif patch_type == "json":
-                patched = json_patch(old, patch)
-            else:
-                raise BadRequest(f"unsupported patch type {patch_type!r}")
+            patched = patched_body(k, old, patch, patch_type)
             if not isinstance(patched, dict):
                 raise Invalid("the patched object is not a JSON object")
-            self._check_precondition(k, patched, old)
+            check_precondition(k, patched, old)
             meta: Obj = patched["metadata"] if isinstance(patched.get("metadata"), dict) else {}
             if k.needs_resource_version and not meta.get("resourceVersion"):
-                raise self._unconditional(k, name)
+                raise unconditional(k, name)
             if meta.get("uid") and meta["uid"] != old["metadata"].get("uid"):
                 cause = Cause("metadata.uid", f'Invalid value: "{meta["uid"]}": field is immutable')
-                raise self._invalid(k, name, [cause] * metadata_repeats(k))
+                raise invalid(k.info, name, [cause] * metadata_repeats(k))
             if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
@@ -383,7 +329,7 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             if status and not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             refused = typed_patch_error(obj, k.info.api_version, k.info.kind, self.apply_problems(obj))
             if refused is not None:
                 raise refused
@@ -394,16 +340,16 @@ class MemoryCluster:
                 applied["metadata"].pop("namespace")
             if live is None:
                 if status:
-                    raise self._not_found(k, name)
+                    raise not_found(k, name)
                 if k.info.status_subresource:
                     applied.pop("status", None)
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                new = self._admit(k, new, None, applied=True)
+                new = admit(k, new, None, now=self._now(), applied=True)
                 builtin.prepare_for_create(new)
                 return self._commit(k, None, new)
-            self._check_precondition(k, applied, live)
+            check_precondition(k, applied, live)
             subresource = "status" if status else None
             if k.info.status_subresource and not status:
                 applied.pop("status", None)
@@ -422,7 +368,7 @@ class MemoryCluster:
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             old = self._existing(k, self._scope(k, namespace), name)
             return self._delete(k, old)
 
@@ -445,7 +391,7 @@ class MemoryCluster:
                 meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", self._now())
             if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-                new = self._admit_crd(new, None)
+                new = admit_crd(new, None, now=self._now())
             old = self._stores.get(k.store, {}).get((namespace or "", name))
             return self._commit(k, old, new, seeded=True)
 
@@ -466,7 +412,7 @@ class MemoryCluster:
         """Checks the request now (NotFound, Gone, BadRequest raise here); the events come lazily."""
         selector = parse_labels(labels)
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             scope = namespace if k.info.namespaced else None
             initial: list[WatchEvent] = []
             if resource_version in (None, "", "0"):
@@ -482,95 +428,11 @@ class MemoryCluster:
                 except ValueError:
                     raise Unexplained(f'resourceVersion: Invalid value: "{resource_version}": strconv.ParseUint: '
                                       f'parsing "{resource_version}": invalid syntax') from None
-                self._check_not_compacted(cursor)
-        return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
-
-    def _stream(self, k: ServedKind, scope: str | None, selector: Selector, cursor: int,
-                initial: builtins.list[WatchEvent], timeout: float | None, bookmarks: bool) -> Iterator[WatchEvent]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        yield from initial
-        while True:
-            with self._changed:
-                batch, cursor = self._events_after(k, scope, selector, cursor)
-                while not batch:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        break
-                    self._changed.wait(remaining)
-                    batch, cursor = self._events_after(k, scope, selector, cursor)
-            if not batch:
-                break
-            yield from batch
-        if bookmarks:
-            meta = {"resourceVersion": str(cursor)}
-            yield {"type": "BOOKMARK", "object": {"apiVersion": k.info.api_version, "kind": k.info.kind,
-                                                  "metadata": meta}}
-
-    def _events_after(self, k: ServedKind, scope: str | None, selector: Selector,
-                      cursor: int) -> tuple[builtins.list[WatchEvent], int]:
-        """The events a watcher sees after cursor, and the resourceVersion it has now seen up to."""
-        self._check_not_compacted(cursor)
-        newer: builtins.list[_Event] = []
-        for event in reversed(self._events):
-            if event.rv <= cursor:
-                break
-            newer.append(event)
-        out: list[WatchEvent] = []
-        for event in reversed(newer):
-            if event.store != k.store or (scope and event.namespace != scope):
-                continue
-            kind, obj = event.type, event.obj
-            now_in = selector.matches_object(obj)
-            if kind == "MODIFIED" and event.old is not None and not now_in:
-                # Leaving the selection reads as a deletion of the object as it was, as the watch cache does.
-                kind, obj = ("DELETED", event.old) if selector.matches_object(event.old) else ("", obj)
-            elif kind == "MODIFIED" and event.old is not None and not selector.matches_object(event.old):
-                kind = "ADDED"
-            elif not now_in:
-                kind = ""
-            if kind:
-                view = self._out(k, obj)
-                view["metadata"]["resourceVersion"] = str(event.rv)
-                out.append({"type": kind, "object": handed_out(view)})
-        return out, max(cursor, self._rv)
-
-    def _check_not_compacted(self, cursor: int) -> None:
-        if cursor < self._compacted:
-            raise Gone(f"too old resource version: {cursor} ({self._compacted + 1})")
+                self._events.check_not_compacted(cursor)
+        return self._events.stream(k, scope, selector, cursor, initial, timeout=timeout, bookmarks=bookmarks,
+                                   view=self._out, revision=lambda: self._rv)
 
     # -----------------------------------------------------------------------
-    # Kinds.
-
-    def _kind(self, api_version: str, kind: str, *, namespaced: bool) -> ServedKind:
-        """The served kind, or NotFound as the API server answers for an unknown resource."""
-        if (api_version, kind) in self._unserved:
-            raise _no_resource()
-        found = self._kinds.get((api_version, kind))
-        if found is not None:
-            return found
-        group = api_version.rpartition("/")[0]
-        if not self._permissive or any(k.store == (group, kind) for k in self._kinds.values()):
-            raise _no_resource()
-        lower = kind.lower()
-        return ServedKind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower), custom=True)
-
-    def _install_crd(self, crd: Obj) -> None:
-        name = crd["metadata"]["name"]
-        self._uninstall_crd(name)
-        kinds = compile_crd(crd)
-        for k in kinds:
-            self._kinds[(k.info.api_version, k.info.kind)] = k
-        self._crds[name] = [(k.info.api_version, k.info.kind) for k in kinds]
-
-    def _uninstall_crd(self, name: str) -> set[tuple[str, str]]:
-        """Stop serving a CRD's kinds; returns their stores."""
-        stores = set()
-        for key in self._crds.pop(name, []):
-            k = self._kinds.pop(key, None)
-            if k is not None:
-                stores.add(k.store)
-        return stores
-
     # -----------------------------------------------------------------------
     # The write pipeline.
 
@@ -585,10 +447,10 @@ class MemoryCluster:
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be a JSON object")
         namespace = meta.get("namespace") or None
-        k = self._kind(obj["apiVersion"], obj["kind"], namespaced=bool(namespace))
+        k = self._kinds.lookup(obj["apiVersion"], obj["kind"], namespaced=bool(namespace))
         name = meta.get("name") or ""
         if need_name and not name:
-            raise self._invalid(k, "", [Cause("metadata.name", "Required value: name is required",
+            raise invalid(k.info, "", [Cause("metadata.name", "Required value: name is required",
                                               "FieldValueRequired")])
         return k, self._scope(k, namespace), name
 
@@ -602,7 +464,7 @@ class MemoryCluster:
     def _existing(self, k: ServedKind, namespace: str | None, name: str) -> Obj:
         found = self._stores.get(k.store, {}).get((namespace or "", name))
         if found is None:
-            raise self._not_found(k, name)
+            raise not_found(k, name)
         return found
 
     def _check_not_taken(self, k: ServedKind, new: Obj) -> None:
@@ -613,7 +475,7 @@ class MemoryCluster:
         if taken is not None:
             deleting = "object is being deleted: " if taken["metadata"].get("deletionTimestamp") else ""
             raise AlreadyExists(f'{deleting}{k.info.resource} "{meta["name"]}" already exists',
-                                details=self._details(k, meta["name"]))
+                                details=error_details(k, meta["name"]))
 
     def _prepare_create(self, k: ServedKind, new: Obj, namespace: str | None, *, keep_managed: bool,
                         check_exists: bool = True) -> None:
@@ -631,7 +493,7 @@ class MemoryCluster:
         if not meta.get("name"):
             prefix = meta.get("generateName") or ""
             if not prefix:
-                raise self._invalid(k, "", [Cause("metadata.name", "Required value: name or generateName is required",
+                raise invalid(k.info, "", [Cause("metadata.name", "Required value: name or generateName is required",
                                                   "FieldValueRequired")])
             meta["name"] = self._generate_name(k, namespace, str(prefix))
         if check_exists:
@@ -650,31 +512,6 @@ class MemoryCluster:
             if (namespace or "", name) not in taken:
                 return name
 
-    def _check_update_preconditions(self, k: ServedKind, body: Obj, old: Obj) -> None:
-        """An update's preconditions: the body's uid, if any, is the stored one's; its resourceVersion, if any
-        (and it must give one where the kind allows no unconditional update), is the stored one."""
-        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-        uid, stored_uid = meta.get("uid"), old["metadata"].get("uid")
-        name = old["metadata"]["name"]
-        if uid and uid != stored_uid:
-            namespace = old["metadata"].get("namespace")
-            key = "/".join(["/registry", *([k.info.group] if k.custom or k.info.kind == CRD_KIND else []),
-                            k.info.plural, *([namespace] if namespace else []), name])
-            raise Conflict(f'Operation cannot be fulfilled on {k.info.resource} "{name}": StorageError: invalid'
-                           f" object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition"
-                           f" failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
-                           details=self._details(k, name))
-        if k.needs_resource_version and not meta.get("resourceVersion"):
-            raise self._unconditional(k, name)
-        self._check_precondition(k, body, old)
-
-    def _check_precondition(self, k: ServedKind, body: Obj, old: Obj) -> None:
-        """A resourceVersion in the body must be the stored one (optimistic concurrency)."""
-        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-        given = meta.get("resourceVersion")
-        if given and str(given) != old["metadata"]["resourceVersion"]:
-            raise self._conflict(k, old["metadata"]["name"])
-
     def _update(self, k: ServedKind, old: Obj, new: Obj, field_manager: str | None, *,
                 subresource: str | None, attributed: bool = False, stored: Obj | None = None,
                 applied: bool = False) -> Obj:
@@ -691,12 +528,12 @@ class MemoryCluster:
             return self._update(k, stored, new, field_manager, subresource=subresource, attributed=True)
         old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
-        self._check_finalizers(k, old, new)
+        check_finalizers(k, old, new)
         if k.is_namespace:  # as the API server's namespace strategy: spec.finalizers and status are its own
             for key in ("spec", "status"):
                 if key in old:
                     new[key] = json_copy(old[key])
-        new = self._admit(k, new, old, status=subresource == "status", applied=applied)
+        new = admit(k, new, old, now=self._now(), status=subresource == "status", applied=applied)
         builtin.prepare_for_update(new, old)
         if k.has_generation and spec(new, k) != spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
@@ -712,102 +549,6 @@ class MemoryCluster:
         elif not attributed:
             new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
-
-    def _admit(self, k: ServedKind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
-        """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
-            self._validate_metadata(k, admitted, updating=old is not None)
-            return admitted
-        self._validate_metadata(k, new, updating=old is not None)
-        if k.admission is not None:
-            return k.admission.admit(int64_or_float(new), old, status=status, applied=applied)
-        return builtin.admit(k.info.api_version, k.info.kind, new)
-
-    def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
-        """Validate a CRD by compiling it (fields its type does not have are dropped, as the API server drops
-        them), and fill the status the API server's controllers write."""
-        refused = crd_decoding_error(crd, strict=False)
-        if refused is not None:
-            raise refused
-        crd = drop_unknown(crd)
-        if old is not None:
-            self._check_crd_immutables(crd, old)
-        compile_crd(crd)
-        spec = crd["spec"]
-        names = dict(spec["names"])
-        names.setdefault("singular", names["kind"].lower())
-        names.setdefault("listKind", names["kind"] + "List")
-        storage = [v["name"] for v in spec["versions"] if v.get("storage")]
-        stored = list(((old or {}).get("status") or {}).get("storedVersions") or [])
-        conditions = ((old or {}).get("status") or {}).get("conditions") or [
-            {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": self._now()}
-            for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
-                            ("Established", "InitialNamesAccepted", "the initial names have been accepted"))
-        ]
-        crd["status"] = {
-            "acceptedNames": names,
-            "conditions": conditions,
-            "storedVersions": stored + [v for v in storage if v not in stored],
-        }
-        return crd
-
-    def _check_crd_immutables(self, crd: Obj, old: Obj) -> None:
-        """A CRD's group and plural never change, its scope and kind not once it is established (always, here)."""
-        new_spec, old_spec = crd.get("spec") or {}, old.get("spec") or {}
-        causes = []
-        for path, new, before in (
-            ("spec.scope", new_spec.get("scope"), old_spec.get("scope")),
-            ("spec.names.kind", (new_spec.get("names") or {}).get("kind"), (old_spec.get("names") or {}).get("kind")),
-            ("spec.group", new_spec.get("group"), old_spec.get("group")),
-            ("spec.names.plural", (new_spec.get("names") or {}).get("plural"),
-             (old_spec.get("names") or {}).get("plural")),
-        ):
-            if new != before:
-                causes.append(Cause(path, f"Invalid value: {go_value(new)}: field is immutable"))
-        if causes:
-            raise invalid(CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
-
-    def _validate_metadata(self, k: ServedKind, obj: Obj, *, updating: bool) -> None:
-        meta = obj["metadata"]
-        name = str(meta.get("name") or "")
-        causes: list[Cause] = []
-        if k.is_namespace:
-            if isinstance(meta.get("labels"), dict) or meta.get("labels") is None:
-                meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: name}
-            causes += [Cause("metadata.name", f'Invalid value: "{name}": {problem}')
-                       for problem in namespace_name_errors(name)]
-        elif not is_subdomain(name):
-            causes.append(Cause("metadata.name", f'Invalid value: "{name}": {SUBDOMAIN_MSG}'))
-        labels = meta.get("labels") or {}
-        if not isinstance(labels, dict):
-            causes.append(Cause("metadata.labels", "Invalid value: must be a map of strings", "FieldValueTypeInvalid"))
-            labels = {}
-        for key, value in labels.items():
-            for problem in label_key_errors(str(key), unit="bytes"):
-                causes.append(Cause("metadata.labels", f'Invalid value: "{key}": {problem}'))
-            if not isinstance(value, str):
-                causes.append(Cause(f"metadata.labels.{key}", "Invalid value: must be a string",
-                                    "FieldValueTypeInvalid"))
-                continue
-            for problem in label_value_errors(value, unit="bytes"):
-                causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
-        if causes and updating and k.custom:
-            causes = [c for c in causes for _ in range(3)]  # the custom resource strategy reports each three times
-        if causes:
-            raise self._invalid(k, name, causes)
-
-    def _check_finalizers(self, k: ServedKind, old: Obj, new: Obj) -> None:
-        """A deleting object accepts no new finalizer, as the API server enforces."""
-        if not old["metadata"].get("deletionTimestamp"):
-            return
-        before = set(old["metadata"].get("finalizers") or [])
-        added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
-        if added:
-            found = ", ".join(f'"{f}"' for f in added)
-            cause = Cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being"
-                          f" deleted, found new finalizers []string{{{found}}}", "FieldValueForbidden")
-            raise self._invalid(k, old["metadata"]["name"], [cause] * metadata_repeats(k))
 
     def _delete(self, k: ServedKind, old: Obj) -> Obj | None:
         """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
@@ -840,7 +581,7 @@ class MemoryCluster:
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            self._install_crd(new)
+            self._kinds.install(new)
         return self._out(k, new)
 
     def _remove(self, k: ServedKind, obj: Obj) -> None:
@@ -856,14 +597,14 @@ class MemoryCluster:
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._log("DELETED", k, gone, None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            self._purge(self._uninstall_crd(meta["name"]))
+            self._purge(self._kinds.uninstall(meta["name"]))
         self._collect(str(meta.get("uid") or ""))
 
     def _purge(self, stores: set[tuple[str, str]]) -> None:
         """A deleted CRD takes its objects with it (the API server's customresourcecleanup)."""
         for store in stores:
             for obj in [o for _, o in sorted(self._stores.get(store, {}).items())]:
-                self._remove(self._kind_of(store, obj), obj)
+                self._remove(self._kinds.of_stored(store, obj), obj)
 
     def _collect(self, owner_uid: str) -> None:
         """Garbage collection: dependents of a vanished owner go once no live owner is left;
@@ -878,7 +619,7 @@ class MemoryCluster:
                     continue
                 if store.get((obj["metadata"].get("namespace") or "", obj["metadata"]["name"])) is not obj:
                     continue  # already collected through another path
-                k = self._kind_of(store_key, obj)
+                k = self._kinds.of_stored(store_key, obj)
                 kept = [r for r in refs if isinstance(r, dict) and str(r.get("uid")) in live]
                 if kept:
                     new = json_copy(obj)
@@ -887,20 +628,8 @@ class MemoryCluster:
                 else:
                     self._delete(k, obj)
 
-    def _kind_of(self, store: tuple[str, str], obj: Obj) -> ServedKind:
-        """The kind entry for a stored object, for writes the server makes on its own (GC)."""
-        found = self._kinds.get((obj["apiVersion"], obj["kind"]))
-        if found is not None:
-            return found
-        lower = store[1].lower()
-        return ServedKind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s",
-                                       bool(obj["metadata"].get("namespace")), True, lower), custom=True)
-
     def _log(self, kind: str, k: ServedKind, obj: Obj, old: Obj | None) -> None:
-        self._events.append(_Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
-        while len(self._events) > self._event_log_size:
-            self._compacted = self._events.popleft().rv
-        self._changed.notify_all()
+        self._events.record(Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
 
     # -----------------------------------------------------------------------
     # Small helpers.
@@ -912,28 +641,6 @@ class MemoryCluster:
         out = json_copy(obj)
         out["apiVersion"] = k.info.api_version
         return out
-
-    def _details(self, k: ServedKind, name: str) -> Obj:
-        return {"name": name, "group": k.info.group, "kind": k.info.plural}
-
-    def _not_found(self, k: ServedKind, name: str) -> NotFound:
-        return NotFound(f'{k.info.resource} "{name}" not found', details=self._details(k, name))
-
-    def _unconditional(self, k: ServedKind, name: str) -> Invalid:
-        """An update of a kind that needs a resourceVersion, without one."""
-        cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
-        return Invalid(f'{k.info.resource} "{name}" is invalid: {cause.field}: {cause.message}', causes=[cause],
-                       details=self._details(k, name))
-
-    def _conflict(self, k: ServedKind, name: str) -> Conflict:
-        return Conflict(
-            f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
-            "please apply your changes to the latest version and try again",
-            details=self._details(k, name),
-        )
-
-    def _invalid(self, k: ServedKind, name: str, causes: builtins.list[Cause]) -> Invalid:
-        return invalid(k.info, name, causes)
 
 
 def _conforms(cluster: MemoryCluster) -> Cluster:

@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from engine.cluster.api import ApiError, Obj
-from engine.cluster.patches import json_copy
+from engine.cluster import builtin
+from engine.cluster.api import ApiError, BadRequest, Obj, UnsupportedMediaType
+from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.served_kinds import ServedKind
+from engine.cluster.strategic import strategic_merge
 
+STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
+                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+"""What the API server answers a strategic merge patch of a custom resource (415)."""
 SYSTEM_META = (
     "uid", "creationTimestamp", "generation", "resourceVersion",
     "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
@@ -119,3 +124,21 @@ def take_managed_fields(target: Obj, source: Obj) -> None:
         target["metadata"]["managedFields"] = json_copy(rows)
     else:
         target["metadata"].pop("managedFields", None)
+
+
+def patched_body(k: ServedKind, old: Obj, patch: Any, patch_type: str) -> Any:
+    """The stored object with a patch of ``patch_type`` (merge, strategic, json) applied, as the API server
+    applies it; a strategic merge patch only for built-in kinds (415 for a custom resource)."""
+    if patch_type == "merge":
+        if not isinstance(patch, dict):
+            raise BadRequest("error decoding patch: json: cannot unmarshal "
+                             f"{go_json_type(patch)} into Go value of type map[string]interface {{}}")
+        return merge_patch(old, patch)
+    if patch_type == "strategic":
+        schema = builtin.kind_schema(k.info.api_version, k.info.kind)
+        if schema is None:
+            raise UnsupportedMediaType(STRATEGIC_UNSUPPORTED)
+        return strategic_merge(old, patch, schema)
+    if patch_type == "json":
+        return json_patch(old, patch)
+    raise BadRequest(f"unsupported patch type {patch_type!r}")

@@ -1,4 +1,5 @@
-"""The kinds a memory cluster serves: the built-in kinds it types, and what a served kind carries.
+"""The kinds a memory cluster serves: the built-in kinds it types, what a served kind carries, and the errors
+about one of its objects, worded as the API server words them.
 
 A served kind is its discovery record, the admission of its CRD version (none for a built-in kind) and the
 lists Server-Side Apply merges by key; built-in kinds differ from custom resources only in which carry a
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.cluster import admission
-from engine.cluster.api import ResourceInfo
+from engine.cluster.api import Cause, Conflict, Invalid, NotFound, Obj, ResourceInfo
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -80,3 +81,36 @@ class ServedKind:
     @property
     def is_namespace(self) -> bool:
         return self.store == ("", "Namespace")
+
+
+def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
+    """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
+    qualified = f"{info.kind}.{info.group}" if info.group else info.kind
+    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
+    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
+                   details={"name": name, "group": info.group, "kind": info.kind})
+
+
+def error_details(k: ServedKind, name: str) -> Obj:
+    """The ``details`` of an API error about one object of the kind."""
+    return {"name": name, "group": k.info.group, "kind": k.info.plural}
+
+
+def not_found(k: ServedKind, name: str) -> NotFound:
+    return NotFound(f'{k.info.resource} "{name}" not found', details=error_details(k, name))
+
+
+def unconditional(k: ServedKind, name: str) -> Invalid:
+    """An update of a kind that needs a resourceVersion, without one."""
+    cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
+    return Invalid(f'{k.info.resource} "{name}" is invalid: {cause.field}: {cause.message}', causes=[cause],
+                   details=error_details(k, name))
+
+
+def conflict(k: ServedKind, name: str) -> Conflict:
+    return Conflict(
+        f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again",
+        details=error_details(k, name),
+    )
