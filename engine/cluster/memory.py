@@ -1,45 +1,32 @@
 """An in-memory Kubernetes API: one store per cluster, with the semantics the engine relies on.
 
-Tests, scenarios and the HTTP emulator run the engine against this instead of a real API
-server, so it has to get right what a naive dict store gets wrong: resourceVersion and
-conflicts, generation, the status subresource, finalizers, ownerReference garbage
-collection, Server-Side Apply (through ``ssa``), CRD admission (through ``admission``), built-in kinds
-decoded, defaulted and encoded as their Go types (``builtin``), strategic merge patch (``strategic``),
-no-op writes that change nothing, and watch from a resourceVersion with a bounded log.
+Tests, scenarios and the HTTP emulator run the engine against this instead of a real API server, so it gets
+right what a naive dict store gets wrong: resourceVersion and conflicts, generation, the status subresource,
+finalizers, ownerReference garbage collection, Server-Side Apply, CRD admission, built-in kinds typed as their
+Go types, no-op writes, and watch from a resourceVersion. This module is the store and the write path, under one
+lock; the kinds it serves (``memory_kinds``), admission (``memory_admit``), what writes do to an object's fields
+(``memory_objects``) and the event log its watches read (``memory_events``) are modules of their own.
 
-Simplified on purpose: no namespace lifecycle (objects may live in a namespace that does
-not exist, and deleting a Namespace does not empty it), no version conversion (every
-served version of a CRD reads the same stored object), no deletecollection, no paging, no
-schemas for built-in kinds; garbage collection and a CRD's (un)serving happen in the write
-itself, where a real server's controllers act moments later. The contract suite
-(tests/cluster/contract) holds the rest to a real API server.
+Simplified on purpose: no namespace lifecycle, no version conversion, no deletecollection, no paging; garbage
+collection and a CRD's (un)serving happen in the write itself, where a real server's controllers act moments
+later. The contract suite (tests/cluster/contract) holds the rest to a real API server.
 """
-
 from __future__ import annotations
 
 import builtins
-import functools
-import json
 import random
 import threading
-import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.clock import Clock, format_time
-from engine.cluster import admission, builtin, ssa
-from engine.cluster.admission.fielderrors import go_value
+from engine.cluster import builtin, ssa
 from engine.cluster.api import (
     AlreadyExists,
-    ApiError,
     BadRequest,
     Cause,
     Cluster,
-    Conflict,
-    Gone,
     Invalid,
     LabelSelector,
     NoSuchResource,
@@ -47,132 +34,53 @@ from engine.cluster.api import (
     Obj,
     ObjectList,
     PatchType,
-    PrinterColumn,
     ResourceInfo,
     ServerError,
-    UnsupportedMediaType,
     WatchEvent,
 )
 from engine.cluster.crd_decode import decode as decode_crd
-from engine.cluster.crd_decode import drop_unknown
-from engine.cluster.crd_names import APPROVAL
-from engine.cluster.crd_validation import crd_causes
-from engine.cluster.limits import check_depth, int64_or_float
-from engine.cluster.patches import Unexplained, go_json_type, json_copy, json_patch, merge_patch
+from engine.cluster.limits import check_depth
+from engine.cluster.memory_admit import (
+    admit,
+    admit_crd,
+    check_finalizers,
+    check_precondition,
+    check_update_preconditions,
+)
+from engine.cluster.memory_events import Event, EventLog
+from engine.cluster.memory_kinds import KindTable
+from engine.cluster.memory_objects import (
+    SYSTEM_META,
+    content,
+    given_managed_fields,
+    keep_server_fields,
+    metadata_repeats,
+    patched_body,
+    spec,
+    take_managed_fields,
+    take_status,
+    timeless,
+    typed_patch_error,
+)
+from engine.cluster.patches import Unexplained, json_copy
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
-    SUBDOMAIN_MSG,
-    Selector,
-    is_subdomain,
-    label_key_errors,
-    label_value_errors,
-    namespace_name_errors,
     parse_fields,
     parse_labels,
 )
-from engine.cluster.strategic import strategic_merge
+from engine.cluster.served_kinds import (
+    CRD_KIND,
+    ServedKind,
+    error_details,
+    invalid,
+    not_found,
+    unconditional,
+)
 
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
-CRD_KIND = "CustomResourceDefinition"
 UNKNOWN_MANAGER = "unknown"
 """The field manager of a non-apply write whose caller names none."""
 
-BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
-    ResourceInfo("v1", "Secret", "secrets", True, False, "secret"),
-    ResourceInfo("v1", "ConfigMap", "configmaps", True, False, "configmap", ("cm",)),
-    ResourceInfo("v1", "Namespace", "namespaces", False, True, "namespace", ("ns",)),
-    ResourceInfo("coordination.k8s.io/v1", "Lease", "leases", True, False, "lease"),
-    # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
-    ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
-    ResourceInfo("events.k8s.io/v1", "Event", "events", True, False, "event", ("ev",)),
-    # What installing the operator creates (deploy/), typed by engine/cluster/builtin/.
-    ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
-    ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
-    # What a tenant's namespace holds and is limited by (the TenantSpace example's children and its teardown's hold).
-    ResourceInfo("v1", "Pod", "pods", True, True, "pod", ("po",)),
-    ResourceInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, True, "persistentvolumeclaim",
-                 ("pvc",)),
-    ResourceInfo("v1", "ResourceQuota", "resourcequotas", True, True, "resourcequota", ("quota",)),
-    ResourceInfo("v1", "LimitRange", "limitranges", True, False, "limitrange", ("limits",)),
-    ResourceInfo("apps/v1", "Deployment", "deployments", True, True, "deployment", ("deploy",)),
-    ResourceInfo("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, True, "poddisruptionbudget",
-                 ("pdb",)),
-    ResourceInfo("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True, False, "networkpolicy",
-                 ("netpol",)),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False, False, "clusterrole"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False, False,
-                 "clusterrolebinding"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "Role", "roles", True, False, "role"),
-    ResourceInfo("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True, False, "rolebinding"),
-    ResourceInfo(CRD_API_VERSION, CRD_KIND, "customresourcedefinitions", False, True,
-                 "customresourcedefinition", ("crd", "crds")),
-)
-
-_SYSTEM_META = (
-    "uid", "creationTimestamp", "generation", "resourceVersion",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields",
-)
-"""Metadata the server owns: a create or update body cannot set it."""
-
 _GENERATED_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
-                         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
-"""What the API server answers a strategic merge patch of a custom resource (415)."""
-
-_GENERATION_BUILTINS = frozenset({("apps", "Deployment"), ("policy", "PodDisruptionBudget"),
-                                  ("networking.k8s.io", "NetworkPolicy"), ("apiextensions.k8s.io", CRD_KIND)})
-"""Built-in kinds (group, kind) whose objects carry metadata.generation; Secrets, ConfigMaps and the other
-built-ins served here have none. Every custom resource has one."""
-_CONDITIONAL_UPDATE_BUILTINS = frozenset({("coordination.k8s.io", "Lease"), ("policy", "PodDisruptionBudget"),
-                                          ("apiextensions.k8s.io", CRD_KIND)})
-"""Built-in kinds (group, kind) an update must name a resourceVersion for, as every custom resource."""
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-"""The label the API server puts on every Namespace: its name."""
-
-
-def _no_resource() -> NotFound:
-    return NoSuchResource()
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """A served kind: discovery info, the CRD admission for its version, its SSA list keys."""
-
-    info: ResourceInfo
-    admission: admission.CrdAdmission | None = None
-    list_keys: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-    custom: bool = False
-    """A custom resource (served for a CRD, or permissively), not a built-in kind."""
-
-    @property
-    def store(self) -> tuple[str, str]:
-        """Where its objects live: every version of a group's kind shares one store."""
-        return (self.info.group, self.info.kind)
-
-    @property
-    def has_generation(self) -> bool:
-        return self.custom or self.store in _GENERATION_BUILTINS
-
-    @property
-    def needs_resource_version(self) -> bool:
-        """Whether an update must name the resourceVersion it read (no unconditional update)."""
-        return self.custom or self.store in _CONDITIONAL_UPDATE_BUILTINS
-
-    @property
-    def is_namespace(self) -> bool:
-        return self.store == ("", "Namespace")
-
-
-@dataclass(frozen=True)
-class _Event:
-    """One entry of the event log; ``old`` lets label-filtered watches see objects leave."""
-
-    rv: int
-    type: str
-    store: tuple[str, str]
-    namespace: str | None
-    obj: Obj
-    old: Obj | None
 
 
 class MemoryCluster:
@@ -190,25 +98,19 @@ class MemoryCluster:
         self.name = name
         self._new_uid: Callable[[], str] = uids or (lambda: str(uuid.uuid4()))
         self._clock = clock
-        self._permissive = permissive
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._rv = 0
-        self._kinds: dict[tuple[str, str], _Kind] = {
-            (i.api_version, i.kind): _Kind(i, None, builtin.list_keys(i.api_version, i.kind)) for i in BUILTIN_KINDS}
-        self._crds: dict[str, list[tuple[str, str]]] = {}
-        self._unserved: set[tuple[str, str]] = set()
+        self._kinds = KindTable(permissive=permissive)
         self._stores: dict[tuple[str, str], dict[tuple[str, str], Obj]] = {}
-        self._events: deque[_Event] = deque()
-        self._event_log_size = event_log_size
-        self._compacted = 0
+        self._events = EventLog(self._changed, event_log_size)
 
     # -----------------------------------------------------------------------
     # Discovery.
 
     def resource_info(self, api_version: str, kind: str) -> ResourceInfo:
         with self._lock:
-            return self._kind(api_version, kind, namespaced=True).info
+            return self._kinds.lookup(api_version, kind, namespaced=True).info
 
     def serves(self, api_version: str, kind: str) -> bool:
         try:
@@ -222,36 +124,36 @@ class MemoryCluster:
         served versions of installed CRDs and, in a permissive cluster, the guessed kinds that
         hold objects. Sorted by apiVersion, then kind."""
         with self._lock:
-            found = {key: k.info for key, k in self._kinds.items()}
-            if self._permissive:
-                owned = {k.store for k in self._kinds.values()}
+            found = {key: k.info for key, k in self._kinds.served()}
+            if self._kinds.permissive:
+                owned = {k.store for _, k in self._kinds.served()}
                 for store_key, store in self._stores.items():
                     if store and store_key not in owned:
                         obj = next(iter(store.values()))
-                        found.setdefault((obj["apiVersion"], obj["kind"]), self._kind_of(store_key, obj).info)
-            return [info for key, info in sorted(found.items()) if key not in self._unserved]
+                        found.setdefault((obj["apiVersion"], obj["kind"]), self._kinds.of_stored(store_key, obj).info)
+            return [info for key, info in sorted(found.items()) if key not in self._kinds.unserved]
 
     def unserve(self, api_version: str, kind: str) -> None:
         """From now on the kind answers NotFound to every call; its objects stay stored."""
         with self._lock:
-            self._unserved.add((api_version, kind))
+            self._kinds.unserved.add((api_version, kind))
 
     def serve(self, api_version: str, kind: str) -> None:
         """Undo ``unserve``."""
         with self._lock:
-            self._unserved.discard((api_version, kind))
+            self._kinds.unserved.discard((api_version, kind))
 
     def schemas(self) -> dict[tuple[str, str], Obj]:
         """The openAPIV3Schema of every served kind that has one (CRD versions), by (apiVersion, kind)."""
         with self._lock:
-            return {key: json_copy(k.admission.schema) for key, k in self._kinds.items()
-                    if k.admission is not None and key not in self._unserved}
+            return {key: json_copy(k.admission.schema) for key, k in self._kinds.served()
+                    if k.admission is not None and key not in self._kinds.unserved}
 
     def apply_problems(self, obj: Obj) -> builtins.list[str]:
         """What typing an apply configuration of the object's kind finds (undeclared fields, repeated set or
         map-list entries), in structured-merge-diff's words; an apply with any is refused (``typed_patch_error``)."""
         with self._lock:
-            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+            k = self._kinds.lookup(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
         if k.admission is not None:
             return k.admission.apply_problems(obj)
         return [f".{path}: field not declared in schema" for path in self.unknown_fields(obj)]
@@ -260,7 +162,7 @@ class MemoryCluster:
         """The fields of a write's body that its kind's schema does not declare (``spec.rotaton``),
         which admission would prune; [] for kinds without a schema (built-in and permissive kinds)."""
         with self._lock:
-            k = self._kind(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
+            k = self._kinds.lookup(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), namespaced=True)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
             return decode_crd(obj).unknown
         if k.admission is not None:
@@ -271,22 +173,17 @@ class MemoryCluster:
         """Forget the events up to ``revision`` (default: all so far), as etcd's compaction does: a watch from an
         older resourceVersion is Gone."""
         with self._lock:
-            until = self._rv if revision is None else min(revision, self._rv)
-            while self._events and self._events[0].rv <= until:
-                self._events.popleft()
-            self._compacted = max(self._compacted, until)
+            self._events.compact(self._rv if revision is None else min(revision, self._rv))
 
     def scratch(self) -> MemoryCluster:
         """A copy to try a write on (server-side dry run): the same kinds and objects, the same next
         resourceVersion, no watchers and no event log. Stored objects are shared: no write changes one
         in place, each stores a new object."""
         with self._lock:
-            copy = MemoryCluster(self.name, clock=self._clock, permissive=self._permissive,
-                                 event_log_size=self._event_log_size, uids=self._new_uid)
-            copy._rv = copy._compacted = self._rv
-            copy._kinds = dict(self._kinds)
-            copy._crds = {name: list(keys) for name, keys in self._crds.items()}
-            copy._unserved = set(self._unserved)
+            copy = MemoryCluster(self.name, clock=self._clock, permissive=self._kinds.permissive,
+                                 event_log_size=self._events.size, uids=self._new_uid)
+            copy._rv = copy._events.compacted = self._rv
+            copy._kinds = self._kinds.copy()
             copy._stores = {key: dict(store) for key, store in self._stores.items()}
             return copy
 
@@ -297,7 +194,7 @@ class MemoryCluster:
             carries: Collection[str] = ()) -> Obj:
         """The stored object; live and carries are ignored: every read here is live."""
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             return handed_out(self._out(k, self._existing(k, self._scope(k, namespace), name)))
 
     def list(
@@ -314,7 +211,7 @@ class MemoryCluster:
         """reads: ignored (every object is at hand whole)."""
         selector = parse_labels(labels)
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             # A custom resource's fields are refused in its own words; a built-in kind's by the default conversion.
             field_selector = parse_fields(fields, labelled=k.custom)
             scope = namespace if k.info.namespaced else None
@@ -335,7 +232,7 @@ class MemoryCluster:
             new = json_copy(obj)
             given_version = (obj.get("metadata") or {}).get("resourceVersion")
             self._prepare_create(k, new, namespace, keep_managed=False, check_exists=False)
-            new = self._admit(k, new, None)
+            new = admit(k, new, None, now=self._now())
             if given_version not in (None, "", "0"):
                 raise ServerError("resourceVersion should not be set on objects to be created")
             self._check_not_taken(k, new)  # as the API server: admission refuses before storage finds the name taken
@@ -349,12 +246,12 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             old = self._existing(k, namespace, name)
-            self._check_update_preconditions(k, obj, old)
+            check_update_preconditions(k, obj, old)
             new = json_copy(obj)
-            _keep_server_fields(new, old)
+            keep_server_fields(new, old)
             if k.info.status_subresource:
-                _take_status(new, old)
-            given = _given_managed_fields(obj)
+                take_status(new, old)
+            given = given_managed_fields(obj)
             if given is None:
                 return self._update(k, old, new, field_manager, subresource=None)
             base = {**old, "metadata": {**old["metadata"], "managedFields": given}}
@@ -365,11 +262,11 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             if not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             old = self._existing(k, namespace, name)
-            self._check_update_preconditions(k, obj, old)
+            check_update_preconditions(k, obj, old)
             new = json_copy(old)
-            _take_status(new, obj)
+            take_status(new, obj)
             return self._update(k, old, new, field_manager, subresource="status")
 
     def scale(self, api_version: str, kind: str, namespace: str | None, name: str, replicas: int, *,
@@ -377,9 +274,9 @@ class MemoryCluster:
         """Set ``spec.replicas`` through the scale subresource (recorded as a ``scale`` write, as the API server
         records it); ``resource_version``, when given, must be the stored one."""
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             old = self._existing(k, self._scope(k, namespace), name)
-            self._check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
+            check_precondition(k, {"metadata": {"resourceVersion": resource_version}}, old)
             new = json_copy(old)
             new.setdefault("spec", {})["replicas"] = replicas
             return self._update(k, old, new, field_manager, subresource="scale")
@@ -399,45 +296,32 @@ class MemoryCluster:
         """patch_type "strategic" (a strategic merge patch) is for built-in kinds only, as on the API server."""
         check_depth(patch, "the patch")
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             if status and not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             namespace = self._scope(k, namespace)
             old = self._existing(k, namespace, name)
-            if patch_type == "merge":
-                if not isinstance(patch, dict):
-                    raise BadRequest("error decoding patch: json: cannot unmarshal "
-                                     f"{go_json_type(patch)} into Go value of type map[string]interface {{}}")
-                patched = merge_patch(old, patch)
-            elif patch_type == "strategic":
-                schema = builtin.kind_schema(k.info.api_version, k.info.kind)
-                if schema is None:
-                    raise UnsupportedMediaType(STRATEGIC_UNSUPPORTED)
-                patched = strategic_merge(old, patch, schema)
-            elif patch_type == "json":
-                patched = json_patch(old, patch)
-            else:
-                raise BadRequest(f"unsupported patch type {patch_type!r}")
+            patched = patched_body(k, old, patch, patch_type)
             if not isinstance(patched, dict):
                 raise Invalid("the patched object is not a JSON object")
-            self._check_precondition(k, patched, old)
+            check_precondition(k, patched, old)
             meta: Obj = patched["metadata"] if isinstance(patched.get("metadata"), dict) else {}
             if k.needs_resource_version and not meta.get("resourceVersion"):
-                raise self._unconditional(k, name)
+                raise unconditional(k, name)
             if meta.get("uid") and meta["uid"] != old["metadata"].get("uid"):
                 cause = Cause("metadata.uid", f'Invalid value: "{meta["uid"]}": field is immutable')
-                raise self._invalid(k, name, [cause] * _metadata_repeats(k))
+                raise invalid(k.info, name, [cause] * metadata_repeats(k))
             if meta.get("name") != name or (k.info.namespaced and meta.get("namespace") != namespace):
                 raise BadRequest(f"the name of the object ({meta.get('name')}) does not match the name on the URL"
                                  f" ({name})")
             if status:
                 new = json_copy(old)
-                _take_status(new, patched)
+                take_status(new, patched)
             else:
                 new = patched
-                _keep_server_fields(new, old)
+                keep_server_fields(new, old)
                 if k.info.status_subresource:
-                    _take_status(new, old)
+                    take_status(new, old)
             return self._update(k, old, new, field_manager, subresource="status" if status else None)
 
     def apply(self, obj: Obj, *, field_manager: str, force: bool = False, status: bool = False) -> Obj:
@@ -445,7 +329,7 @@ class MemoryCluster:
         with self._lock:
             k, namespace, name = self._identify(obj)
             if status and not k.info.status_subresource:
-                raise _no_resource()
+                raise NoSuchResource()
             refused = typed_patch_error(obj, k.info.api_version, k.info.kind, self.apply_problems(obj))
             if refused is not None:
                 raise refused
@@ -456,16 +340,16 @@ class MemoryCluster:
                 applied["metadata"].pop("namespace")
             if live is None:
                 if status:
-                    raise self._not_found(k, name)
+                    raise not_found(k, name)
                 if k.info.status_subresource:
                     applied.pop("status", None)
                 new = ssa.apply_patch(None, applied, field_manager, force=force, now=self._now(),
                                       list_map_keys=k.list_keys)
                 self._prepare_create(k, new, namespace, keep_managed=True)
-                new = self._admit(k, new, None, applied=True)
+                new = admit(k, new, None, now=self._now(), applied=True)
                 builtin.prepare_for_create(new)
                 return self._commit(k, None, new)
-            self._check_precondition(k, applied, live)
+            check_precondition(k, applied, live)
             subresource = "status" if status else None
             if k.info.status_subresource and not status:
                 applied.pop("status", None)
@@ -473,18 +357,18 @@ class MemoryCluster:
                                      subresource=subresource, list_map_keys=k.list_keys)
             if status:
                 new = json_copy(live)
-                _take_status(new, result)
-                _take_managed_fields(new, result)
+                take_status(new, result)
+                take_managed_fields(new, result)
             else:
                 new = result
-                _keep_server_fields(new, live, keep_managed=False)
+                keep_server_fields(new, live, keep_managed=False)
                 if k.info.status_subresource:
-                    _take_status(new, live)
+                    take_status(new, live)
             return self._update(k, live, new, field_manager, subresource=subresource, attributed=True, applied=True)
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             old = self._existing(k, self._scope(k, namespace), name)
             return self._delete(k, old)
 
@@ -507,7 +391,7 @@ class MemoryCluster:
                 meta.setdefault("generation", 1)
             meta.setdefault("creationTimestamp", self._now())
             if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-                new = self._admit_crd(new, None)
+                new = admit_crd(new, None, now=self._now())
             old = self._stores.get(k.store, {}).get((namespace or "", name))
             return self._commit(k, old, new, seeded=True)
 
@@ -528,7 +412,7 @@ class MemoryCluster:
         """Checks the request now (NotFound, Gone, BadRequest raise here); the events come lazily."""
         selector = parse_labels(labels)
         with self._lock:
-            k = self._kind(api_version, kind, namespaced=bool(namespace))
+            k = self._kinds.lookup(api_version, kind, namespaced=bool(namespace))
             scope = namespace if k.info.namespaced else None
             initial: list[WatchEvent] = []
             if resource_version in (None, "", "0"):
@@ -544,99 +428,15 @@ class MemoryCluster:
                 except ValueError:
                     raise Unexplained(f'resourceVersion: Invalid value: "{resource_version}": strconv.ParseUint: '
                                       f'parsing "{resource_version}": invalid syntax') from None
-                self._check_not_compacted(cursor)
-        return self._stream(k, scope, selector, cursor, initial, timeout, bookmarks)
-
-    def _stream(self, k: _Kind, scope: str | None, selector: Selector, cursor: int,
-                initial: builtins.list[WatchEvent], timeout: float | None, bookmarks: bool) -> Iterator[WatchEvent]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        yield from initial
-        while True:
-            with self._changed:
-                batch, cursor = self._events_after(k, scope, selector, cursor)
-                while not batch:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        break
-                    self._changed.wait(remaining)
-                    batch, cursor = self._events_after(k, scope, selector, cursor)
-            if not batch:
-                break
-            yield from batch
-        if bookmarks:
-            meta = {"resourceVersion": str(cursor)}
-            yield {"type": "BOOKMARK", "object": {"apiVersion": k.info.api_version, "kind": k.info.kind,
-                                                  "metadata": meta}}
-
-    def _events_after(self, k: _Kind, scope: str | None, selector: Selector,
-                      cursor: int) -> tuple[builtins.list[WatchEvent], int]:
-        """The events a watcher sees after cursor, and the resourceVersion it has now seen up to."""
-        self._check_not_compacted(cursor)
-        newer: builtins.list[_Event] = []
-        for event in reversed(self._events):
-            if event.rv <= cursor:
-                break
-            newer.append(event)
-        out: list[WatchEvent] = []
-        for event in reversed(newer):
-            if event.store != k.store or (scope and event.namespace != scope):
-                continue
-            kind, obj = event.type, event.obj
-            now_in = selector.matches_object(obj)
-            if kind == "MODIFIED" and event.old is not None and not now_in:
-                # Leaving the selection reads as a deletion of the object as it was, as the watch cache does.
-                kind, obj = ("DELETED", event.old) if selector.matches_object(event.old) else ("", obj)
-            elif kind == "MODIFIED" and event.old is not None and not selector.matches_object(event.old):
-                kind = "ADDED"
-            elif not now_in:
-                kind = ""
-            if kind:
-                view = self._out(k, obj)
-                view["metadata"]["resourceVersion"] = str(event.rv)
-                out.append({"type": kind, "object": handed_out(view)})
-        return out, max(cursor, self._rv)
-
-    def _check_not_compacted(self, cursor: int) -> None:
-        if cursor < self._compacted:
-            raise Gone(f"too old resource version: {cursor} ({self._compacted + 1})")
+                self._events.check_not_compacted(cursor)
+        return self._events.stream(k, scope, selector, cursor, initial, timeout=timeout, bookmarks=bookmarks,
+                                   view=self._out, revision=lambda: self._rv)
 
     # -----------------------------------------------------------------------
-    # Kinds.
-
-    def _kind(self, api_version: str, kind: str, *, namespaced: bool) -> _Kind:
-        """The served kind, or NotFound as the API server answers for an unknown resource."""
-        if (api_version, kind) in self._unserved:
-            raise _no_resource()
-        found = self._kinds.get((api_version, kind))
-        if found is not None:
-            return found
-        group = api_version.rpartition("/")[0]
-        if not self._permissive or any(k.store == (group, kind) for k in self._kinds.values()):
-            raise _no_resource()
-        lower = kind.lower()
-        return _Kind(ResourceInfo(api_version, kind, lower + "s", namespaced, True, lower), custom=True)
-
-    def _install_crd(self, crd: Obj) -> None:
-        name = crd["metadata"]["name"]
-        self._uninstall_crd(name)
-        kinds = _compile_crd(crd)
-        for k in kinds:
-            self._kinds[(k.info.api_version, k.info.kind)] = k
-        self._crds[name] = [(k.info.api_version, k.info.kind) for k in kinds]
-
-    def _uninstall_crd(self, name: str) -> set[tuple[str, str]]:
-        """Stop serving a CRD's kinds; returns their stores."""
-        stores = set()
-        for key in self._crds.pop(name, []):
-            k = self._kinds.pop(key, None)
-            if k is not None:
-                stores.add(k.store)
-        return stores
-
     # -----------------------------------------------------------------------
     # The write pipeline.
 
-    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[_Kind, str | None, str]:
+    def _identify(self, obj: Obj, *, need_name: bool = True) -> tuple[ServedKind, str | None, str]:
         """The kind, namespace (None when cluster-scoped) and name an object body addresses."""
         if not isinstance(obj, dict):
             raise BadRequest("the object must be a JSON object")
@@ -647,27 +447,27 @@ class MemoryCluster:
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be a JSON object")
         namespace = meta.get("namespace") or None
-        k = self._kind(obj["apiVersion"], obj["kind"], namespaced=bool(namespace))
+        k = self._kinds.lookup(obj["apiVersion"], obj["kind"], namespaced=bool(namespace))
         name = meta.get("name") or ""
         if need_name and not name:
-            raise self._invalid(k, "", [Cause("metadata.name", "Required value: name is required",
+            raise invalid(k.info, "", [Cause("metadata.name", "Required value: name is required",
                                               "FieldValueRequired")])
         return k, self._scope(k, namespace), name
 
-    def _scope(self, k: _Kind, namespace: str | None) -> str | None:
+    def _scope(self, k: ServedKind, namespace: str | None) -> str | None:
         if not k.info.namespaced:
             return None
         if not namespace:
             raise BadRequest(f"{k.info.resource} is namespaced: a namespace is required")
         return namespace
 
-    def _existing(self, k: _Kind, namespace: str | None, name: str) -> Obj:
+    def _existing(self, k: ServedKind, namespace: str | None, name: str) -> Obj:
         found = self._stores.get(k.store, {}).get((namespace or "", name))
         if found is None:
-            raise self._not_found(k, name)
+            raise not_found(k, name)
         return found
 
-    def _check_not_taken(self, k: _Kind, new: Obj) -> None:
+    def _check_not_taken(self, k: ServedKind, new: Obj) -> None:
         """AlreadyExists when an object of the kind has the new one's namespace and name; the API server's
         message says when that object is being deleted (held by finalizers)."""
         meta = new["metadata"]
@@ -675,14 +475,14 @@ class MemoryCluster:
         if taken is not None:
             deleting = "object is being deleted: " if taken["metadata"].get("deletionTimestamp") else ""
             raise AlreadyExists(f'{deleting}{k.info.resource} "{meta["name"]}" already exists',
-                                details=self._details(k, meta["name"]))
+                                details=error_details(k, meta["name"]))
 
-    def _prepare_create(self, k: _Kind, new: Obj, namespace: str | None, *, keep_managed: bool,
+    def _prepare_create(self, k: ServedKind, new: Obj, namespace: str | None, *, keep_managed: bool,
                         check_exists: bool = True) -> None:
         """Server-set fields on a new object; the body's own values for them are ignored."""
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
         meta = new.setdefault("metadata", {})
-        for key in _SYSTEM_META:
+        for key in SYSTEM_META:
             if not (keep_managed and key == "managedFields"):
                 meta.pop(key, None)
         meta.pop("selfLink", None)
@@ -693,7 +493,7 @@ class MemoryCluster:
         if not meta.get("name"):
             prefix = meta.get("generateName") or ""
             if not prefix:
-                raise self._invalid(k, "", [Cause("metadata.name", "Required value: name or generateName is required",
+                raise invalid(k.info, "", [Cause("metadata.name", "Required value: name or generateName is required",
                                                   "FieldValueRequired")])
             meta["name"] = self._generate_name(k, namespace, str(prefix))
         if check_exists:
@@ -705,39 +505,14 @@ class MemoryCluster:
         if k.info.status_subresource:
             new.pop("status", None)
 
-    def _generate_name(self, k: _Kind, namespace: str | None, prefix: str) -> str:
+    def _generate_name(self, k: ServedKind, namespace: str | None, prefix: str) -> str:
         taken = self._stores.get(k.store, {})
         while True:
             name = prefix[:58] + "".join(random.choices(_GENERATED_CHARS, k=5))
             if (namespace or "", name) not in taken:
                 return name
 
-    def _check_update_preconditions(self, k: _Kind, body: Obj, old: Obj) -> None:
-        """An update's preconditions: the body's uid, if any, is the stored one's; its resourceVersion, if any
-        (and it must give one where the kind allows no unconditional update), is the stored one."""
-        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-        uid, stored_uid = meta.get("uid"), old["metadata"].get("uid")
-        name = old["metadata"]["name"]
-        if uid and uid != stored_uid:
-            namespace = old["metadata"].get("namespace")
-            key = "/".join(["/registry", *([k.info.group] if k.custom or k.info.kind == CRD_KIND else []),
-                            k.info.plural, *([namespace] if namespace else []), name])
-            raise Conflict(f'Operation cannot be fulfilled on {k.info.resource} "{name}": StorageError: invalid'
-                           f" object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition"
-                           f" failed: UID in precondition: {uid}, UID in object meta: {stored_uid}",
-                           details=self._details(k, name))
-        if k.needs_resource_version and not meta.get("resourceVersion"):
-            raise self._unconditional(k, name)
-        self._check_precondition(k, body, old)
-
-    def _check_precondition(self, k: _Kind, body: Obj, old: Obj) -> None:
-        """A resourceVersion in the body must be the stored one (optimistic concurrency)."""
-        meta: Obj = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-        given = meta.get("resourceVersion")
-        if given and str(given) != old["metadata"]["resourceVersion"]:
-            raise self._conflict(k, old["metadata"]["name"])
-
-    def _update(self, k: _Kind, old: Obj, new: Obj, field_manager: str | None, *,
+    def _update(self, k: ServedKind, old: Obj, new: Obj, field_manager: str | None, *,
                 subresource: str | None, attributed: bool = False, stored: Obj | None = None,
                 applied: bool = False) -> Obj:
         """Admit and store a changed object; a write that changes nothing stores nothing.
@@ -753,17 +528,17 @@ class MemoryCluster:
             return self._update(k, stored, new, field_manager, subresource=subresource, attributed=True)
         old = stored if stored is not None else old
         new["apiVersion"], new["kind"] = k.info.api_version, k.info.kind
-        self._check_finalizers(k, old, new)
+        check_finalizers(k, old, new)
         if k.is_namespace:  # as the API server's namespace strategy: spec.finalizers and status are its own
             for key in ("spec", "status"):
                 if key in old:
                     new[key] = json_copy(old[key])
-        new = self._admit(k, new, old, status=subresource == "status", applied=applied)
+        new = admit(k, new, old, now=self._now(), status=subresource == "status", applied=applied)
         builtin.prepare_for_update(new, old)
-        if k.has_generation and _spec(new, k) != _spec(old, k):
+        if k.has_generation and spec(new, k) != spec(old, k):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
-        if _content(builtin.stored(new)) == _content(old) and (
-            not attributed or _timeless(new) == _timeless(old)
+        if content(builtin.stored(new)) == content(old) and (
+            not attributed or timeless(new) == timeless(old)
         ):  # only managedFields times changed: the API server keeps the old ones, a no-op (its timestamp transformer)
             return self._out(k, old)
         if not attributed and old["metadata"].get("managedFields"):
@@ -775,103 +550,7 @@ class MemoryCluster:
             new["metadata"].pop("managedFields", None)  # the API server does not start tracking on an update
         return self._commit(k, old, new)
 
-    def _admit(self, k: _Kind, new: Obj, old: Obj | None, *, status: bool = False, applied: bool = False) -> Obj:
-        """Built-in checks, then the CRD's schema and CEL rules for the object's version."""
-        if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            admitted = self._admit_crd(new, old)  # its own checks name its name's problems, with all the others
-            self._validate_metadata(k, admitted, updating=old is not None)
-            return admitted
-        self._validate_metadata(k, new, updating=old is not None)
-        if k.admission is not None:
-            return k.admission.admit(int64_or_float(new), old, status=status, applied=applied)
-        return builtin.admit(k.info.api_version, k.info.kind, new)
-
-    def _admit_crd(self, crd: Obj, old: Obj | None) -> Obj:
-        """Validate a CRD by compiling it (fields its type does not have are dropped, as the API server drops
-        them), and fill the status the API server's controllers write."""
-        refused = crd_decoding_error(crd, strict=False)
-        if refused is not None:
-            raise refused
-        crd = drop_unknown(crd)
-        if old is not None:
-            self._check_crd_immutables(crd, old)
-        _compile_crd(crd)
-        spec = crd["spec"]
-        names = dict(spec["names"])
-        names.setdefault("singular", names["kind"].lower())
-        names.setdefault("listKind", names["kind"] + "List")
-        storage = [v["name"] for v in spec["versions"] if v.get("storage")]
-        stored = list(((old or {}).get("status") or {}).get("storedVersions") or [])
-        conditions = ((old or {}).get("status") or {}).get("conditions") or [
-            {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": self._now()}
-            for t, r, m in (("NamesAccepted", "NoConflicts", "no conflicts found"),
-                            ("Established", "InitialNamesAccepted", "the initial names have been accepted"))
-        ]
-        crd["status"] = {
-            "acceptedNames": names,
-            "conditions": conditions,
-            "storedVersions": stored + [v for v in storage if v not in stored],
-        }
-        return crd
-
-    def _check_crd_immutables(self, crd: Obj, old: Obj) -> None:
-        """A CRD's group and plural never change, its scope and kind not once it is established (always, here)."""
-        new_spec, old_spec = crd.get("spec") or {}, old.get("spec") or {}
-        causes = []
-        for path, new, before in (
-            ("spec.scope", new_spec.get("scope"), old_spec.get("scope")),
-            ("spec.names.kind", (new_spec.get("names") or {}).get("kind"), (old_spec.get("names") or {}).get("kind")),
-            ("spec.group", new_spec.get("group"), old_spec.get("group")),
-            ("spec.names.plural", (new_spec.get("names") or {}).get("plural"),
-             (old_spec.get("names") or {}).get("plural")),
-        ):
-            if new != before:
-                causes.append(Cause(path, f"Invalid value: {go_value(new)}: field is immutable"))
-        if causes:
-            raise invalid(_CRD_INFO, str(crd["metadata"].get("name") or ""), causes)
-
-    def _validate_metadata(self, k: _Kind, obj: Obj, *, updating: bool) -> None:
-        meta = obj["metadata"]
-        name = str(meta.get("name") or "")
-        causes: list[Cause] = []
-        if k.is_namespace:
-            if isinstance(meta.get("labels"), dict) or meta.get("labels") is None:
-                meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: name}
-            causes += [Cause("metadata.name", f'Invalid value: "{name}": {problem}')
-                       for problem in namespace_name_errors(name)]
-        elif not is_subdomain(name):
-            causes.append(Cause("metadata.name", f'Invalid value: "{name}": {SUBDOMAIN_MSG}'))
-        labels = meta.get("labels") or {}
-        if not isinstance(labels, dict):
-            causes.append(Cause("metadata.labels", "Invalid value: must be a map of strings", "FieldValueTypeInvalid"))
-            labels = {}
-        for key, value in labels.items():
-            for problem in label_key_errors(str(key), unit="bytes"):
-                causes.append(Cause("metadata.labels", f'Invalid value: "{key}": {problem}'))
-            if not isinstance(value, str):
-                causes.append(Cause(f"metadata.labels.{key}", "Invalid value: must be a string",
-                                    "FieldValueTypeInvalid"))
-                continue
-            for problem in label_value_errors(value, unit="bytes"):
-                causes.append(Cause("metadata.labels", f'Invalid value: "{value}": {problem}'))
-        if causes and updating and k.custom:
-            causes = [c for c in causes for _ in range(3)]  # the custom resource strategy reports each three times
-        if causes:
-            raise self._invalid(k, name, causes)
-
-    def _check_finalizers(self, k: _Kind, old: Obj, new: Obj) -> None:
-        """A deleting object accepts no new finalizer, as the API server enforces."""
-        if not old["metadata"].get("deletionTimestamp"):
-            return
-        before = set(old["metadata"].get("finalizers") or [])
-        added = [f for f in new["metadata"].get("finalizers") or [] if f not in before]
-        if added:
-            found = ", ".join(f'"{f}"' for f in added)
-            cause = Cause("metadata.finalizers", "Forbidden: no new finalizers can be added if the object is being"
-                          f" deleted, found new finalizers []string{{{found}}}", "FieldValueForbidden")
-            raise self._invalid(k, old["metadata"]["name"], [cause] * _metadata_repeats(k))
-
-    def _delete(self, k: _Kind, old: Obj) -> Obj | None:
+    def _delete(self, k: ServedKind, old: Obj) -> Obj | None:
         """Mark for deletion while finalizers remain (once); otherwise remove, then collect dependents."""
         meta = old["metadata"]
         if meta.get("finalizers"):
@@ -887,7 +566,7 @@ class MemoryCluster:
         self._remove(k, old)
         return None
 
-    def _commit(self, k: _Kind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
+    def _commit(self, k: ServedKind, old: Obj | None, new: Obj, *, seeded: bool = False) -> Obj:
         """Store new under a fresh resourceVersion and log its event. The write that removes the
         last finalizer of a deleting object removes the object instead."""
         meta = new["metadata"]
@@ -902,10 +581,10 @@ class MemoryCluster:
         self._stores.setdefault(k.store, {})[(meta.get("namespace") or "", meta["name"])] = new
         self._log("ADDED" if old is None else "MODIFIED", k, new, old)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            self._install_crd(new)
+            self._kinds.install(new)
         return self._out(k, new)
 
-    def _remove(self, k: _Kind, obj: Obj) -> None:
+    def _remove(self, k: ServedKind, obj: Obj) -> None:
         """Remove an object for good: DELETED event, its CRD's objects if it is one, its dependents."""
         meta = obj["metadata"]
         store = self._stores.get(k.store, {})
@@ -918,14 +597,14 @@ class MemoryCluster:
         gone["metadata"]["resourceVersion"] = str(self._rv)
         self._log("DELETED", k, gone, None)
         if k.info.kind == CRD_KIND and k.info.group == "apiextensions.k8s.io":
-            self._purge(self._uninstall_crd(meta["name"]))
+            self._purge(self._kinds.uninstall(meta["name"]))
         self._collect(str(meta.get("uid") or ""))
 
     def _purge(self, stores: set[tuple[str, str]]) -> None:
         """A deleted CRD takes its objects with it (the API server's customresourcecleanup)."""
         for store in stores:
             for obj in [o for _, o in sorted(self._stores.get(store, {}).items())]:
-                self._remove(self._kind_of(store, obj), obj)
+                self._remove(self._kinds.of_stored(store, obj), obj)
 
     def _collect(self, owner_uid: str) -> None:
         """Garbage collection: dependents of a vanished owner go once no live owner is left;
@@ -940,7 +619,7 @@ class MemoryCluster:
                     continue
                 if store.get((obj["metadata"].get("namespace") or "", obj["metadata"]["name"])) is not obj:
                     continue  # already collected through another path
-                k = self._kind_of(store_key, obj)
+                k = self._kinds.of_stored(store_key, obj)
                 kept = [r for r in refs if isinstance(r, dict) and str(r.get("uid")) in live]
                 if kept:
                     new = json_copy(obj)
@@ -949,20 +628,8 @@ class MemoryCluster:
                 else:
                     self._delete(k, obj)
 
-    def _kind_of(self, store: tuple[str, str], obj: Obj) -> _Kind:
-        """The kind entry for a stored object, for writes the server makes on its own (GC)."""
-        found = self._kinds.get((obj["apiVersion"], obj["kind"]))
-        if found is not None:
-            return found
-        lower = store[1].lower()
-        return _Kind(ResourceInfo(obj["apiVersion"], obj["kind"], lower + "s", bool(obj["metadata"].get("namespace")),
-                                  True, lower), custom=True)
-
-    def _log(self, kind: str, k: _Kind, obj: Obj, old: Obj | None) -> None:
-        self._events.append(_Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
-        while len(self._events) > self._event_log_size:
-            self._compacted = self._events.popleft().rv
-        self._changed.notify_all()
+    def _log(self, kind: str, k: ServedKind, obj: Obj, old: Obj | None) -> None:
+        self._events.record(Event(self._rv, kind, k.store, obj["metadata"].get("namespace") or None, obj, old))
 
     # -----------------------------------------------------------------------
     # Small helpers.
@@ -970,252 +637,10 @@ class MemoryCluster:
     def _now(self) -> str:
         return format_time(self._clock.now())
 
-    def _out(self, k: _Kind, obj: Obj) -> Obj:
+    def _out(self, k: ServedKind, obj: Obj) -> Obj:
         out = json_copy(obj)
         out["apiVersion"] = k.info.api_version
         return out
-
-    def _details(self, k: _Kind, name: str) -> Obj:
-        return {"name": name, "group": k.info.group, "kind": k.info.plural}
-
-    def _not_found(self, k: _Kind, name: str) -> NotFound:
-        return NotFound(f'{k.info.resource} "{name}" not found', details=self._details(k, name))
-
-    def _unconditional(self, k: _Kind, name: str) -> Invalid:
-        """An update of a kind that needs a resourceVersion, without one."""
-        cause = Cause("metadata.resourceVersion", "Invalid value: 0: must be specified for an update")
-        return Invalid(f'{k.info.resource} "{name}" is invalid: {cause.field}: {cause.message}', causes=[cause],
-                       details=self._details(k, name))
-
-    def _conflict(self, k: _Kind, name: str) -> Conflict:
-        return Conflict(
-            f'Operation cannot be fulfilled on {k.info.resource} "{name}": the object has been modified; '
-            "please apply your changes to the latest version and try again",
-            details=self._details(k, name),
-        )
-
-    def _invalid(self, k: _Kind, name: str, causes: builtins.list[Cause]) -> Invalid:
-        return invalid(k.info, name, causes)
-
-
-def invalid(info: ResourceInfo, name: str, causes: list[Cause]) -> Invalid:
-    """An Invalid error worded as the API server words it: ``Kind.group "name" is invalid: ...``."""
-    qualified = f"{info.kind}.{info.group}" if info.group else info.kind
-    parts = list(dict.fromkeys(f"{c.field}: {c.message}" for c in causes))  # each once, as Go's ToAggregate
-    text = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    return Invalid(f'{qualified} "{name}" is invalid: {text}', causes=causes,
-                   details={"name": name, "group": info.group, "kind": info.kind})
-
-
-# ---------------------------------------------------------------------------
-# CRDs.
-
-_CRD_INFO = BUILTIN_KINDS[-1]
-
-
-class TypedPatchError(ApiError):
-    """The API server's answer to an apply naming a field its kind's schema does not declare: a 500 with no
-    reason, whatever the field validation asked for (the apply configuration cannot be typed)."""
-
-    code, reason = 500, ""
-
-    def status(self) -> Obj:
-        doc = super().status()
-        doc.pop("reason", None)
-        return doc
-
-
-def typed_patch_error(obj: Obj, api_version: str, kind: str, problems: Collection[str]) -> TypedPatchError | None:
-    """The error of an apply configuration with ``problems`` (``MemoryCluster.apply_problems``); None when it has
-    none. The object is named by the namespace and name its body gives; several problems are listed as
-    structured-merge-diff lists them."""
-    found = list(problems)
-    if not found:
-        return None
-    meta: Obj = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-    named = f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-    said = found[0] if len(found) == 1 else "\n".join(["errors:", *(f"  {line}" for line in found)])
-    group_version = api_version if "/" in api_version else f"/{api_version}"  # the core group: "/v1"
-    return TypedPatchError(f"failed to create typed patch object ({named}; {group_version}, Kind={kind}): {said}")
-
-
-def crd_refusal(crd: Obj) -> ApiError | None:
-    """The error creating this CRD gets from a real API server through kubectl (``fieldValidation=Strict``): a
-    BadRequest for a field of the wrong type or one the CRD type does not have, an Invalid with the causes of
-    every check it fails; None when it installs."""
-    refused = crd_decoding_error(crd, strict=True)
-    if refused is not None:
-        return refused
-    try:
-        _compile_crd(crd)
-    except Invalid as invalid_crd:
-        return invalid_crd
-    return None
-
-
-def crd_decoding_error(crd: Obj, *, strict: bool) -> BadRequest | None:
-    """The BadRequest for a CRD document the API server cannot decode (a field of the wrong type), or, when
-    ``strict``, that has fields its type does not have."""
-    decoded = decode_crd(crd)
-    prefix = f"{CRD_KIND} in version \"v1\" cannot be handled as a {CRD_KIND}: "
-    if decoded.type_error:
-        return BadRequest(prefix + decoded.type_error)
-    if strict and decoded.unknown:
-        found = ", ".join(f'unknown field "{path}"' for path in decoded.unknown)
-        return BadRequest(f"{prefix}strict decoding error: {found}")
-    return None
-
-
-def _compile_crd(crd: Obj) -> list[_Kind]:
-    """The kinds a CRD serves, one per served version; Invalid when the CRD is malformed.
-
-    Compiling admission (CEL above all) costs milliseconds, and tests install the same CRDs in
-    every cluster they build, so the result is memoized on the CRD's name and spec. The compiled
-    kinds are immutable, so clusters can share them."""
-    meta: Obj = crd["metadata"] if isinstance(crd.get("metadata"), dict) else {}
-    annotations: Obj = meta["annotations"] if isinstance(meta.get("annotations"), dict) else {}
-    key = json.dumps({"metadata": {"name": meta.get("name"), "generateName": meta.get("generateName"),
-                                   "labels": meta.get("labels"),
-                                   "annotations": {k: v for k, v in annotations.items() if k == APPROVAL}},
-                      "spec": crd.get("spec")}, sort_keys=True)
-    return builtins.list(_compile_crd_text(key))
-
-
-@functools.lru_cache(maxsize=64)
-def _compile_crd_text(key: str) -> tuple[_Kind, ...]:
-    parsed = json.loads(key)
-    return tuple(_compile_crd_uncached({"metadata": {k: v for k, v in parsed["metadata"].items() if v},
-                                        "spec": parsed["spec"]}))
-
-
-def _compile_crd_uncached(crd: Obj) -> list[_Kind]:
-    spec: Obj = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
-    names: Obj = spec["names"] if isinstance(spec.get("names"), dict) else {}
-    group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
-    versions: list[Any] = spec["versions"] if isinstance(spec.get("versions"), list) else []
-    name = str((crd.get("metadata") or {}).get("name") or "")
-    causes = crd_causes(crd)
-    if causes:
-        raise invalid(_CRD_INFO, name, causes)
-    admissions = admission.admissions_for(crd)
-    kinds = []
-    for version in versions:
-        if not version.get("served"):
-            continue
-        api_version = f"{group}/{version['name']}"
-        columns = tuple(
-            PrinterColumn(
-                name=str(c.get("name", "")), type=str(c.get("type", "")), json_path=str(c.get("jsonPath", "")),
-                description=str(c.get("description", "")), priority=int(c.get("priority") or 0),
-                format=str(c.get("format", "")),
-            )
-            for c in version.get("additionalPrinterColumns") or []
-        )
-        info = ResourceInfo(
-            api_version, str(kind), str(plural), spec["scope"] == "Namespaced",
-            "status" in (version.get("subresources") or {}), str(names.get("singular") or str(kind).lower()),
-            tuple(names.get("shortNames") or ()), columns, tuple(names.get("categories") or ()),
-        )
-        schema = (version.get("schema") or {}).get("openAPIV3Schema")
-        kinds.append(_Kind(info, admissions.get(api_version), _list_keys(schema), custom=True))
-    return kinds
-
-
-def _list_keys(schema: Any) -> dict[tuple[str, ...], tuple[str, ...]]:
-    """Lists the schema makes granular for SSA: ``x-kubernetes-list-type`` map (by its keys) or set."""
-    found: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        if not isinstance(node, dict):
-            return
-        list_type = node.get("x-kubernetes-list-type")
-        if list_type == "map":
-            found[path] = tuple(node.get("x-kubernetes-list-map-keys") or ())
-        elif list_type == "set":
-            found[path] = ()
-        walk(node.get("items"), path)
-        for key, sub in (node.get("properties") or {}).items():
-            walk(sub, (*path, key))
-
-    walk(schema, ())
-    return found
-
-
-# ---------------------------------------------------------------------------
-# Object helpers.
-
-
-def _metadata_repeats(k: _Kind) -> int:
-    """How often an update's metadata error is among the causes: twice for a custom resource, whose strategy checks
-    the metadata again (a label error even three times), once for a built-in kind. The message names it once."""
-    return 2 if k.custom else 1
-
-
-def _spec(obj: Obj, k: _Kind) -> Obj:
-    """What generation tracks: everything but metadata, and but status where a subresource owns it
-    (as the API server's custom resource strategy: without one, a status change is a change)."""
-    skip = {"metadata", "apiVersion", "kind"} | ({"status"} if k.info.status_subresource else set())
-    return {key: v for key, v in obj.items() if key not in skip}
-
-
-def _timeless(obj: Obj) -> list[Obj]:
-    """The object's managedFields without their times."""
-    return [{k: v for k, v in entry.items() if k != "time"} for entry in obj["metadata"].get("managedFields") or ()]
-
-
-def _content(obj: Obj) -> Obj:
-    """What a no-op write leaves unchanged: all but resourceVersion and managedFields."""
-    meta = {k: v for k, v in obj["metadata"].items() if k not in ("resourceVersion", "managedFields")}
-    return {**{k: v for k, v in obj.items() if k not in ("apiVersion", "metadata")}, "metadata": meta}
-
-
-def _keep_server_fields(new: Obj, old: Obj, *, keep_managed: bool = True) -> None:
-    """Metadata the server owns comes from the stored object, whatever the body says."""
-    meta = new.get("metadata")
-    if not isinstance(meta, dict):
-        meta = new["metadata"] = {}
-    meta.pop("selfLink", None)
-    for key in _SYSTEM_META:
-        if key == "managedFields" and not keep_managed:
-            continue
-        if key in old["metadata"]:
-            meta[key] = json_copy(old["metadata"][key])
-        else:
-            meta.pop(key, None)
-    meta["name"] = old["metadata"]["name"]
-    if "namespace" in old["metadata"]:
-        meta["namespace"] = old["metadata"]["namespace"]
-
-
-def _take_status(target: Obj, source: Obj) -> None:
-    if "status" in source:
-        target["status"] = json_copy(source["status"])
-    else:
-        target.pop("status", None)
-
-
-def _given_managed_fields(body: Obj) -> list[Any] | None:
-    """The managedFields a PUT's body sets, as the API server reads them: None keeps the stored ones
-    (absent, null, or not decodable: a client that does not know the field must not wipe it), an
-    empty list or one empty entry resets them, any other list of entries replaces them."""
-    rows = (body.get("metadata") or {}).get("managedFields") if isinstance(body.get("metadata"), dict) else None
-    if not isinstance(rows, list):
-        return None
-    if rows == [] or rows == [{}]:
-        return []
-    if all(isinstance(row, dict) and isinstance(row.get("manager", ""), str)
-           and row.get("operation") in ("Apply", "Update") and row.get("fieldsType", "FieldsV1") == "FieldsV1"
-           for row in rows):
-        return json_copy(rows)
-    return None
-
-
-def _take_managed_fields(target: Obj, source: Obj) -> None:
-    rows = (source.get("metadata") or {}).get("managedFields")
-    if rows:
-        target["metadata"]["managedFields"] = json_copy(rows)
-    else:
-        target["metadata"].pop("managedFields", None)
 
 
 def _conforms(cluster: MemoryCluster) -> Cluster:

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Protocol
 
 from engine.expr.errors import FunctionError
-from engine.expr.functions import register
+from engine.expr.registry import register
 
 __all__ = ["ClusterView", "clusters_in_view"]
 

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from engine.expr.errors import FunctionError
-from engine.expr.functions import register
+from engine.expr.registry import register
 
 __all__ = ["CHILD_TEST", "children_in_view"]
 

@@ -1,6 +1,6 @@
 """String and map functions of the shared registry: text edits, RE2 matching, key lookups, pairs.
 
-Registered on import (``functions.py`` imports this module last), so JMESPath, Jinja and
+Registered into ``registry`` on import (``functions.py`` imports this module), so JMESPath, Jinja and
 ``engine lint`` see them like every other function. ``keys`` and ``values`` redefine JMESPath's
 built-ins with the same result (the object's own key order), so a template gets them too.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.expr import regex
 from engine.expr.errors import FunctionError
-from engine.expr.functions import register
+from engine.expr.registry import register
 
 _STR = ("string",)
 _OBJ = ("object",)

@@ -28,6 +28,7 @@ from engine.rules.projections import with_reads
 from engine.rules.rbac import constant_address
 from engine.rules.schema_paths import Site, word_position
 from engine.rules.source import SourceFile
+from engine.rules.stable import stable_values
 
 _LOOKS_LIKE_DURATION = re.compile(r"^\s*-?[0-9]")
 _TEMPLATE_KEYS = (re.compile(r"^apiVersion:", re.M), re.compile(r"^kind:", re.M),
@@ -193,8 +194,7 @@ class Compiler:
                                and not (conditions is None and _UNDECLARED in e.message)]
         if self.errors or not complete:
             return None
-        compiled.stable_values  # noqa: B018 (worked out once, at compile time: decision 52)
-        return compiled
+        return dataclasses.replace(compiled, stable_values=stable_values(compiled))
 
     def compile_conditions(self, loc: Located) -> model.Conditions | None:
         spec: schema.ConditionsSpec = loc.item

@@ -2,8 +2,8 @@
 
 A CRD that ``kubectl apply`` would fail on (a printer column of an unknown type, a name that is not
 ``<plural>.<group>``, two storage versions, a misspelt schema keyword, ...) is found by ``engine lint`` and
-``engine test`` before it reaches a cluster. The check is the memory cluster's own admission of a CRD
-(``engine.cluster.memory.crd_refusal``); this module only reads the files (with positions, as rule files
+``engine test`` before it reaches a cluster. The check is the one the memory cluster admits a CRD by
+(``engine.cluster.crd_check.crd_refusal``); this module only reads the files (with positions, as rule files
 are read) and places each cause at the field it names. The API server names some fields by its internal
 form of the CRD (``spec.validation`` for a schema every version shares, ``spec.version`` for the first
 version's name): the message keeps its words, the position is that of the field in the file.
@@ -18,8 +18,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
+from engine.cluster.crd_check import crd_refusal
 from engine.cluster.crd_decode import decode
-from engine.cluster.memory import crd_refusal
 from engine.rules.errors import Position, RuleError
 from engine.rules.limits import MAX_CRD_FILE_BYTES, FileTooLarge, read_limited
 from engine.rules.source import SourceFile

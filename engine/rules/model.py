@@ -20,7 +20,6 @@ from engine.expr.jmes import Query
 from engine.expr.reads import merge_reads
 from engine.outcome import Request
 from engine.rules.errors import Position
-from engine.rules.stable import stable_values
 
 ClusterScope = Literal["management", "order"] | Text
 """The management cluster, the order's cluster, or a text naming a registered cluster ("" the management one)."""
@@ -558,6 +557,9 @@ class CompiledKind:
     index_query: Query | None
     templates: Mapping[str, ObjectTemplate] = field(default_factory=dict)
     origin: Position = field(default_factory=lambda: Position("", 1, 1))
+    stable_values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The values (and derived names) that stay the same for one order version and one version of each object
+    their ``get`` inputs read -> those inputs; worked out by the compiler (``engine.rules.stable``)."""
     index_origin: Position = field(default_factory=lambda: Position("", 1, 1))
     """Where ``indexKey`` is written (an include, often), for the runtime's error log."""
 
@@ -615,12 +617,6 @@ class CompiledKind:
     def ownership_labels(self) -> tuple[str, str, str]:
         """The name, namespace and cluster label keys of the order's children."""
         return (self.children.name_label, self.children.namespace_label, self.children.cluster_label)
-
-    @functools.cached_property
-    def stable_values(self) -> dict[str, tuple[str, ...]]:
-        """The values (and derived names) that stay the same for one order version and one version of each
-        object their ``get`` inputs read -> those inputs (decision 52)."""
-        return stable_values(self)
 
     @functools.cached_property
     def _references(self) -> tuple[CompiledWatch, ...]:

@@ -1,5 +1,5 @@
 """The CRD corpus: small CustomResourceDefinitions, good ones and ones bad in one way each, and the answers a real
-API server gave to their creation, so our checks (``memory.crd_refusal``) can be held to them.
+API server gave to their creation, so our checks (``crd_check.crd_refusal``) can be held to them.
 
 A case in ``corpus/*.yaml`` is a mapping: ``id`` (unique), ``why`` (what it shows) and edits of the base CRD
 (``BASE``, a one-version namespaced Widget that installs), applied in this order: ``crd`` (the whole object instead
@@ -157,7 +157,7 @@ def answer_of(code: int, body: Obj) -> Obj:
 
 def ours(crd: Obj) -> Obj:
     """Our checks' answer to the same CRD, in the corpus's form."""
-    from engine.cluster.memory import crd_refusal
+    from engine.cluster.crd_check import crd_refusal
 
     refused = crd_refusal(copy.deepcopy(crd))
     if refused is None:

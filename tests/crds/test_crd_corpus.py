@@ -1,4 +1,4 @@
-"""Our CRD checks (``memory.crd_refusal``, which ``engine lint`` and the memory cluster share) against a real
+"""Our CRD checks (``crd_check.crd_refusal``, which ``engine lint`` and the memory cluster share) against a real
 API server's answers to the corpus (``corpus/*.yaml``, ``corpus/answers.json``).
 
 Every case must get the answer the real server gave: the same verdict (accepted, 422 Invalid, 400 BadRequest),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
-from engine.cluster.memory import BUILTIN_KINDS
+from engine.cluster.served_kinds import BUILTIN_KINDS
 from engine.testing.realkube import KubeServer
 
 Obj = dict[str, Any]

@@ -32,7 +32,8 @@ from engine.cluster.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
-from engine.cluster.memory import MemoryCluster, typed_patch_error
+from engine.cluster.memory import MemoryCluster
+from engine.cluster.memory_objects import typed_patch_error
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
 from engine.testing.emulator import discovery, events, protobuf
