@@ -20,8 +20,8 @@ PACKAGES = ("engine", "simulators")
 MAX_LINES = 12
 MAX_POINTERS = 1
 
-# A pointer to a decision record: "decision 45", "decisions 0039", or a record file name "0045-some-title".
-POINTER = re.compile(r"\bdecisions? \d+|\b\d{4}-[a-z][a-z0-9-]*")
+# A pointer to a decision record: "decision 45", "decisions 0039", or a record file name "0045-some-title.md".
+POINTER = re.compile(r"\bdecisions? \d+|\b\d{4}-[a-z0-9-]+\.md\b")
 
 # Temporary exceptions, each with its reason; the lead removes them when the branches merge.
 EXCEPTIONS: dict[str, str] = {

@@ -195,8 +195,8 @@ _HOLE_LINE = r"(?m)^ *(?:- +)?(?:[A-Za-z_][A-Za-z0-9_./-]*: +)?{token} *$"
 
 
 class Skeleton:
-    """A template's text with holes where its outputs go, read once (issue 11: a child rendered straight to
-    its object). When every hole is a whole value on its own line (``key: {{ x | tojson }}``,
+    """A template's text with holes where its outputs go, read once, so a child is rendered straight to
+    its object. When every hole is a whole value on its own line (``key: {{ x | tojson }}``,
     ``- {{ x | tojson }}``) and the rest is in the plain subset, the object a render's text reads as is this
     one with each hole's text read as ``parse`` reads a value there (``read_value``), which ``build`` writes:
     a function generated from the skeleton's literal structure, one dict or list display per node."""

@@ -295,14 +295,13 @@ class Store:
         A write of an object is waited for until ``timeout`` after the write; a read that needs one older than that
         reads live at once, and the expectation stays until the watch delivers the write. So a watch that lags
         costs each read at most what is left of the write's timeout, and no read, of that object or another,
-        ever answers a copy older than this cluster's own write (dropping every expectation of the kind when one
-        read gave up let a get of another object answer its copy from before our write: decision 0041).
+        ever answers a copy older than this cluster's own write (decision 0048).
 
         Every cached read asks, and most find nothing they wait for: that answer takes no lock (expectations are
         only added by the writing thread before its write returns, so a thread sees its own) and, for a get, looks
         at its own object's expectations only. Read-your-writes is per object (decision 0041): with several workers
-        writing, some write of the kind is nearly always on its way, and waiting for all of them made most reads
-        wait for the watch."""
+        writing, some write of the kind is nearly always on its way, and waiting for all of them would make most
+        reads wait for the watch."""
         if not self._general and (not self._about or (key is not None and key not in self._about)):
             return True
         deadline = time.monotonic() + timeout
