@@ -5,9 +5,9 @@ storage (create, update, patch, apply, status write) and returns what the API se
 ``Invalid`` worded as the API server words it: unknown fields pruned, defaults applied, then the structural schema
 (``jsonschema``), the ``x-kubernetes-list-type`` invariants and every ``x-kubernetes-validations`` rule (``celpy``)
 checked, with validation ratcheting on an update as the API server's does. Everything is compiled once per
-CrdAdmission, and each rule's verdicts are remembered by what the rule reads (``celreads``, ``memo``), so an
-object costs little more than its changes. Not emulated: ObjectMeta validation (the cluster's job), rules inside
-``allOf`` branches, ``optionalOldSelf``, CEL type checking at CRD creation and CEL cost budgets.
+CrdAdmission, and each rule's verdicts are remembered by what the rule reads (``celreads``, ``memo``): the same
+verdicts and texts, without interpreting the rule again. Not emulated: ObjectMeta validation (the cluster's job),
+rules inside ``allOf`` branches, ``optionalOldSelf``, CEL type checking at CRD creation and CEL cost budgets.
 """
 
 from __future__ import annotations
