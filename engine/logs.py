@@ -1,18 +1,14 @@
 """Structured JSON logs for ``engine run``, with secrets blanked before anything is written.
 
-One JSON object per line on stderr: ``time`` (RFC 3339, UTC, milliseconds),
-``level``, ``logger``, ``message``, then whichever of the fields the engine passes
-as ``extra`` a record carries (``request``, ``order``, ``kind``, ``cluster``,
-``step``, ``error``), and ``traceback`` when there is one.
+One JSON object per line on stderr: ``time`` (RFC 3339, UTC, milliseconds), ``level``, ``logger``, ``message``,
+then whichever of the fields the engine passes as ``extra`` a record carries (``request``, ``order``, ``kind``,
+``cluster``, ``step``, ``error``), and ``traceback`` when there is one.
 
-Redaction happens in a filter on the handler, before formatting, so no formatter
-ever sees a secret: every value the process's secret sink has collected (each
-password a rule generated, and each secret value of every Secret a pass read, by the
-one rule of ``engine.expr.secret_data``, so passwords read back after a restart
-too), plain or base64-encoded as Secret data holds it,
-becomes ``[redacted]``, and so does the password of
-any URL with credentials (``amqp://user:[redacted]@host``, a transport URL). It
-applies to the message, the extra fields and the traceback.
+Redaction happens in a filter on the handler, before formatting, so no formatter ever sees a secret: every value
+the process's secret sink has collected (each password a rule generated, each secret value of every Secret a pass
+read, by ``engine.expr.secret_data``), plain or base64-encoded, becomes ``[redacted]``, and so does the password
+of any URL with credentials (``amqp://user:[redacted]@host``). It applies to the message, the extra fields and the
+traceback.
 """
 
 from __future__ import annotations

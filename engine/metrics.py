@@ -1,49 +1,8 @@
 """The operator's Prometheus metrics, owned per registry (never the global one).
 
-Only the runtime and the CLI record metrics: a pass reports its step outcomes in
-its Result and the runtime's outcome switch records them here. Building the
-families per registry keeps tests and scenarios free of duplicate-series errors.
-
-Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
-
-- ``<p>_reconcile_duration_seconds{sub_reconciler}``: histogram, one observation per step outcome.
-- ``<p>_reconcile_errors_total{sub_reconciler,condition_type}``: +1 per step outcome that errored.
-- ``<p>_reconcile_total{result}``: passes by result (success, requeue_after, error, terminal_error).
-- ``<p>_pass_wakes_total{cause,kind}``: passes by what queued the order: ``event`` (kind: the object whose watch
-  event it was), ``requeue`` (a pass's requeue after: a wait's re-check), ``retry`` (backoff after an error),
-  ``held`` (kind: an event held during the order's previous pass that it did not see), ``gate``, ``added``.
-- ``<p>_workqueue_depth``: gauge, requests waiting in the queue (timers not included).
-- ``<p>_workqueue_queue_duration_seconds``: histogram, time from queued to picked up.
-- ``<p>_active_workers``: gauge, passes running now.
-- ``<p>_leader_status``: gauge, 1 while this replica leads, else 0.
-- ``<p>_api_requests_total{cluster,verb,code}``: HTTP requests to the API servers.
-- ``<p>_api_request_duration_seconds{cluster,verb,code}``: histogram, time until each request's answer.
-- ``<p>_events_total{result}``: Warning Events on orders: created, series, dropped, failed.
-- ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file
-  descriptors, start time, from prometheus_client's ProcessCollector on this registry.
-- ``<p>_cluster_registrations_refused_total{reason}``: registration Secrets refused, once per content: their
-  data holds no kubeconfig (no-kubeconfig, empty, binary) or the kubeconfig is refused (exec, auth-provider,
-  token-file, file-path, unknown-key, malformed).
-- ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
-- ``<p>_watch_failures_total{cluster,kind,reason}``: +1 per failure of a watch: ``gone`` (410), ``ended`` (the
-  stream ended before its first event), ``error`` (any other).
-- ``<p>_watches_failing{cluster}``: watches failing now (``engine.cluster.retry.FAILING_AFTER`` failures in a row,
-  no event since), computed at scrape time (``FailingWatchesCollector``); every engaged cluster has a sample.
-- ``<p>_orders{kind,condition,status,reason}``, ``<p>_order_time_to_ready_seconds{kind}`` and
-  ``<p>_order_not_ready_seconds{kind}``: computed at scrape time from the orders the runtime last saw
-  (``OrdersCollector``, registered by the operator).
-- ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
-  the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
-  reassigned from a lapsed member, unserved: from a member no longer serving its kind, drain asked);
-  ``<p>_shard_drains_total``: orders this replica handed back;
-  ``<p>_shard_held_orders{member}``: orders this replica holds now (every member, not only the leader);
-  ``<p>_shard_fenced_writes_total``: writes this replica's passes did not send because its tenure had lapsed;
-  ``<p>_shard_rejoins_total``: membership Leases of this replica that lapsed, after which it rejoined as a new member.
-- ``<p>_cached_objects{cluster,kind}``: objects this replica holds in full in its caches (the clients' read
-  caches and the runtime's watches, each object once), computed at scrape time (``CacheCollector``); what
-  sharding makes fall with the replicas (decision 0032).
-- ``<p>_rules_reload_total{result}``: changed rule sets loaded or refused (lint errors) while running.
-- ``<p>_rules_info{hash}``: 1 for the rule set served now (the first 16 hex digits of its content hash).
+Only the runtime and the CLI record metrics: a pass reports its step outcomes in its Result and the runtime's
+outcome switch records them here. Building the families per registry keeps tests and scenarios free of
+duplicate-series errors. ``Metrics`` lists every exposed name; docs/operations/monitoring.md says how to read them.
 """
 
 from __future__ import annotations
@@ -82,7 +41,49 @@ class PassResult(StrEnum):
 
 
 class Metrics:
-    """Every metric family of one operator, registered in one injected registry."""
+    """Every metric family of one operator, registered in one injected registry.
+
+    Exposed names, with ``<p>`` the prefix (default ``c5c3_operator``):
+
+    - ``<p>_reconcile_duration_seconds{sub_reconciler}``: histogram, one observation per step outcome.
+    - ``<p>_reconcile_errors_total{sub_reconciler,condition_type}``: +1 per step outcome that errored.
+    - ``<p>_reconcile_total{result}``: passes by result (success, requeue_after, error, terminal_error).
+    - ``<p>_pass_wakes_total{cause,kind}``: passes by what queued the order: ``event`` (kind: the object whose watch
+      event it was), ``requeue`` (a pass's requeue after: a wait's re-check), ``retry`` (backoff after an error),
+      ``held`` (kind: an event held during the order's previous pass that it did not see), ``gate``, ``added``.
+    - ``<p>_workqueue_depth``: gauge, requests waiting in the queue (timers not included).
+    - ``<p>_workqueue_queue_duration_seconds``: histogram, time from queued to picked up.
+    - ``<p>_active_workers``: gauge, passes running now.
+    - ``<p>_leader_status``: gauge, 1 while this replica leads, else 0.
+    - ``<p>_api_requests_total{cluster,verb,code}``: HTTP requests to the API servers.
+    - ``<p>_api_request_duration_seconds{cluster,verb,code}``: histogram, time until each request's answer.
+    - ``<p>_events_total{result}``: Warning Events on orders: created, series, dropped, failed.
+    - ``process_*`` (with ``process=True``): CPU seconds, resident and virtual memory, open and max file descriptors,
+      start time, from prometheus_client's ProcessCollector on this registry.
+    - ``<p>_cluster_registrations_refused_total{reason}``: registration Secrets refused, once per content: their data
+      holds no kubeconfig (no-kubeconfig, empty, binary) or the kubeconfig is refused (exec, auth-provider,
+      token-file, file-path, unknown-key, malformed).
+    - ``<p>_watch_event_errors_total{kind}``: +1 per watch event whose index or mapping expression failed (skipped).
+    - ``<p>_watch_failures_total{cluster,kind,reason}``: +1 per failure of a watch: ``gone`` (410), ``ended`` (the
+      stream ended before its first event), ``error`` (any other).
+    - ``<p>_watches_failing{cluster}``: watches failing now (``engine.cluster.retry.FAILING_AFTER`` failures in a row,
+      no event since), computed at scrape time (``FailingWatchesCollector``); every engaged cluster has a sample.
+    - ``<p>_orders{kind,condition,status,reason}``, ``<p>_order_time_to_ready_seconds{kind}`` and
+      ``<p>_order_not_ready_seconds{kind}``: computed at scrape time from the orders the runtime last saw
+      (``OrdersCollector``, registered by the operator).
+    - ``<p>_shard_members``, ``<p>_shard_orders{member}``, ``<p>_shard_moves_total{how}`` (``engine run --sharded``,
+      the leader's view): live members, orders labelled per member, label writes (assigned, moved after a drain,
+      reassigned from a lapsed member, unserved: from a member no longer serving its kind, drain asked);
+      ``<p>_shard_drains_total``: orders this replica handed back; ``<p>_shard_held_orders{member}``: orders this
+      replica holds now (every member, not only the leader); ``<p>_shard_fenced_writes_total``: writes this replica's
+      passes did not send because its tenure had lapsed; ``<p>_shard_rejoins_total``: membership Leases of this
+      replica that lapsed, after which it rejoined as a new member.
+    - ``<p>_cached_objects{cluster,kind}``: objects this replica holds in full in its caches (the clients' read caches
+      and the runtime's watches, each object once), computed at scrape time (``CacheCollector``); what sharding makes
+      fall with the replicas (decision 0032).
+    - ``<p>_rules_reload_total{result}``: changed rule sets loaded or refused (lint errors) while running.
+    - ``<p>_rules_info{hash}``: 1 for the rule set served now (the first 16 hex digits of its content hash).
+    """
 
     def __init__(self, registry: CollectorRegistry, prefix: str = DEFAULT_PREFIX, *, process: bool = False) -> None:
         """process=True adds the process's own metrics (the operator's registry; not the tests' many)."""

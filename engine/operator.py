@@ -1,31 +1,15 @@
 """``engine run``: the operator process, wired from its options.
 
-In order: the rule files must lint clean (else exit 1 with the lint lines); JSON
-logs with a process-wide secret sink; the metrics and probe addresses are bound (an
-address in use is exit 1 with one line naming the flag and the port); the management cluster (a kubeconfig, or the
-pod's service account); the manager over the compiled catalog; the registration
-watch that engages target clusters; the metrics and probe endpoints; leader
-election when asked; the rule reloader; then the manager runs until SIGTERM or SIGINT.
-
-The rule folder is polled while running (``--rules-reload-interval``): a changed set that lints
-clean is swapped in between passes, one that does not is refused and the running rules stay
-(``engine.runtime.reload``; decision 0023). Under ``--sharded`` every member does so on its own, says on its
-membership Lease which order kinds it serves, and the leader places an order only on a member that serves its kind
-(decision 0068).
-
-Shutdown is graceful: no new pass starts, running passes finish (workers join),
-informer and registration threads stop, the Lease is released (a follower takes
-over at once), and every cluster client is closed.
-
-A leader that loses its Lease stops starting passes at once and stays a candidate:
-its caches stay warm and it leads again if it wins the Lease back.
-
-With ``--sharded`` every replica is also a shard member (``engine.runtime.sharding``): it holds a
-membership Lease, watches only the orders labelled with its name and runs passes only for them;
-the leader labels every order, from keys-only views of the orders it keeps only while it leads
-(decision 0039). A graceful stop hands its orders back. A member that loses its membership Lease
-stops its passes and, in the same process, drops the caches of its name and rejoins as a new member
-with a new Lease (decision 0056); it never exits for it.
+In order: the rule files must lint clean (else exit 1 with the lint lines); JSON logs with a process-wide secret
+sink; the metrics and probe addresses bound (an address in use is exit 1 naming the flag and the port); the
+management cluster (a kubeconfig, or the pod's service account); the manager over the compiled catalog; the
+registration watch that engages target clusters; the metrics and probe endpoints; leader election when asked;
+the rule reloader (``engine.runtime.reload``); then the manager runs until SIGTERM or SIGINT. Shutdown is
+graceful: no new pass starts, running passes finish, threads stop, the Lease is released (a follower takes over at
+once) and every cluster client is closed. A leader that loses its Lease stops starting passes and stays a
+candidate with warm caches. With ``--sharded`` every replica is also a shard member (``engine.runtime.sharding``):
+it runs passes only for the orders labelled with its name, and one that loses its membership Lease rejoins in the
+same process as a new member (decision 0056).
 """
 
 from __future__ import annotations

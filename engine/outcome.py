@@ -16,7 +16,7 @@ class Request(NamedTuple):
 
     A named tuple, not a frozen dataclass: queues, ledgers and sets hash and compare requests on every event and
     every pass, and a tuple's hash and equality run in C where a dataclass's generated ``__hash__`` and ``__eq__``
-    are Python calls (issue 11). The hash is the same (that of the tuple of the four fields), so is the order."""
+    are Python calls. The hash is the same (that of the tuple of the four fields), so is the order."""
 
     kind: str
     """The order kind's key, ``<apiVersion>/<Kind>`` (e.g. ``example.io/v1/Widget``)."""

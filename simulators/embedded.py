@@ -1,22 +1,13 @@
 """``engine run`` with no cluster to run against: a management cluster and a target cluster, embedded.
 
-Both clusters are in-memory stores served over the real Kubernetes REST API by the
-emulator (``engine.testing.emulator``), so kubectl and the operator reach them as they
-would reach real API servers. They get our CRDs and permissive CRDs of the external
-kinds (``deploy/crds/external/``), and a world to serve orders in:
-
-- management: namespaces ``openstack``, ``tenant-a``, ``c5c3-system`` and ``c5c3-clusters``;
-  ControlPlane ``openstack/cp`` assigning ``tenant-a`` on both clusters, its admin
-  credential ready, Keystone and RabbitMQ published for target clusters; a ready SecretStore
-  ``openbao-tenant-store``; a RabbitmqCluster ``cp-rabbitmq`` with its default-user Secret;
-  and the registration Secret of ``edge-1`` (so the multi-cluster path is the real one);
-- edge-1: namespace ``tenant-a``.
-
-The external controllers (K-ORC, ESO and the RabbitMQ topology operator) are simulated on
-a background thread against the management cluster. A kubeconfig with one context per
-cluster (``management``, ``edge-1``) is written (in a temporary folder removed at the stop)
-and printed with a few kubectl commands; then the operator runs against it until SIGTERM or
-SIGINT. Its metrics and probes listen on 127.0.0.1 unless their address names a host.
+Both clusters are in-memory stores served over the real Kubernetes REST API by the emulator
+(``engine.testing.emulator``), so kubectl and the operator reach them as they would reach real API servers. They
+get our CRDs, permissive CRDs of the external kinds (``deploy/crds/external/``) and a world to serve orders in:
+ControlPlane ``openstack/cp`` assigning ``tenant-a`` on both clusters with what it needs ready, and the
+registration Secret of ``edge-1`` (so the multi-cluster path is the real one). K-ORC, ESO and the RabbitMQ
+topology operator are simulated on a background thread against the management cluster. A kubeconfig with one
+context per cluster (``management``, ``edge-1``) is written to a temporary folder and printed with a few kubectl
+commands; then the operator runs against it until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations

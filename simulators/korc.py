@@ -1,21 +1,13 @@
 """A simulated K-ORC for Users: imports, managed users with their password, and their finalizer.
 
-It keeps a tiny Keystone of its own (user names and ids, never passwords) and answers as the
-real controller does on the fields the rules read:
-
-- an unmanaged import (``spec.managementPolicy: unmanaged``) whose user does not exist reports
-  Available False "Waiting for OpenStack resource to be created externally"; one whose user
-  exists reports Available True with its id;
-- a managed User gets the K-ORC finalizer, creates its user once its password Secret exists, and
-  reports Available True, ``status.id`` and ``status.resource.appliedPasswordRef`` (the Secret it
-  applied, which a changed ``spec.resource.passwordRef`` moves);
-- names are unique per domain, compared as Keystone compares them (case- and accent-insensitive):
-  a managed User whose name another User already holds is refused as Keystone refuses it (409
-  "Duplicate entry"), a terminal error K-ORC does not retry until its Progressing condition is
-  cleared or its generation moves; the name is checked when the user is created, so of two Users
-  of one name seen in one round only the first gets a user (the other is refused the next round);
-- a managed User being deleted deletes the user it created (by its ``status.id``, never another
-  User's) and drops the finalizer.
+It keeps a tiny Keystone of its own (user names and ids, never passwords) and answers as the real controller does
+on the fields the rules read: an unmanaged import reports Available True with its id once its user exists, False
+"Waiting for OpenStack resource to be created externally" until then; a managed User gets the K-ORC finalizer,
+creates its user once its password Secret exists and reports ``status.id`` and
+``status.resource.appliedPasswordRef``; names are unique per domain, compared as Keystone compares them, and a
+duplicate is refused as Keystone refuses it (409, a terminal error K-ORC does not retry until its Progressing
+condition is cleared or its generation moves); a managed User being deleted deletes the user it created (by its
+``status.id``) and drops the finalizer.
 """
 
 from __future__ import annotations
@@ -41,7 +33,25 @@ _IDS = uuid.UUID("5b1f3c7e-9a0d-4c1e-8f2a-6d7e0b9c4a11")
 
 
 class KorcSimulator:
-    """K-ORC's User controller over every namespace of one cluster."""
+    """K-ORC's User controller over every namespace of one cluster.
+
+    It keeps a tiny Keystone of its own (user names and ids, never passwords) and answers as the real controller does
+    on the fields the rules read:
+
+    - an unmanaged import (``spec.managementPolicy: unmanaged``) whose user does not exist reports Available False
+      "Waiting for OpenStack resource to be created externally"; one whose user exists reports Available True with its
+      id;
+    - a managed User gets the K-ORC finalizer, creates its user once its password Secret exists, and reports Available
+      True, ``status.id`` and ``status.resource.appliedPasswordRef`` (the Secret it applied, which a changed
+      ``spec.resource.passwordRef`` moves);
+    - names are unique per domain, compared as Keystone compares them (case- and accent-insensitive): a managed User
+      whose name another User already holds is refused as Keystone refuses it (409 "Duplicate entry"), a terminal
+      error K-ORC does not retry until its Progressing condition is cleared or its generation moves; the name is
+      checked when the user is created, so of two Users of one name seen in one round only the first gets a user (the
+      other is refused the next round);
+    - a managed User being deleted deletes the user it created (by its ``status.id``, never another User's) and drops
+      the finalizer.
+    """
 
     name = "K-ORC"
 

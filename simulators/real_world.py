@@ -1,17 +1,12 @@
 """The embedded world on real API servers: what ``engine run`` without a cluster gives, on kube-apiservers.
 
-``real_world`` takes running real servers (``engine.testing.realkube``: the first is the management
-cluster, the others are target clusters), installs our CRDs and the external stand-ins
-(``deploy/crds/external``) on each and waits until they are served, seeds the management cluster as the
-embedded world does (``simulators.embedded``: ControlPlane ``openstack/cp`` assigning ``tenant-a`` on every
-cluster, its secret store and RabbitMQ, a registration Secret per target cluster, whose kubeconfig carries
-the target's CA and a token) and runs the simulated K-ORC, ESO and topology operator against the
-management cluster on a thread. ``python -m engine.testing.realkube --world`` reaches it through the lab's
-entry point ``real-world``; the Getting started walkthrough's test and the integration tests use its parts.
-
-The simulated controllers act through any Cluster. On a real server they read through a cached client
-(watches, not a list per round), whose reads after one of its writes wait until its cache holds that write
-(``KubeCluster``): a controller never decides twice on a state it already changed.
+``real_world`` takes running real servers (``engine.testing.realkube``: the first is the management cluster, the
+others are target clusters), installs our CRDs and the external stand-ins on each, seeds the management cluster as
+the embedded world does (``simulators.embedded``, with a registration Secret per target cluster) and runs the
+simulated K-ORC, ESO and topology operator against it on a thread. ``python -m engine.testing.realkube --world``
+reaches it through the lab's entry point ``real-world``. The simulated controllers act through any Cluster; on a
+real server they read through a cached client whose reads after its own write wait until its cache holds it
+(``KubeCluster``), so a controller never decides twice on a state it already changed.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """What a cluster read answers is read-only: the read cache hands out the object it holds, not a copy.
 
-A copy per read was about 14% of a converged pass (decision 37), and a pass only reads what it gets: the
-bodies it writes are built anew. So the Cluster contract says a caller never changes an object (or a list
-item) a get or a list answered; to change one it copies it first (``json_copy``). A caller that broke the
-contract would change the cache under every later reader, so the test suite checks it: when checking, every
-object a read hands out, by the kube store or by the in-memory cluster, is recorded with its JSON text, and
-``changed`` names each one that no longer matches. Off (the default, and always in production), ``handed_out``
-returns at once.
-
-Two ways to check: the test process turns it on with ``check_reads`` and calls ``changed`` itself (after every
-test); a process started with ``ENGINE_CHECK_READS=1`` in its environment (``tests/conftest.py`` sets it for
-every subprocess the tests start: ``engine run`` as an operator) checks itself: ``engine run`` starts
-``guard``, which calls ``changed`` every second and once more at the stop, and ends the process at once with
+A copy per read costs about 14% of a converged pass, and a pass only reads what it gets: the bodies it writes are
+built anew (decision 0037). So a caller never changes an object (or a list item) a get or a list answered; to
+change one it copies it first (``json_copy``). A caller that broke this would change the cache under every later
+reader, so the tests check it: when checking, every object a read hands out is recorded with its JSON text, and
+``changed`` names each one that no longer matches; off (the default, and always in production), ``handed_out``
+returns at once. The test process turns it on with ``check_reads``; a process started with
+``ENGINE_CHECK_READS=1`` (every ``engine run`` the tests start) checks itself with ``guard``, which ends it with
 status ``EXIT_READS_CHANGED`` and a log line naming the objects when any was changed.
 """
 

@@ -1,21 +1,14 @@
 """Bounded retries for the loops that run for ever (watches): how long to wait, and how often to say so.
 
-A watch that kept answering Gone (410) used to re-list at once, in a loop (310 requests/s), and
-a cluster that could not be reached filled the log (360 lines a minute for eight clusters). The
-rules, shared by every informer and the registration watch:
+Shared by every informer and the registration watch, so a watch that keeps failing costs at most about one
+request a second and a cluster that cannot be reached does not fill the log (decision 0055):
 
-- ``Backoff``: the first Gone of a streak re-lists at once (a resourceVersion expiring is
-  normal); each further failure in a row, Gone or any other, waits RETRY_MIN doubling up to
-  RETRY_MAX, stretched by up to JITTER at random so loops do not retry in step. A stream that
-  ends before its first event (an API server, proxy or load balancer answering 200 and closing
-  at once) is a failure too (``ended``), unless it lasted its whole timeout or QUIET seconds (a
-  quiet kind: a real API server sends no bookmark to a watch of a kind that has not changed). An
-  event (a bookmark counts) or such a quiet watch ends the streak. So a watch that always fails
-  costs at most about one request a second (a list and a watch per wait of at least a second),
-  soon one per RETRY_MAX / 2. After FAILING_AFTER failures in a row the watch is ``failing``: the
-  operator's metric and /readyz say so until the streak ends.
-- ``WarningLimiter``: at most one warning per cluster per minute; the next one says how many
-  were held back.
+- ``Backoff``: the first Gone (410) of a streak re-lists at once (a resourceVersion expiring is normal); each
+  further failure in a row waits RETRY_MIN doubling up to RETRY_MAX, stretched by up to JITTER so loops do not
+  retry in step. A stream that ends before its first event is a failure too (``ended``), unless it lasted its
+  whole timeout or QUIET seconds (a real API server sends no bookmark on a quiet kind). An event (a bookmark
+  counts) ends the streak; after FAILING_AFTER failures in a row the watch is ``failing`` (metric and /readyz).
+- ``WarningLimiter``: at most one warning per cluster per minute; the next one says how many were held back.
 """
 
 from __future__ import annotations

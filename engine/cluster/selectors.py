@@ -368,7 +368,7 @@ def _parsed_text(text: str) -> Selector:
 
 def _parse_pairs(pairs: tuple[tuple[str, str], ...]) -> Selector:
     """An equality map's selector: each key and value checked as the text ``key=value`` would be, without
-    tokenizing that text (issue 11: each order lists with selectors of its own, more than the cache holds)."""
+    tokenizing that text (each order lists with selectors of its own, more than the cache holds)."""
     requirements = []
     for key, value in pairs:
         errors = label_key_errors(key)

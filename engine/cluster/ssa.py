@@ -1,21 +1,14 @@
 """Server-Side Apply and managedFields bookkeeping, done the way the API server does it.
 
-The in-memory cluster calls these pure functions on every write, so that field ownership,
-apply conflicts and ``metadata.managedFields`` behave as against a real cluster. No I/O, no
-state, no input mutated. A field set holds paths of fieldsV1 tokens (``f:name`` a map key,
-``k:{"uid":"u1"}`` a keyed list item, ``v:"x"`` a set item), so it becomes ``fieldsV1`` with
-no schema. Lists are atomic (owned and replaced whole) except ``metadata.finalizers`` (a set),
-``metadata.ownerReferences`` (keyed by ``uid``) and whatever ``list_map_keys`` adds; a map is granular unless
-``list_map_keys`` names it ``ATOMIC_MAP``.
-
-Status contract: with ``subresource="status"`` only ``status`` is taken from the applied
-config. With ``subresource=None`` the applied ``status`` is ignored, for value and for
-ownership. Whether a kind has a status subresource is the caller's business: it picks the
-subresource, and it keeps status out of ``new`` in a main-resource update when the kind has one.
-
-Simplified: one entry per (manager, operation, subresource), with no version conversion.
-``null`` values in an applied config are dropped, as though they were not written. Maps and
-lists that pruning leaves empty stay in the object, as the current API server leaves them.
+The in-memory cluster calls these pure functions on every write (no I/O, no state, no input mutated), so field
+ownership, apply conflicts and ``metadata.managedFields`` behave as against a real cluster. A field set holds paths
+of fieldsV1 tokens (``f:name``, ``k:{"uid":"u1"}``, ``v:"x"``), so it becomes ``fieldsV1`` with no schema. Lists
+are atomic except ``metadata.finalizers`` (a set), ``metadata.ownerReferences`` (keyed by ``uid``) and what
+``list_map_keys`` adds; a map is granular unless ``list_map_keys`` names it ``ATOMIC_MAP``. With
+``subresource="status"`` only ``status`` is taken from the applied config, with ``None`` the applied ``status`` is
+ignored; the caller picks the subresource, and keeps ``status`` out of ``new`` in a main-resource update of a kind
+that has one. Simplified: one entry per (manager, operation, subresource), no version conversion; ``null`` values
+in an applied config are dropped; maps and lists that pruning leaves empty stay, as the API server leaves them.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ class Query:
 
 
 def _compiled(tree: dict[str, Any]) -> Closure | None:
-    """The expression as closures (issue 11: the tree interpreter's dispatch was most of its cost), or None
+    """The expression as closures (the tree interpreter's dispatch is most of its cost), or None
     to keep the interpreter for a node type the compiler does not know."""
     try:
         return compile_closure(tree, _OPTIONS.custom_functions)

@@ -1,5 +1,5 @@
 """JMESPath syntax trees compiled to Python closures: the tree interpreter's semantics, node by node,
-without its per-node dispatch (issue 11: expressions were a fifth of the operator's CPU).
+without its per-node dispatch, which made expressions a fifth of the operator's CPU.
 
 ``jmespath.visitor.TreeInterpreter`` looks up a method by the node's type and reads the node's
 dict for every node of every evaluation. Here each node becomes one closure once, at compile time;
@@ -228,7 +228,7 @@ def _function(node: dict[str, Any], children: list[Any], functions: Any) -> Clos
 
 def _function_of_few(name: str, args: list[Closure], call: Callable[..., Any], method: Callable[..., Any],
                      tests: list[_Test], direct: Any, functions: Any) -> Closure:
-    """``_function``'s closures written out for one and two arguments (most calls, issue 11): the same checks
+    """``_function``'s closures written out for one and two arguments (most calls): the same checks
     in the same order, without a list and a ``_fits`` call per evaluation."""
     per_argument: list[tuple[bool, frozenset[type], tuple[frozenset[type], ...]]] = [(False, frozenset(), ())] * len(
         args)

@@ -1,23 +1,14 @@
 """A rendered child template read without a YAML parser, when it is the plain subset templates write.
 
-A child template renders block YAML whose values are JSON (``name: {{ x | tojson }}``, the
-convention ``engine.expr.jinja`` documents) or plain words (``kind: Secret``). PyYAML takes ~3 ms
-for such a 20-line document (its constructor is Python even over libyaml), more than the rest of a
-converged pass; a cache of parsed texts hides it only while every order's texts fit in it, so at
-10,000 orders each pass would parse again (issue 11 item 4). This reads that subset line by line
-(JSON values through ``json.loads``) and gives up on anything else: ``parse`` raises ``NotPlain``
-and the caller parses with PyYAML, which stays the authority. Whatever is read here is what
-PyYAML's safe loader reads from the same text (a test compares both on generated documents):
-
-- printable ASCII text only (YAML refuses some other characters and reads some as line breaks);
-- block mappings of plain keys (letters, digits, ``_.-/``, not a YAML 1.1 boolean or null word);
-- block sequences (``- value``, ``- key: value`` opening a mapping), under a key more indented or at
-  its own indentation;
-- values: a JSON string, object or array (no float in it: ``1e-05`` is a string to YAML 1.1; no ``\\u``
-  escape), an
-  integer, a plain word, ``true``/``false``/``null`` and YAML 1.1's other spellings of them;
-- whole-line comments and blank lines; nothing else (no ``---``, block scalars, anchors, tags, flow
-  values that are not JSON, comments after a value, tabs).
+A child template renders block YAML whose values are JSON (``name: {{ x | tojson }}``) or plain words. PyYAML
+takes ~3 ms for such a 20-line document, more than the rest of a converged pass, and a cache of parsed texts helps
+only while every order's texts fit in it (decision 0029). This reads that subset line by line and gives up on
+anything else: ``parse`` raises ``NotPlain`` and the caller parses with PyYAML, which stays the authority; what is
+read here is what PyYAML's safe loader reads from the same text (a test compares both). The subset: printable
+ASCII; block mappings of plain keys (not a YAML 1.1 boolean or null word); block sequences; values that are a JSON
+string, object or array (no float, no ``\\u`` escape), an integer, a plain word, or a YAML 1.1 boolean or null;
+whole-line comments and blank lines. Nothing else (no ``---``, block scalars, anchors, tags, flow values that are
+not JSON, comments after a value, tabs).
 """
 
 from __future__ import annotations
@@ -204,8 +195,8 @@ _HOLE_LINE = r"(?m)^ *(?:- +)?(?:[A-Za-z_][A-Za-z0-9_./-]*: +)?{token} *$"
 
 
 class Skeleton:
-    """A template's text with holes where its outputs go, read once (issue 11: a child rendered straight to
-    its object). When every hole is a whole value on its own line (``key: {{ x | tojson }}``,
+    """A template's text with holes where its outputs go, read once, so a child is rendered straight to
+    its object. When every hole is a whole value on its own line (``key: {{ x | tojson }}``,
     ``- {{ x | tojson }}``) and the rest is in the plain subset, the object a render's text reads as is this
     one with each hole's text read as ``parse`` reads a value there (``read_value``), which ``build`` writes:
     a function generated from the skeleton's literal structure, one dict or list display per node."""

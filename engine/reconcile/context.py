@@ -82,7 +82,7 @@ class Scope(dict[str, Any]):
         return value
 
     get = dict.__getitem__  # type: ignore[assignment]
-    """``scope.get(name)``, as an expression's field reads it (about a hundred times a pass, issue 11): the
+    """``scope.get(name)``, as an expression's field reads it (about a hundred times a pass): the
     dict's own lookup, which calls ``__missing__`` only for a name not resolved yet (no Python frame)."""
 
     def __contains__(self, key: object) -> bool:

@@ -1,8 +1,8 @@
 """Name mistakes that compile but fail or mislead later: a step named twice, a name hiding a function.
 
 A value, input or bound name (``as``, ``set``) called like a template function hides that
-function in every template (``password`` hid ``password()``: lint was clean and the first pass
-failed), so it is refused here; JMESPath keeps functions and names apart, Jinja does not. A
+function in every template (a name ``password`` would hide ``password()``: lint clean, the first
+pass failing), so it is refused here; JMESPath keeps functions and names apart, Jinja does not. A
 name the engine gives every expression (``clusters``, ``order``, ``item``, ...) is reserved the
 same way: the engine's meaning would win silently over the rule's.
 """

@@ -1,19 +1,12 @@
-"""Values that stay the same from one pass of an order to the next, and the memo that keeps them (decision 52).
+"""Values that stay the same from one pass of an order to the next, and the memo that keeps them (decision 0052).
 
-A pass computes every value it names afresh (``engine.reconcile.context``), yet most of an order's values
-(``prefix``, ``userName``, the names and hashes built from the spec and the objects it references) read only
-what does not change while the order converges: its spec, its name, namespace, uid and creationTimestamp,
-its cluster, and objects read by ``get`` inputs. Such a value is a pure function of:
-
-- the order's ``uid`` and ``generation`` (the API server bumps ``generation`` on every change of the spec;
-  name, namespace, uid and creationTimestamp never change), and its cluster;
-- the ``uid`` and ``resourceVersion`` of each object its ``get`` inputs read (one version of an object has one
-  content), or that the input read nothing.
-
-``stable_values`` finds those values by what their expressions and texts read (completely: anything a walk
-does not know reads the whole context, and such a value is not stable), and the inputs each may read,
-transitively. A value that calls an impure function (``password()``, ``cluster_reachable()``), reads ``now``,
-``status``, the conditions or steps of the pass, a list input, a name an action binds, or the order's
+A pass computes every value it names afresh (``engine.reconcile.context``), yet most of an order's values read
+only what does not change while the order converges. Such a value is a pure function of the order's ``uid`` and
+``generation`` (bumped on every change of the spec) and its cluster, and of the ``uid`` and ``resourceVersion`` of
+each object its ``get`` inputs read. ``stable_values`` finds those values by what their expressions and texts read
+(completely: anything a walk does not know reads the whole context, and is not stable), and the inputs each may
+read, transitively. A value that calls an impure function (``password()``, ``cluster_reachable()``), reads
+``now``, ``status``, the conditions or steps of the pass, a list input, a name an action binds, or the order's
 labels, annotations, finalizers or status is not stable; nor is a value that reads one that is not.
 """
 

@@ -1,29 +1,15 @@
 """Target clusters registered by Secrets on the management cluster: engage, re-engage, disengage.
 
-A registration is a Secret in the clusters namespace labelled
-``sigs.k8s.io/multicluster-runtime-kubeconfig: "true"``, as multicluster-runtime's
-kubeconfig provider reads them: ``data.kubeconfig`` reaches the cluster, the
-optional ``data.namespaces`` (separated by newlines or commas) restricts what the
-operator lists and watches there. The cluster's name is the Secret's name.
+A registration is a Secret in the clusters namespace labelled ``sigs.k8s.io/multicluster-runtime-kubeconfig:
+"true"``, as multicluster-runtime's kubeconfig provider reads them: ``data.kubeconfig`` reaches the cluster, the
+optional ``data.namespaces`` restricts what the operator lists and watches there; the cluster's name is the
+Secret's. A new Secret, or one whose kubeconfig or namespaces changed, engages its cluster afresh (new client, new
+caches, every order listed again); a deleted or unlabelled one disengages it; other edits change nothing. A refused
+or unusable registration stays *registered* but not reachable, so a rule can tell it from an unregistered cluster.
 
-- A new Secret engages its cluster; one whose kubeconfig or namespaces changed
-  engages it afresh (a new client, new caches, every order listed again), which
-  is also how a kind installed later on that cluster gets watched.
-- A deleted Secret (or one that lost its label) disengages it; requests still queued for it
-  are dropped by their pass.
-- Other edits (labels, annotations) change nothing.
-- Every labelled Secret is engaged or refused. A refused registration (no ``kubeconfig`` key, an
-  empty one, data that is not UTF-8 text, or a kubeconfig refused by its reader) and one whose
-  kubeconfig cannot be used stay *registered* but not reachable (the engager's ``unusable``), so a
-  rule can tell them from a cluster nobody registered.
-
-The kubeconfig is untrusted input: the production factory reads only its inline
-material (``engine.cluster.kubeconfig``) and refuses exec plugins, auth providers,
-token files and file paths. A refusal is one log line naming the Secret and why (an error for
-a refused kubeconfig, a warning for data that holds none) and a count in
-``cluster_registrations_refused_total{reason}``, once per content of the Secret: listing the
-registrations again neither retries, logs nor counts an unchanged refusal. The Secret's data
-is never logged; values from it that could show up in an error message are blanked first.
+The kubeconfig is untrusted input: the production factory reads only its inline material
+(``engine.cluster.kubeconfig``). A refusal is one log line and a count in ``cluster_registrations_refused_total``,
+once per content of the Secret; the Secret's data is never logged.
 """
 
 from __future__ import annotations
@@ -163,7 +149,30 @@ def _decode(value: object) -> str:
 
 
 class Registrations:
-    """Watches the registration Secrets of one namespace and keeps the engaged clusters in step."""
+    """Watches the registration Secrets of one namespace and keeps the engaged clusters in step.
+
+    A registration is a Secret in the clusters namespace labelled ``sigs.k8s.io/multicluster-runtime-kubeconfig:
+    "true"``, as multicluster-runtime's kubeconfig provider reads them: ``data.kubeconfig`` reaches the cluster, the
+    optional ``data.namespaces`` (separated by newlines or commas) restricts what the operator lists and watches
+    there. The cluster's name is the Secret's name.
+
+    - A new Secret engages its cluster; one whose kubeconfig or namespaces changed engages it afresh (a new client,
+      new caches, every order listed again), which is also how a kind installed later on that cluster gets watched.
+    - A deleted Secret (or one that lost its label) disengages it; requests still queued for it are dropped by their
+      pass.
+    - Other edits (labels, annotations) change nothing.
+    - Every labelled Secret is engaged or refused. A refused registration (no ``kubeconfig`` key, an empty one, data
+      that is not UTF-8 text, or a kubeconfig refused by its reader) and one whose kubeconfig cannot be used stay
+      *registered* but not reachable (the engager's ``unusable``), so a rule can tell them from a cluster nobody
+      registered.
+
+    The kubeconfig is untrusted input: the production factory reads only its inline material
+    (``engine.cluster.kubeconfig``) and refuses exec plugins, auth providers, token files and file paths. A refusal is
+    one log line naming the Secret and why (an error for a refused kubeconfig, a warning for data that holds none) and
+    a count in ``cluster_registrations_refused_total{reason}``, once per content of the Secret: listing the
+    registrations again neither retries, logs nor counts an unchanged refusal. The Secret's data is never logged;
+    values from it that could show up in an error message are blanked first.
+    """
 
     def __init__(
         self,

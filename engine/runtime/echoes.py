@@ -1,32 +1,11 @@
 """Watch events that only echo a pass's own writes: recognised, and not queued for that order again.
 
-A pass that writes a child sees the answer of its write; the watch event the write causes carries
-that same object (the same resourceVersion), so it tells the pass's order nothing new, and queueing
-it only runs a pass that finds everything done. The cluster tells this ledger of each write a
-pass sends (``sending``) and of its answer (``answered``); the runtime's informers ask it, for each
-event, which order it echoes (``echo_of``), and that order alone is not woken by it: every other
-order the event maps to still is, and so is the writer for any other event on the object. A
-foreign edit right after our write has another resourceVersion, so it wakes the order as before.
-
-An event can arrive before the write's answer does (the watch and the answer race). While a write
-is in flight, the events on its object are held for the writer: once the answer is in, those with
-another resourceVersion wake it, the one with the answer's resourceVersion does not; a write that
-fails wakes it for all of them. The order's own object is not tracked: its echoes (the finalizer
-added) keep waking it, as the seeds' watch on the order does. A delete that finalizers hold is a
-write like the others (its answer, the object with its deletionTimestamp, is what its echo carries);
-the object's removal later is a change of its own and wakes the writer.
-
-An event that arrives while its order's pass runs is held for that pass (``held_by_pass``) rather than
-marking the order for another pass at once: the cluster tells the ledger of every object a pass reads
-(``read``), and when the pass ends (``end``) an event it already saw does not wake it again. The pass saw
-an event when every read it made of that object came from the event's state or a later one (the caches
-take an event before the runtime maps it), or, for a removal, when every read found the object absent and
-the pass did not write it (a pass that found it absent and then created it did not see it removed).
-An event on an object the pass never read still wakes it (a list the pass made may have missed it).
-
-A removal is never an echo by its resourceVersion (a re-list maps one with the last state the cache held, which may
-carry a write's). A watch's list tells the ledger what it holds (``listed``): a write still waiting for its echo on an
-object in the list's scope, written before the list and held neither by it nor by the cache, wakes its writer.
+A pass that writes a child sees the answer of its write; the watch event the write causes carries that same
+object (the same resourceVersion), so it tells the pass's order nothing new, and queueing it only runs a pass that
+finds everything done (decision 0022). The cluster tells the ledger (``Echoes``) of each write a pass sends and of
+its answer, and of every object a pass reads; the informers ask it which order an event echoes, and that order
+alone is not woken by it. An event that arrives while its order's pass runs is held for that pass, and does not
+wake it again if the pass already saw it. ``Echoes`` says how writes in flight, removals and re-lists are handled.
 """
 
 from __future__ import annotations
@@ -109,7 +88,36 @@ def _key(cluster: str, api_version: str, kind: str, namespace: str | None, name:
 
 
 class Echoes:
-    """The ledger of the passes' writes and their echoes, for every engaged cluster. Thread-safe."""
+    """The ledger of the passes' writes and their echoes, for every engaged cluster. Thread-safe.
+
+    A pass that writes a child sees the answer of its write; the watch event the write causes carries that same object
+    (the same resourceVersion), so it tells the pass's order nothing new, and queueing it only runs a pass that finds
+    everything done. The cluster tells this ledger of each write a pass sends (``sending``) and of its answer
+    (``answered``); the runtime's informers ask it, for each event, which order it echoes (``echo_of``), and that
+    order alone is not woken by it: every other order the event maps to still is, and so is the writer for any other
+    event on the object. A foreign edit right after our write has another resourceVersion, so it wakes the order as
+    before.
+
+    An event can arrive before the write's answer does (the watch and the answer race). While a write is in flight,
+    the events on its object are held for the writer: once the answer is in, those with another resourceVersion wake
+    it, the one with the answer's resourceVersion does not; a write that fails wakes it for all of them. The order's
+    own object is not tracked: its echoes (the finalizer added) keep waking it, as the seeds' watch on the order does.
+    A delete that finalizers hold is a write like the others (its answer, the object with its deletionTimestamp, is
+    what its echo carries); the object's removal later is a change of its own and wakes the writer.
+
+    An event that arrives while its order's pass runs is held for that pass (``held_by_pass``) rather than marking the
+    order for another pass at once: the cluster tells the ledger of every object a pass reads (``read``), and when the
+    pass ends (``end``) an event it already saw does not wake it again. The pass saw an event when every read it made
+    of that object came from the event's state or a later one (the caches take an event before the runtime maps it),
+    or, for a removal, when every read found the object absent and the pass did not write it (a pass that found it
+    absent and then created it did not see it removed). An event on an object the pass never read still wakes it (a
+    list the pass made may have missed it).
+
+    A removal is never an echo by its resourceVersion (a re-list maps one with the last state the cache held, which
+    may carry a write's). A watch's list tells the ledger what it holds (``listed``): a write still waiting for its
+    echo on an object in the list's scope, written before the list and held neither by it nor by the cache, wakes its
+    writer.
+    """
 
     def __init__(self, wake: Callable[[Request, str], None], *, limit: int = LIMIT) -> None:
         """wake: queues an order (an event held for a write turned out not to be its echo, or a pass did not see

@@ -1,16 +1,15 @@
 """Warning Events on orders, recorded beside the passes, as client-go's event broadcaster does.
 
-A pass that refuses an order or fails hands the runtime an ``EventNote``; the recorder queues it
-and returns at once. One background thread writes the queue out as ``events.k8s.io/v1`` Events:
+A pass that refuses an order or fails hands the runtime an ``EventNote``; the recorder queues it and returns at
+once. One background thread writes the queue out as ``events.k8s.io/v1`` Events:
 
-- the same note on the same order again within ``SERIES_WINDOW`` is not a new Event: the first
-  one becomes a series (``series.count``, ``series.lastObservedTime``), patched in place;
-- each order has a token bucket (``BURST`` writes, then one per ``REFILL``): an order failing in a
-  loop cannot flood the API server; notes beyond it are dropped and counted;
+- the same note on the same order again within ``SERIES_WINDOW`` is not a new Event: the first one becomes a
+  series (``series.count``, ``series.lastObservedTime``), patched in place;
+- each order has a token bucket (``BURST`` writes, then one per ``REFILL``): an order failing in a loop cannot
+  flood the API server; notes beyond it are dropped and counted;
 - a full queue drops the note; a write that fails is logged and counted, never raised.
 
-So a pass's own API calls are what the rules make them, and an Event that cannot be written never
-fails a pass. Only ``engine run`` records Events; scenarios and the demo do not.
+So a pass's own API calls are what the rules make them, and an Event that cannot be written never fails a pass.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """Leader election on a coordination.k8s.io/v1 Lease, through the Cluster interface.
 
-Only the leader reconciles; every replica keeps its caches warm. The loop follows
-client-go's ``leaderelection`` package, so replicas of this operator and of a Go
-operator read a Lease the same way:
-
-- **Acquire** when the Lease is absent (create it), released (no holder), or
-  expired: its record has not changed for ``leaseDurationSeconds`` by *our* clock
-  (client-go's observed time: clocks of different machines are never compared).
-  Taking over from another holder counts one more ``leaseTransitions``.
-- **Renew** every ``retry_period``: an update with the resourceVersion last read,
-  so two replicas racing for one Lease cannot both win (one gets a Conflict). A leader
-  first updates the Lease as it last wrote it, without reading it (client-go's fast
-  path): one request per renewal, so a slow API server (3 s a request) does not make
-  a renewal outlast the renew deadline. If that update fails, it reads and decides.
-- **Lose at once** when the Lease shows another holder, or when no renewal has
-  succeeded for ``renew_deadline``: ``on_stopped_leading`` runs before anything
-  else, so no new pass starts after the deadline. A hung API call does not delay
-  this: ``run`` checks the deadline on its own thread.
-- **Release** on a graceful stop: the holder is cleared, so a follower takes over
-  without waiting for the lease to expire.
-- **Retire** (a shard member's lapsed tenure): the candidate sends no request any more and never leads
-  again, so its Lease can be deleted without a late renewal bringing it back.
-
-The clock is injected: tests call ``step`` and ``check_deadline`` on a simulated
-clock and never sleep.
+Only the leader reconciles; every replica keeps its caches warm. The loop follows client-go's ``leaderelection``
+package, so replicas of this operator and of a Go operator read a Lease the same way: acquire a Lease that is
+absent, released or expired (expiry judged on *our* clock alone), renew it every ``retry_period`` with a
+conditional update, lose at once to another holder or a missed renew deadline, release it on a graceful stop
+(``LeaderElector`` says each in detail). The clock is injected: tests call ``step`` and ``check_deadline`` on a
+simulated clock and never sleep.
 """
 
 from __future__ import annotations
@@ -104,7 +86,26 @@ class LeaseSettings:
 
 
 class LeaderElector:
-    """One candidate for one Lease: ``step`` tries once, ``run`` keeps trying until stopped."""
+    """One candidate for one Lease: ``step`` tries once, ``run`` keeps trying until stopped.
+
+    Only the leader reconciles; every replica keeps its caches warm. The loop follows client-go's ``leaderelection``
+    package, so replicas of this operator and of a Go operator read a Lease the same way:
+
+    - **Acquire** when the Lease is absent (create it), released (no holder), or expired: its record has not changed
+      for ``leaseDurationSeconds`` by *our* clock (client-go's observed time: clocks of different machines are never
+      compared). Taking over from another holder counts one more ``leaseTransitions``.
+    - **Renew** every ``retry_period``: an update with the resourceVersion last read, so two replicas racing for one
+      Lease cannot both win (one gets a Conflict). A leader first updates the Lease as it last wrote it, without
+      reading it (client-go's fast path): one request per renewal, so a slow API server (3 s a request) does not make
+      a renewal outlast the renew deadline. If that update fails, it reads and decides.
+    - **Lose at once** when the Lease shows another holder, or when no renewal has succeeded for ``renew_deadline``:
+      ``on_stopped_leading`` runs before anything else, so no new pass starts after the deadline. A hung API call does
+      not delay this: ``run`` checks the deadline on its own thread.
+    - **Release** on a graceful stop: the holder is cleared, so a follower takes over without waiting for the lease to
+      expire.
+    - **Retire** (a shard member's lapsed tenure): the candidate sends no request any more and never leads again, so
+      its Lease can be deleted without a late renewal bringing it back.
+    """
 
     def __init__(
         self,

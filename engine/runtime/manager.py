@@ -1,29 +1,10 @@
 """The manager: one queue, one controller and the event sources of every engaged cluster.
 
-It runs the same way in two modes.
-
-**Deterministic** (``engine test``, ``engine demo``): one thread, a simulated
-clock, nothing happens unless asked. ``start`` lists every watched kind and
-queues every order present; ``settle`` runs passes until nothing is due at the
-current instant; ``advance`` moves the clock timer by timer, settling at each
-instant a timer fires; ``reconcile`` runs one pass now. Given the same calls,
-the same passes run in the same order (FIFO queue, timers by due time then by
-the order they were set, informers in a fixed order).
-
-**Threaded** (``engine run``): ``run(stop)`` starts one thread per informer and
-``max_concurrent_reconciles`` workers on the real clock, until ``stop`` is set.
-
-**Backoff.** A pass that ends in an error is retried after a per-order delay of
-5 ms, doubling with each consecutive failure (5 ms, 10 ms, 20 ms, ...) up to
-1000 s; a pass that does not fail resets it. In threaded mode an overall token
-bucket (10 retries per second, burst 100) may delay retries further. In
-deterministic mode the delay is simulated time, so ``settle`` at one instant
-never spins on a failing order, and ``advance`` retries it when its delay is up.
-A ``TerminalError`` (the rule file is wrong) is logged and counted, not retried.
-
-**Rule reload.** ``replace_catalog`` swaps the catalog between passes: a pass takes its kind once,
-when it starts, so it ends on the rules it began with; the watches follow and every order is queued
-again (decision 0023).
+It runs the same way in two modes: **deterministic** (``engine test``, ``engine demo``: one thread, a simulated
+clock, nothing happens unless asked, so the same calls run the same passes in the same order) and **threaded**
+(``engine run``: a thread per informer and ``max_concurrent_reconciles`` workers on the real clock). One code path
+for both is what lets scenarios test the runtime production runs. ``Manager`` says how each mode is driven, how
+errors back off and how a rule reload swaps the catalog between passes.
 """
 
 from __future__ import annotations
@@ -92,7 +73,28 @@ def _default_run_pass() -> RunPass[K]:
 
 
 class Manager(Generic[K]):
-    """Watches, queue, workers and timers for every kind in a catalog, on every engaged cluster."""
+    """Watches, queue, workers and timers for every kind in a catalog, on every engaged cluster.
+
+    It runs the same way in two modes.
+
+    **Deterministic** (``engine test``, ``engine demo``): one thread, a simulated clock, nothing happens unless asked.
+    ``start`` lists every watched kind and queues every order present; ``settle`` runs passes until nothing is due at
+    the current instant; ``advance`` moves the clock timer by timer, settling at each instant a timer fires;
+    ``reconcile`` runs one pass now. Given the same calls, the same passes run in the same order (FIFO queue, timers
+    by due time then by the order they were set, informers in a fixed order).
+
+    **Threaded** (``engine run``): ``run(stop)`` starts one thread per informer and ``max_concurrent_reconciles``
+    workers on the real clock, until ``stop`` is set.
+
+    **Backoff.** A pass that ends in an error is retried after a per-order delay of 5 ms, doubling with each
+    consecutive failure (5 ms, 10 ms, 20 ms, ...) up to 1000 s; a pass that does not fail resets it. In threaded mode
+    an overall token bucket (10 retries per second, burst 100) may delay retries further. In deterministic mode the
+    delay is simulated time, so ``settle`` at one instant never spins on a failing order, and ``advance`` retries it
+    when its delay is up. A ``TerminalError`` (the rule file is wrong) is logged and counted, not retried.
+
+    **Rule reload.** ``replace_catalog`` swaps the catalog between passes: a pass takes its kind once, when it starts,
+    so it ends on the rules it began with; the watches follow and every order is queued again (decision 0023).
+    """
 
     def __init__(
         self,

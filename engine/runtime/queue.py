@@ -1,58 +1,12 @@
 """The work queue: order names waiting for a pass, with timers and per-order backoff.
 
-It follows client-go's workqueue, because its guarantees are what make a
-level-based controller safe:
-
-- **De-duplicated.** A request waits in the queue at most once; adding it again
-  while it waits changes nothing.
-- **One pass per order at a time.** A request handed out (``get``/``pop_ready``)
-  is *processing* until ``done``. Adding it meanwhile marks it dirty; ``done``
-  queues it again, so the next pass sees whatever changed during this one, and
-  no two workers ever hold the same order.
-- **Timers on the injected clock.** ``add_after`` sets a timer; pending timers of
-  one request collapse to the earliest; ``schedule`` replaces them (a pass that
-  did not fail supersedes the timers earlier passes set). In deterministic mode nothing fires by
-  itself: ``fire_due`` moves the timers due at ``clock.now()`` into the queue and
-  ``next_timer`` says when the next one is, so a simulated clock drives retries.
-  In threaded mode ``get`` fires due timers while it waits.
-- **Backoff for errors.** ``add_rate_limited`` delays by controller-runtime's
-  default limiter: per request 5 ms doubling on each failure up to 1000 s
-  (5 ms, 10 ms, 20 ms, ...; ``forget`` resets it), and, when a token bucket is
-  installed (threaded mode only: 10 per second, burst 100), the larger of that
-  and the bucket's delay. Deterministic runs have no bucket, so a retry's time
-  depends only on the order's own failures.
-
-- **Returning orders first.** A request that has had a pass before waits in
-  the *returning* line, which is always served before the *first-pass* line of
-  requests never handed out. When N orders are created at once, each order's
-  later passes (the requeues after its own writes, the events of its children)
-  run as soon as they are due instead of behind the other orders' first passes,
-  so orders become Ready one after another rather than all at the end. The
-  queue remembers the last ``SEEN_LIMIT`` requests it handed out.
-- **New orders are not starved.** While first passes wait, at most
-  ``FIRST_PASS_EVERY - 1`` returning requests are handed out in a row: the
-  next one is a first pass. A steady stream of returning work (thousands of
-  orders re-checking on their timers during an outage of what they wait for)
-  still lets new orders in, and the share is smaller than an order's own
-  passes (about five), so a burst of new orders still finishes the orders it
-  started before starting most of the rest.
-
-- **Coalescing after a pass (threaded mode).** With ``coalesce`` set, an order
-  woken less than ``coalesce`` after its pass ended waits until that much time
-  has passed: the watch events echoing the pass's own writes (a child created,
-  another deleted, a third applied) arrive a few milliseconds apart and become
-  one pass instead of two or three. ``engine run`` sets 50 ms; deterministic
-  runs keep 0, so their passes are unchanged.
-
-- **Why each request waits.** Every add names its cause (a ``Wake``: a watch
-  event and the kind of its object, a pass's requeue, a retry after an error,
-  an event held during the order's previous pass); the first cause since the
-  request was last handed out, and when it came, are kept until the hand-out
-  (``wake_of``), so the controller counts passes by cause and logs each one's
-  (a coalesced event keeps its cause through the window's timer).
-
-FIFO order within each line, and timers that fall due together fire in the
-order they were set, so a single-threaded run is reproducible.
+It follows client-go's workqueue, because its guarantees are what make a level-based controller safe: a request
+waits at most once, one pass per order runs at a time (an add during a pass queues it again after), timers run on
+the injected clock, and errors back off as controller-runtime's default limiter does. On top of those it serves
+orders that had a pass before ahead of first passes without starving new orders (decision 0011), coalesces the
+wakes that echo a pass's writes (threaded mode), and remembers why each request waits. ``WorkQueue`` states each
+guarantee; FIFO order within each line and timers that fire in the order they were set make a single-threaded run
+reproducible.
 """
 
 from __future__ import annotations
@@ -155,7 +109,48 @@ class ShutDown(Exception):
 
 
 class WorkQueue:
-    """A keyed, de-duplicating work queue with timers and backoff; thread-safe."""
+    """A keyed, de-duplicating work queue with timers and backoff; thread-safe.
+
+    It follows client-go's workqueue, because its guarantees are what make a level-based controller safe:
+
+    - **De-duplicated.** A request waits in the queue at most once; adding it again while it waits changes nothing.
+    - **One pass per order at a time.** A request handed out (``get``/``pop_ready``) is *processing* until ``done``.
+      Adding it meanwhile marks it dirty; ``done`` queues it again, so the next pass sees whatever changed during this
+      one, and no two workers ever hold the same order.
+    - **Timers on the injected clock.** ``add_after`` sets a timer; pending timers of one request collapse to the
+      earliest; ``schedule`` replaces them (a pass that did not fail supersedes the timers earlier passes set). In
+      deterministic mode nothing fires by itself: ``fire_due`` moves the timers due at ``clock.now()`` into the queue
+      and ``next_timer`` says when the next one is, so a simulated clock drives retries. In threaded mode ``get``
+      fires due timers while it waits.
+    - **Backoff for errors.** ``add_rate_limited`` delays by controller-runtime's default limiter: per request 5 ms
+      doubling on each failure up to 1000 s (5 ms, 10 ms, 20 ms, ...; ``forget`` resets it), and, when a token bucket
+      is installed (threaded mode only: 10 per second, burst 100), the larger of that and the bucket's delay.
+      Deterministic runs have no bucket, so a retry's time depends only on the order's own failures.
+
+    - **Returning orders first.** A request that has had a pass before waits in the *returning* line, which is always
+      served before the *first-pass* line of requests never handed out. When N orders are created at once, each
+      order's later passes (the requeues after its own writes, the events of its children) run as soon as they are due
+      instead of behind the other orders' first passes, so orders become Ready one after another rather than all at
+      the end. The queue remembers the last ``SEEN_LIMIT`` requests it handed out.
+    - **New orders are not starved.** While first passes wait, at most ``FIRST_PASS_EVERY - 1`` returning requests are
+      handed out in a row: the next one is a first pass. A steady stream of returning work (thousands of orders
+      re-checking on their timers during an outage of what they wait for) still lets new orders in, and the share is
+      smaller than an order's own passes (about five), so a burst of new orders still finishes the orders it started
+      before starting most of the rest.
+
+    - **Coalescing after a pass (threaded mode).** With ``coalesce`` set, an order woken less than ``coalesce`` after
+      its pass ended waits until that much time has passed: the watch events echoing the pass's own writes (a child
+      created, another deleted, a third applied) arrive a few milliseconds apart and become one pass instead of two or
+      three. ``engine run`` sets 50 ms; deterministic runs keep 0, so their passes are unchanged.
+
+    - **Why each request waits.** Every add names its cause (a ``Wake``: a watch event and the kind of its object, a
+      pass's requeue, a retry after an error, an event held during the order's previous pass); the first cause since
+      the request was last handed out, and when it came, are kept until the hand-out (``wake_of``), so the controller
+      counts passes by cause and logs each one's (a coalesced event keeps its cause through the window's timer).
+
+    FIFO order within each line, and timers that fall due together fire in the order they were set, so a
+    single-threaded run is reproducible.
+    """
 
     def __init__(
         self,

@@ -1,33 +1,11 @@
 """Whether shard members ever worked on one order at once, judged from an API server's request log alone.
 
-The operator's own records of its passes come from the code under test, which could be wrong the
-same way its behaviour is. This reads what the API server saw instead: the emulator's request log
-(``engine.testing.emulator.requestlog``), each request attributed to a member by the User-Agent a
-``--sharded`` replica sends (``c5c3-order-engine/<version> (member <name>)``) and to an order by
-the caller (``Touch``: the order, its status, its children; which paths those are is the rules'
-knowledge, so the caller's).
-
-An order's requests, sorted by start, fall into tenures: the longest runs sent by one member. Two
-members never work on one order at once when, for each tenure after the first:
-
-- it starts after the previous tenure ended (its first request begins after every request of the
-  previous one has been answered), and
-- the leader relabelled the order in between: a successful label write (a ``Touch`` marked
-  ``label_write``, whoever sent it) began after the previous tenure ended and before this one began.
-  A member gets an order only from the leader's label (decision 0027), so a tenure without one is
-  another member working on an order it was never given: an interleaving. (Not "answered before":
-  the server sends the label's watch event when it stores the write, and the member may act on it
-  before the write's own answer is stamped; that happened, under load, in the 3-replica HTTP test.)
-
-The first tenure of an order must come after a label write too. Label writes are the leader's and
-are not part of any tenure (the leader adds the drain label while the owner still works).
-
-What the log cannot show: a pass that sends no request (it read everything from its caches); when
-inside a request's [start, end] its effect took place (a member's tenure is judged by its requests'
-server-side times, not by the pass around them); and requests that do not name an order (lists by
-other selectors, watches). A killed member's last requests end at the latest when the server
-answered them after the kill. The times are the emulator's: every emulator of one test process
-shares its monotonic clock, so logs of several clusters can be merged.
+The operator's own records come from the code under test, which could be wrong the same way its behaviour is, so
+this reads what the API server saw: the emulator's request log, each request attributed to a member by the
+User-Agent a ``--sharded`` replica sends and to an order by the caller (``Touch``). An order's requests, sorted by
+start, fall into tenures: the longest runs sent by one member. ``violations`` holds that each tenure starts after
+the previous one ended and after a label write of the leader's in between (a member gets an order only from the
+leader's label, decision 0027), and says what the log cannot show.
 """
 
 from __future__ import annotations
@@ -94,8 +72,31 @@ def tenures(touches: Iterable[Touch]) -> dict[Hashable, list[Tenure]]:
 
 
 def violations(touches: Iterable[Touch]) -> list[str]:
-    """What in the log shows two members on one order at once, or a member on an order it was not given; each
-    named with the order, the members and the requests. Empty when nothing does."""
+    """What in the log shows two members on one order at once, or a member on an order it was not given; each named with
+    the order, the members and the requests. Empty when nothing does.
+
+    An order's requests, sorted by start, fall into tenures: the longest runs sent by one member. Two members never
+    work on one order at once when, for each tenure after the first:
+
+    - it starts after the previous tenure ended (its first request begins after every request of the previous one has
+      been answered), and
+    - the leader relabelled the order in between: a successful label write (a ``Touch`` marked ``label_write``,
+      whoever sent it) began after the previous tenure ended and before this one began. A member gets an order only
+      from the leader's label (decision 0027), so a tenure without one is another member working on an order it was
+      never given: an interleaving. (Not "answered before": the server sends the label's watch event when it stores
+      the write, and the member may act on it before the write's own answer is stamped; that happened, under load, in
+      the 3-replica HTTP test.)
+
+    The first tenure of an order must come after a label write too. Label writes are the leader's and are not part of
+    any tenure (the leader adds the drain label while the owner still works).
+
+    What the log cannot show: a pass that sends no request (it read everything from its caches); when inside a
+    request's [start, end] its effect took place (a member's tenure is judged by its requests' server-side times, not
+    by the pass around them); and requests that do not name an order (lists by other selectors, watches). A killed
+    member's last requests end at the latest when the server answered them after the kill. The times are the
+    emulator's: every emulator of one test process shares its monotonic clock, so logs of several clusters can be
+    merged.
+    """
     touches = list(touches)
     problems = [f"{touch.order}: {_request(touch.record)} names no shard member in its User-Agent"
                 f" {touch.record.user_agent!r}"

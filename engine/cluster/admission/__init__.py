@@ -1,28 +1,13 @@
 """CRD admission as the Kubernetes API server runs it, for in-process clusters and the emulator.
 
-For one served version of one CustomResourceDefinition, ``CrdAdmission.admit`` takes an
-object on its way into storage (create, update, patch, apply, status write) and returns what
-the API server would store, or raises ``Invalid`` worded as the API server words it:
-
-1. prune fields the schema does not know (``metadata``, ``apiVersion``, ``kind`` stay) and
-   nulls of non-nullable properties;
-2. apply ``default`` values, also inside defaults;
-3. validate against the structural schema (``jsonschema``), then the ``x-kubernetes-list-type``
-   invariants, then every ``x-kubernetes-validations`` rule (``celpy``) unless a schema error
-   already blocks them, as the API server's hasBlockingErr does.
-
-On an update (``old`` given) validation *ratchets*, as the API server does since 1.30: an error
-at a field whose value is unchanged from the stored object, and that the stored object already
-had, is dropped, so an object stored before a schema change can still be written (its status,
-its finalizers) as long as the write leaves the invalid field alone.
-
-Everything is compiled once per CrdAdmission and reused for every object, and each rule's verdicts are
-remembered by what the rule reads of its inputs (``celreads``, ``memo``): the same verdicts and texts, without
-interpreting the rule again. On an update, the stored object's own errors (what ratcheting compares with)
-are computed only when the new object has errors. Not emulated:
-ObjectMeta validation (the cluster's job), rules inside ``allOf`` branches, ``optionalOldSelf``,
-CEL type checking at CRD creation (a rule naming a missing field fails when evaluated, not when the CRD is created)
-and CEL cost budgets.
+For one served version of one CustomResourceDefinition, ``CrdAdmission.admit`` takes an object on its way into
+storage (create, update, patch, apply, status write) and returns what the API server would store, or raises
+``Invalid`` worded as the API server words it: unknown fields pruned, defaults applied, then the structural schema
+(``jsonschema``), the ``x-kubernetes-list-type`` invariants and every ``x-kubernetes-validations`` rule (``celpy``)
+checked, with validation ratcheting on an update as the API server's does. Everything is compiled once per
+CrdAdmission, and each rule's verdicts are remembered by what the rule reads (``celreads``, ``memo``): the same
+verdicts and texts, without interpreting the rule again. Not emulated: ObjectMeta validation (the cluster's job),
+rules inside ``allOf`` branches, ``optionalOldSelf``, CEL type checking at CRD creation and CEL cost budgets.
 """
 
 from __future__ import annotations
@@ -46,7 +31,31 @@ _PERMISSIVE: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-
 
 
 class CrdAdmission:
-    """Admission for one served version of one CRD."""
+    """Admission for one served version of one CRD.
+
+    For one served version of one CustomResourceDefinition, ``CrdAdmission.admit`` takes an object on its way into
+    storage (create, update, patch, apply, status write) and returns what the API server would store, or raises
+    ``Invalid`` worded as the API server words it:
+
+    1. prune fields the schema does not know (``metadata``, ``apiVersion``, ``kind`` stay) and nulls of non-nullable
+       properties;
+    2. apply ``default`` values, also inside defaults;
+    3. validate against the structural schema (``jsonschema``), then the ``x-kubernetes-list-type`` invariants, then
+       every ``x-kubernetes-validations`` rule (``celpy``) unless a schema error already blocks them, as the API
+       server's hasBlockingErr does.
+
+    On an update (``old`` given) validation *ratchets*, as the API server does since 1.30: an error at a field whose
+    value is unchanged from the stored object, and that the stored object already had, is dropped, so an object stored
+    before a schema change can still be written (its status, its finalizers) as long as the write leaves the invalid
+    field alone.
+
+    Everything is compiled once per CrdAdmission and reused for every object, and each rule's verdicts are remembered
+    by what the rule reads of its inputs (``celreads``, ``memo``): the same verdicts and texts, without interpreting
+    the rule again. On an update, the stored object's own errors (what ratcheting compares with) are computed only
+    when the new object has errors. Not emulated: ObjectMeta validation (the cluster's job), rules inside ``allOf``
+    branches, ``optionalOldSelf``, CEL type checking at CRD creation (a rule naming a missing field fails when
+    evaluated, not when the CRD is created) and CEL cost budgets.
+    """
 
     def __init__(self, crd: Obj, version: str, *, memo_bytes: int = BUDGET_BYTES) -> None:
         """Compile the version's schema and rules; a rule that does not parse raises ``Invalid``

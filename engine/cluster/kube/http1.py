@@ -2,7 +2,7 @@
 
 http.client parses every answer's headers through the email package and urllib3 wraps each
 request in Retry, Timeout and URL objects; for the small JSON answers of an API server that
-is most of a request's CPU (issue 11). This module writes a request as one buffer and reads
+is most of a request's CPU. This module writes a request as one buffer and reads
 from its own receive buffer the head (status line and headers, parsed by llhttp through
 httptools; Content-Length, Transfer-Encoding, Connection, Content-Encoding, Retry-After are the
 ones that matter) and the body (Content-Length, chunked, or until the server closes), de-framed here.

@@ -1,16 +1,14 @@
 """The parts of the ``kubernetes`` package the engine uses, imported without the rest (decision 0036).
 
-``import kubernetes.client`` first runs the package's ``__init__``, which imports every part of the library:
-the websocket streams, the leader election, the informers, ``kubernetes.utils`` (YAML creation, metrics) and
-the kubeconfig loader with its OIDC refresh (``requests``, ``oauthlib``). An operator uses none of that on its
-request path since decision 28, yet every replica held it: about 8 MiB of modules of a 60 MiB process.
+``import kubernetes.client`` first runs the package's ``__init__``, which imports every part of the library (the
+websocket streams, the leader election, the informers, ``kubernetes.utils``, the kubeconfig loader with its OIDC
+refresh): about 8 MiB of modules in every replica that an operator's request path never uses.
 
 ``install`` puts in ``sys.modules`` the package objects of ``kubernetes``, ``kubernetes.config`` and
-``kubernetes.utils`` without running their ``__init__``; importing a submodule works as always. A name only
-an ``__init__`` defines (``kubernetes.config.load_kube_config``, ``kubernetes.watch`` read as an attribute)
-runs that ``__init__`` when first asked for, so any other user of the library in the process sees the
-whole package. ``kube_config`` imports the kubeconfig loader with its OIDC refresh client deferred until a
-refresh needs it. When the package was imported before, nothing changes.
+``kubernetes.utils`` without running their ``__init__``; importing a submodule works as always. A name only an
+``__init__`` defines runs that ``__init__`` when first asked for, so any other user of the library in the process
+sees the whole package. ``kube_config`` defers the kubeconfig loader's OIDC refresh client until a refresh needs
+it. When the package was imported before, nothing changes.
 """
 
 from __future__ import annotations

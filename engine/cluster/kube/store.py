@@ -1,17 +1,13 @@
 """The objects one informer has seen: keyed by (namespace, name), indexed by label, at a resourceVersion.
 
-Reads cost what they answer, not what the store holds (issue 11: a converged pass at 10,000 orders costs
-what it costs at 100): objects are indexed by namespace and by label, and a select walks the smallest
-index set its namespace and equality clauses name, copying none of them.
+Reads cost what they answer, not what the store holds: objects are indexed by namespace and by label, and a select
+walks the smallest index set its namespace and equality clauses name, copying none of them.
 
-The store only ever reflects the watch stream, so it is a consistent snapshot at ``position``
-(the resourceVersion a watch resumes from): a list answered from it can carry that
-resourceVersion and a watcher starting there misses nothing. Read-your-writes comes from
-*expectations* instead of from writing responses into the store: after a write, reads wait
-until the stream has delivered it (``position`` at least the write's resourceVersion, or the
-deleted object gone), at most a timeout after the write; then they read live until it is
-delivered (decision 0048). Objects are stored with only the Apply entries of managedFields and handed out as they
-are, not copied: what a read answers is read-only to its caller (``engine.cluster.readonly``, decision 37).
+The store only ever reflects the watch stream, so it is a consistent snapshot at ``position`` (the resourceVersion
+a watch resumes from). Read-your-writes comes from *expectations* instead of from writing responses into the
+store: after a write, reads wait until the stream has delivered it, at most a timeout after the write, then read
+live until it is delivered (decision 0048). Objects keep only the Apply entries of managedFields and are handed out
+as they are: what a read answers is read-only to its caller (``engine.cluster.readonly``).
 """
 
 from __future__ import annotations
@@ -299,14 +295,13 @@ class Store:
         A write of an object is waited for until ``timeout`` after the write; a read that needs one older than that
         reads live at once, and the expectation stays until the watch delivers the write. So a watch that lags
         costs each read at most what is left of the write's timeout, and no read, of that object or another,
-        ever answers a copy older than this cluster's own write (dropping every expectation of the kind when one
-        read gave up let a get of another object answer its copy from before our write: decision 0041).
+        ever answers a copy older than this cluster's own write (decision 0048).
 
         Every cached read asks, and most find nothing they wait for: that answer takes no lock (expectations are
         only added by the writing thread before its write returns, so a thread sees its own) and, for a get, looks
         at its own object's expectations only. Read-your-writes is per object (decision 0041): with several workers
-        writing, some write of the kind is nearly always on its way, and waiting for all of them made most reads
-        wait for the watch."""
+        writing, some write of the kind is nearly always on its way, and waiting for all of them would make most
+        reads wait for the watch."""
         if not self._general and (not self._about or (key is not None and key not in self._about)):
             return True
         deadline = time.monotonic() + timeout

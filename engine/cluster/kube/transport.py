@@ -1,17 +1,13 @@
 """The ApiClient's REST client, replaced by a lean one: pooled HTTP/1.1 connections built once from the
 Configuration, requests written as one buffer, answers read by ``http1`` (heads parsed by llhttp).
 
-It keeps the library's REST client's signature (``request(method, url, headers, body, post_params,
-_request_timeout)``) and answer shape (``status``, ``reason``, ``headers``, ``data``, ``read()``,
-``response``), so the DynamicClient (discovery), the request observers and the wire all go through
-it unchanged. What the library's client did and this one keeps: TLS as the Configuration says
-(CA file or data, client certificate, server name, insecure-skip, hostname check), TCP_NODELAY
-and the configured socket options, connection reuse, a (connect, read) timeout per request, and
-urllib3's default retries: a connection that cannot be made is tried three more times, an
-idempotent request whose reused connection dropped before any answer is sent again, and an
-idempotent request answered 413/429/503 with Retry-After waits and is sent again (three retries in
-all). A request that timed out is not sent again. A Configuration with a proxy (its own or the
-environment's) or its own retry policy keeps the library's client (``install``).
+It keeps the library's REST client's signature and answer shape, so the DynamicClient (discovery), the request
+observers and the wire all go through it unchanged, and what that client did: TLS as the Configuration says,
+TCP_NODELAY and the configured socket options, connection reuse, a (connect, read) timeout per request, and
+urllib3's default retries (a connection that cannot be made is tried three more times; an idempotent request is
+sent again when its reused connection dropped before any answer, or when answered 413/429/503 with Retry-After;
+a request that timed out is not sent again). A Configuration with a proxy (its own or the environment's) or its
+own retry policy keeps the library's client (``install``).
 """
 
 from __future__ import annotations

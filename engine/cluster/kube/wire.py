@@ -1,18 +1,14 @@
 """One cluster's wire: kinds resolved by apiVersion and kind, JSON in and out, watch streams.
 
-The DynamicClient resolves kinds (discovery) and opens watches. The engine's own verbs (get,
-list, create, replace, patch, apply, delete) skip it and the ApiClient's per-request model
-serialization: the URL comes from the resolved kind, the body is sent as JSON through the
-ApiClient's REST client (its connection pool, TLS settings and request observer), and the
-answer is parsed once (``codec``: orjson). That path costs about half the client CPU of the
-DynamicClient's (issue 11). The bearer token is taken from the configuration at most once per
-``CREDENTIALS_TTL``, so its refresh hook (a re-read token file, an exec plugin) no longer runs
-on every request.
+The DynamicClient resolves kinds (discovery) and opens watches. The engine's own verbs (get, list, create,
+replace, patch, apply, delete) skip it and the ApiClient's per-request model serialization: the URL comes from the
+resolved kind, the body goes as JSON through the ApiClient's REST client, and the answer is parsed once (``codec``:
+orjson), for about half the client CPU (decision 0008). The bearer token is taken from the configuration at most
+once per ``CREDENTIALS_TTL``, not on every request.
 
-The DynamicClient's discoverer is not thread-safe and re-discovers everything on a miss, so
-resolved kinds are memoized here under a lock; a memo entry is dropped when the server says
-the kind is not served (a 404 that names no object), so a deleted or changed CRD is looked up
-afresh.
+The DynamicClient's discoverer is not thread-safe and re-discovers everything on a miss, so resolved kinds are
+memoized here under a lock; an entry is dropped when the server says the kind is not served (a 404 that names no
+object), so a deleted or changed CRD is looked up afresh.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
 - ``labels``: the shard and drain labels on orders, the member label on Leases.
 - ``member``: every replica's side: its membership Lease, which requests it may run, the drain ack.
 - ``assigner``: the leader's side: which members are live, and the label each order should carry.
-- ``fence``: a member's passes write only while its tenure holds (decision 0033).
+- ``fence``: a member's passes write only while its tenure holds.
 - ``serving``: which rules and order kinds a member serves, said on its Lease; which members may get an order of a
-  kind (rule reload under sharding, decision 0068).
+  kind.
 
 Decision 0027 says why no order is ever in two passes at once.
 """

@@ -1,26 +1,14 @@
 """The leader's side of sharding: which members are live, and the shard label each order should carry.
 
-Each round (every retry period, while leading) the assigner lists the membership Leases (live reads)
-and takes every order of every kind on every engaged cluster from ``orders``: under ``engine run``
-the keys-only informers every member keeps (name, resourceVersion and labels of each order, not the
-order: decision 0032), else a list. For each order:
-
-- it carries the label of the member the ring picks, and no drain label: nothing to do;
-- it carries no shard label (new, or handed back after a drain): label it with that member;
-- its member is not live (its Lease expired by observation, was released or is gone): label it
-  with the ring's member at once; the lapsed member stopped working before its Lease expired;
-- its member is live but another should have it: add the drain label and wait for the member to
-  hand it back (it removes both labels); the next round labels it for the new member;
-- its member is live but its Lease says it does not serve the order's kind (a reload took the kind away):
-  label it with the ring's member at once; that member runs no pass of the kind any more.
-
-The ring of an order takes only the live members whose Lease says they serve its kind
-(``serving.eligible``, decision 0068); an order of a kind no live member serves stays as it is.
-
-Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on a stale read
-fails with a Conflict and is decided again next round. A Lease is live while its record keeps
-changing: unchanged for its ``leaseDurationSeconds`` on the leader's own clock, it has expired
-(client-go's observed time; clocks of different machines are never compared).
+Each round (every retry period, while leading) the assigner lists the membership Leases (live reads) and takes
+every order of every kind on every engaged cluster from ``orders`` (under ``engine run`` the keys-only informers,
+else a list). An order already on the member the ring picks is left alone; one with no shard label, or on a member
+that is not live or no longer serves its kind, is labelled with the ring's member at once; one on a live member
+that another should have gets the drain label, and a later round labels it once the member has handed it back.
+The ring takes only the live members whose Lease says they serve the order's kind (``serving.eligible``, decision
+0068). Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on
+a stale read fails with a Conflict and is decided again next round. A Lease is live while its record keeps
+changing, on the leader's own clock (client-go's observed time).
 """
 
 from __future__ import annotations

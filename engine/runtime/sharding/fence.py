@@ -1,15 +1,14 @@
 """The fence: a shard member's pass sends nothing once the tenure that admitted it has lapsed.
 
-A member stops *starting* passes at its renew deadline R (counted from the start of its last successful
-Lease renewal), and the leader hands its orders to another member no earlier than the lease duration D
-after that start. A pass already running at R (blocked on a slow call, or the whole process paused)
-would otherwise go on writing into the new owner's pass. So every request a pass sends goes through this
-fence: it asks the member, on the member's own clock and with no request, whether the tenure still
-holds, and refuses the request when it does not. The pass then ends in an error (no status is written
-either: that is a write too) and is not run under that tenure again. A write that passed the fence was
-sent before R, so it has D - R to reach the API server before another member may start (decision 0033).
-Reads are refused too (decision 0056): a lapsed member's pass stops at its next request instead of going
-on reading under the new name the member rejoins with.
+A member stops *starting* passes at its renew deadline R (counted from the start of its last successful Lease
+renewal), and the leader hands its orders to another member no earlier than the lease duration D after that
+start. A pass already running at R (blocked on a slow call, or the whole process paused) would otherwise go on
+writing into the new owner's pass. So every request a pass sends goes through this fence: it asks the member, on
+the member's own clock and with no request, whether the tenure still holds, and refuses the request when it does
+not. The pass then ends in an error (no status is written either: that is a write too) and is not run under that
+tenure again. A write that passed the fence was sent before R, so it has D - R to reach the API server before
+another member may start (decision 0033). Reads are refused too: a lapsed member's pass stops at its next request
+instead of going on reading under the new name the member rejoins with.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What leading means to a shard member: the keys-only view of every order is open only while it leads.
 
 The leader places orders from keys-only views of every order kind on every engaged cluster
-(``watches.KEYS_ONLY``, decision 0032). A follower has no use for them, and keeping them would make every
-member decode every order's events. So the views open when the member becomes leader and close (their store
-dropped) when it stops (decision 0039). A view answers ``Sources.keys_of`` only once it has listed, so a new
-leader places nothing of a kind before it holds every order of it, as listed after its tenure began.
+(``watches.KEYS_ONLY``). A follower has no use for them, and keeping them would make every member decode every
+order's events. So the views open when the member becomes leader and close (their store dropped) when it stops
+(decision 0039). A view answers ``Sources.keys_of`` only once it has listed, so a new leader places nothing of a
+kind before it holds every order of it, as listed after its tenure began.
 """
 
 from __future__ import annotations

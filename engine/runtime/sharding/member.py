@@ -1,22 +1,15 @@
 """Every replica's side of sharding: a membership Lease, which requests it may run, the drain ack.
 
-A member works while its tenure holds: its Lease (named after it, labelled as a member) was renewed
-within the renew deadline, exactly as a leader leads (``engine.runtime.leader``). A tenure that lapses
-never works again: the member stops starting passes at once, a pass still running sends no further
-request (its fence), and the Lease's elector sends no request any more. The replica then rejoins in the
-same process as a new member: a new name (a new incarnation suffix), a new Lease, and the caches of the
-old name dropped (``on_rejoin``: the operator selects the new name's orders and children). It starts
-passes under the new name once it holds the new Lease and every admission and pass of the lapsed name
-has ended (``on_serving``: the operator's clients name the new member from then on). The old name is
-never used again, which is what lets the leader hand the lapsed member's orders to others without its
-acknowledgement; the lapsed Lease is deleted once it would have expired in every replica's eyes (a
-lease duration after its last renewal began), so the leader need not wait to observe that.
+A member works while its tenure holds: its Lease was renewed within the renew deadline, as a leader leads
+(``engine.runtime.leader``). A lapsed tenure never works again: no pass starts, a running pass sends no further
+request (its fence), the elector sends nothing more. The replica rejoins in the same process as a new member (a
+new name and Lease, the old name's caches dropped: ``on_rejoin``) and starts passes once it holds the new Lease and
+all of the lapsed name has ended (``on_serving``). A name is never used again, so the leader may hand a lapsed
+member's orders on without its acknowledgement; the lapsed Lease is deleted once it expired in every eye.
 
-Before each pass the worker asks ``admit``: the order, as this replica's cache shows it, must carry
-this member's shard label and no drain label, and be newer than any state this member handed back.
-An order carrying the drain label is acknowledged instead: its labels are removed in a conditional
-update, from the worker slot, so no pass of it runs here at that moment and none starts afterwards.
-The pass that follows is fenced by the tenure that admitted it, not by a later one.
+Before each pass the worker asks ``admit``: the order must carry this member's shard label and no drain label, and
+be newer than any state this member handed back. An order with the drain label is acknowledged instead (its labels
+removed in a conditional update, from the worker slot); a pass is fenced by the tenure that admitted it.
 """
 
 from __future__ import annotations

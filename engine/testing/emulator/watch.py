@@ -1,16 +1,13 @@
 """A watch request turned into the event stream the API server sends.
 
-The cluster's watch blocks until its timeout, so the stream watches in short spans, resuming
-from the resourceVersion each span reached: between spans it notices a client that hung up
-or a server that stops. A too-old resourceVersion is an ``ERROR`` event carrying the 410
-Status (HTTP 200, as the watch cache answers); ``sendInitialEvents`` starts with the
-current objects and a bookmark marking their end.
+The cluster's watch blocks until its timeout, so the stream watches in short spans, resuming from the
+resourceVersion each span reached: between spans it notices a client that hung up or a server that stops. A
+too-old resourceVersion is an ``ERROR`` event carrying the 410 Status (HTTP 200, as the watch cache answers);
+``sendInitialEvents`` starts with the current objects and a bookmark marking their end.
 
-With bookmarks allowed, the stream sends one as soon as it has sent every event the cluster
-held when it began (a server may send bookmarks whenever it likes): a reader that only wants
-what is there now (``Informer.pump``, deterministic mode) can stop at it instead of waiting
-out the watch's timeout, a whole second at least. The bookmark that ends the stream is left
-out when nothing came after that one (it would say the same).
+With bookmarks allowed, the stream sends one as soon as it has sent every event the cluster held when it began: a
+reader that only wants what is there now (``Informer.pump``, deterministic mode) can stop at it instead of waiting
+out the watch's timeout. The bookmark that ends the stream is left out when nothing came after that one.
 """
 
 from __future__ import annotations

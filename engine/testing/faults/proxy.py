@@ -69,7 +69,22 @@ class _Request:
 
 
 class FaultProxy:
-    """A proxy on 127.0.0.1 in front of one API server (see the package's docstring)."""
+    """A proxy on 127.0.0.1 in front of one API server, with fault windows switched on and off at run time.
+
+    - ``FaultProxy(upstream, *, certificate=None, upstream_ca=None, seed=0)``: ``start()`` / ``stop()`` (or a ``with``
+      block), ``url``, ``inject(fault | None)`` (None heals), ``window(fault)`` (injects, yields a live ``Tally`` of
+      the requests seen in it, heals on exit), ``tally()`` (a ``Tally`` without a fault), ``counts()``.
+    - ``proxied(kubeconfig, proxy, ca=None)``: the kubeconfig with its clusters at the upstream reached through the
+      proxy (``ca``: the CA of a TLS proxy's certificate).
+    - Request kinds (``KINDS``): ``watch``, ``list``, ``get``, ``write`` (POST, PUT, PATCH, DELETE), ``other``
+      (discovery, OpenAPI). A ``Fault`` hits the kinds it names (``kinds=``), a ``share`` of them at random.
+    - Faults: ``status(code)`` answers a Status document (429 with ``Retry-After``); ``latency(s)`` holds each request
+      that long first (``target=``: only those whose path or query contains it); ``conflict(share)`` answers 409 to
+      that share of writes; ``reset()`` resets the connection; ``gone()`` answers watches with a 410 ERROR event;
+      ``cut()`` answers watches 200 with ``Transfer-Encoding: chunked`` and closes with no chunk. A window whose fault
+      hits watches (all but latency and conflict) first ends the watch streams open through the proxy, so every watch
+      meets it.
+    """
 
     def __init__(self, upstream: str, *, certificate: tuple[Path, Path] | None = None,
                  upstream_ca: Path | None = None, seed: int = 0) -> None:
