@@ -3,8 +3,8 @@
 Issue 11: a render through Jinja builds a context, a generator and a frame, and routes every call through
 the sandbox's checks, for what is mostly ``{{ (prefix ~ 'user') | tojson }}``. A template whose body only
 writes text and outputs made of names, attributes, constants, ``~``, ``and``/``or``/``not``, registered
-function calls and plain filters is compiled here to one closure per output; ``engine.expr.jinja`` runs them
-over the same variables Jinja would see. Each closure computes what Jinja's generated code computes for the
+function calls and plain filters is compiled here to one closure per output; ``engine.expr.jinja_render`` runs
+them over the same variables Jinja would see. Each closure computes what Jinja's generated code computes for the
 node (``str_join`` for ``~``, the null-safe sandbox's lookups on plain dicts, the filter or function called
 as Jinja calls it); anything it cannot answer the same way (a name the variables lack, an attribute of a
 value that is not a plain dict, a name that a value shadows, any exception) raises ``Unanswered``, and the

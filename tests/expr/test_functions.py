@@ -344,16 +344,16 @@ class TestTime:
 
     def test_remembered_timestamps_read_as_parsed_afresh(self) -> None:
         """The remembered parse and format answer what a fresh one answers, for every kind of text, read twice."""
-        from engine.expr import functions
+        from engine.expr import times
 
         texts = ["2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5Z", "2026-01-01T00:00:00.50Z",
                  "2026-01-01t00:00:00z", "2026-01-01T01:00:00+01:00", "2026-01-01T00:00:00.1234567-02:30",
                  "2026-02-30T00:00:00Z", "2026-01-01", "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"]
         for _ in range(2):
             for text in texts:
-                assert functions._time_us(text) == functions._time_us.__wrapped__(text), text
+                assert times._time_us(text) == times._time_us.__wrapped__(text), text
             for seconds in (0, -1, 1767225600, 253402300799, 253402300800, -62135596801):
-                assert functions._time_text(seconds) == functions._time_text.__wrapped__(seconds), seconds
+                assert times._time_text(seconds) == times._time_text.__wrapped__(seconds), seconds
         assert q("time_add(t, `1`)", t="2026-01-01T00:00:00.5Z") == "2026-01-01T00:00:01Z"
         assert q("time_add(t, `1`)", t="2026-01-01T00:00:00.50Z") == "2026-01-01T00:00:01Z"
 

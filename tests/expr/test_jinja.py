@@ -11,7 +11,7 @@ from engine.expr import (
     SecretSink,
     compile_object_template,
     compile_text,
-    jinja,
+    jinja_render,
     untojsoned_outputs,
     use_sink,
 )
@@ -200,7 +200,7 @@ PLAIN_CONTEXTS: list[dict[str, Any]] = [
 
 def _jinja_render(text: Any, context: dict[str, Any]) -> tuple[str, Any]:
     try:
-        return ("value", jinja._render(text._template, text.names, text._globals, context, text.source, None,
+        return ("value", jinja_render._render(text._template, text.names, text._globals, context, text.source, None,
                                        text.origin))
     except ExprError as exc:
         return ("error", str(exc))

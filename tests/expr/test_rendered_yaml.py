@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.expr import jinja, rendered_yaml
-from engine.expr.jinja import _ObjectLoader, compile_object_template
+from engine.expr import object_templates, rendered_yaml
+from engine.expr.jinja import compile_object_template
+from engine.expr.object_templates import _ObjectLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,7 +151,7 @@ def test_every_shipped_template_reads_without_pyyaml(monkeypatch: pytest.MonkeyP
         calls.append(text)
         return real_load(text, Loader=Loader)
 
-    monkeypatch.setattr(jinja.yaml, "load", counting_load)
+    monkeypatch.setattr(object_templates.yaml, "load", counting_load)
     templates = sorted((ROOT / "templates").glob("*/*.yaml.j2"))
     assert templates
     for path in templates:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.expr import ExprError, compile_object_template, compile_text, jinja, rendered_yaml
+from engine.expr import ExprError, compile_object_template, compile_text, jinja_render, object_templates, rendered_yaml
 from tests.expr.test_rendered_yaml import STRINGS, _stand_in, same
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,12 +61,12 @@ NO_SKELETON = {
 def generic(template: Any, context: dict[str, Any]) -> tuple[str, Any]:
     """What rendering did before the fast paths: Jinja's render, then the text read (or the error)."""
     try:
-        text = jinja._render(template._template, template.names, template._globals, context, template.source,
+        text = jinja_render._render(template._template, template.names, template._globals, context, template.source,
                              template.path)
         try:
             return ("value", rendered_yaml.parse(text))
         except rendered_yaml.NotPlain:
-            return ("value", yaml.load(text, Loader=jinja._ObjectLoader))
+            return ("value", yaml.load(text, Loader=object_templates._ObjectLoader))
     except (yaml.YAMLError, UnicodeEncodeError) as exc:  # PyYAML's error for a lone surrogate, read as invalid
         return ("yaml error", type(exc).__name__)
     except ExprError as exc:
@@ -113,7 +113,7 @@ class TestObjectsWithoutText:
         def refuse(*args: object, **kwargs: object) -> None:
             raise AssertionError("rendered through the text")
 
-        monkeypatch.setattr(jinja, "_render", refuse)
+        monkeypatch.setattr(object_templates, "_render", refuse)
         monkeypatch.setattr(rendered_yaml, "parse", refuse)
         for v in ["plain", 'q"\\"', 0, 10**30, True, None, {"a": ["b", 1, None]}, []]:
             obj = template.render({"kind": "Secret", "v": v, "w": v, "labels": {"a": "b"}})
@@ -201,7 +201,7 @@ class TestCompiledRuleStrings:
 
 
 def _jinja(context: dict[str, Any], text: Any) -> str:
-    return str(jinja._render(text._template, text.names, text._globals, context, text.source, None, text.origin))
+    return str(jinja_render._render(text._template, text.names, text._globals, context, text.source, None, text.origin))
 
 
 def outcome(render: Any, *args: Any) -> tuple[str, str]:
