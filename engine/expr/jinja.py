@@ -1,23 +1,9 @@
 """Templates: rule strings (``Text``) here, and the public names of the parts ``jinja_env`` (the environment),
 ``jinja_analysis`` (names, calls, syntax errors), ``jinja_render`` (compile and render) and ``object_templates``.
 
-One sandboxed environment serves every template: ``ImmutableSandboxedEnvironment`` (no mutation
-of the context, no dunder access), null-safe like the expressions (a missing key of an object, a
-key of null and an index past a list's end read as ``None``), ``StrictUndefined`` for what is left
-(an undefined top-level name is an error, and ``engine lint`` reports it), autoescape off,
-``trim_blocks`` and ``lstrip_blocks``. Every registered function is a
-global (``{{ sha256(x) }}``) and, when it takes an argument and Jinja has no filter of that name,
-also a filter (``{{ x | sha256 }}``). ``None`` renders as the empty string and booleans as
-``true``/``false``, as Go and JSON write them.
-
-The object-template convention: a child-object template renders YAML text that is read as PyYAML's
-safe loader reads it (``engine.expr.rendered_yaml`` reads the plain subset templates write without
-PyYAML; anything else goes to PyYAML), so **every interpolated value must go through ``| tojson``**:
-``name: {{ name | tojson }}``. JSON is valid YAML flow syntax, so the value stays one scalar (or
-one mapping or list) whatever it contains; a plain ``{{ v }}`` lets a value such as
-``"x\\nkind: Secret"`` rewrite the document. To embed a JSON *string* (for example ConfigMap data)
-write ``{{ obj | tojson | tojson }}``. ``untojsoned_outputs`` lists the outputs that break the
-convention, for ``engine lint``. ``tojson`` here is ``json.dumps`` (no HTML escaping).
+A child-object template renders YAML text, so every interpolated value goes through ``| tojson`` (JSON is valid
+YAML flow syntax: the value stays one scalar, mapping or list whatever it contains); ``None`` renders as the empty
+string and booleans as ``true``/``false``, as Go and JSON write them. docs/rules.md says the rest.
 """
 
 from __future__ import annotations

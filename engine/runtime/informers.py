@@ -1,21 +1,10 @@
 """Informers: list-then-watch of one kind on one cluster, keeping the last-seen objects and the resourceVersion.
 
 One informer per (cluster, apiVersion, kind, namespace, label key) is shared by every compiled watch on that kind; it
-hands each event to its host (``watches.Sources``, seen through ``InformerHost``) to map to orders.
-
-A kind the cluster does not serve is skipped and checked again later (every pump
-in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
-appears is watched without a restart. A Gone (410) re-lists; the re-list is
-compared with the cache, so objects that vanished meanwhile still map as deletes.
-In threaded mode retries are bounded (``engine.cluster.retry``): only the first Gone
-of a streak re-lists at once, further failures back off with jitter, and warnings
-about one cluster are written at most once a minute.
-
-Deterministic mode: ``Sources.pump()`` drains every informer with a non-blocking
-watch (timeout 0), up to its end or its first bookmark (``Informer.pump``).
-Threaded mode: ``Sources.start()`` runs one thread per informer, blocking on a
-long watch and resuming from the last resourceVersion (bookmarks included). Both
-share the same event handling.
+hands each event to its host (``watches.Sources``, seen through ``InformerHost``) to map to orders. Two modes share
+the event handling: deterministic (``Sources.pump()`` drains every informer with a non-blocking watch, up to its end
+or first bookmark), for scenarios and tests, and threaded (``Sources.start()``: one thread per informer on a long
+watch, resuming from the last resourceVersion), for ``engine run``.
 """
 
 from __future__ import annotations
@@ -105,7 +94,16 @@ class InformerHost(Protocol):
 
 
 class Informer:
-    """List-then-watch of one kind on one cluster, feeding the watches on it."""
+    """List-then-watch of one kind on one cluster, feeding the watches on it.
+
+    A kind the cluster does not serve is skipped and checked again later (every pump
+    in deterministic mode, every ``recheck`` seconds in threaded mode), so a CRD that
+    appears is watched without a restart. A Gone (410) re-lists; the re-list is
+    compared with the cache, so objects that vanished meanwhile still map as deletes.
+    In threaded mode retries are bounded (``engine.cluster.retry``): only the first Gone
+    of a streak re-lists at once, further failures back off with jitter, and warnings
+    about one cluster are written at most once a minute.
+    """
 
     def __init__(
         self,

@@ -1,31 +1,9 @@
 """Event sources: list-then-watch each watched kind on each cluster, and map events to requests.
 
-One informer per (cluster, apiVersion, kind), shared by every compiled watch on
-that kind, keeps the last-seen object of each key (so a watch's update predicate
-sees old and new) and the resourceVersion to resume from. Events become requests
-through the compiled watch's own mapper, never by event type; the queue
-de-duplicates them; an update is mapped through the old object and the new one (a
-reference dropped wakes the order it named). The informer of an order kind on every
-cluster also maintains the fan-out index (index key -> orders, with their cluster)
-that index-mapped watches read.
-
-An object an expression cannot be evaluated on (a poison object: stored without admission, its
-fields of the wrong type) never stalls a watch: the failing index or mapping is logged at error
-(object, cluster, the expression and where it is written), counted, and skipped; the cache keeps
-the object, the resourceVersion advances, and every other watch still maps the event (an order's
-own watch queues it by its key, so its pass can say what is wrong).
-
-A shard member (``order_selector`` set) queues an order only while its selected order informers hold it: the
-events of a kind cached whole on every member (read across orders) that map to another member's order are
-dropped here instead of being queued, taken by a worker and skipped by the admission (decision 0039).
-
-A label-scoped kind (``children.cacheOnlyLabelled`` in the rules) is watched through one
-label-selected informer per label key, so objects carrying none of the keys are never held here.
-
-With ``defer_unused`` (``engine run``, decision 0045), an informer that only order kinds without an order need (their
-children, the kinds their watches name, the label scopes they declared) is not opened until one of those kinds has an
-order: an order kind's own informer always runs, and the event that shows a kind's first order opens the kind's other
-informers on every engaged cluster before it queues the order (their reads wait for their first list, as at start).
+Events become requests through the compiled watch's own mapper, never by event type; the queue de-duplicates them;
+an update is mapped through the old object and the new one (a reference dropped wakes the order it named). The order
+kinds' informers also keep the fan-out index (index key -> orders) that index-mapped watches read. A poison object
+(one an expression cannot be evaluated on) is logged, counted and skipped, never stalling a watch.
 
 The informers themselves are ``engine.runtime.informers``; the order index and the mapping of an event to
 requests, ``engine.runtime.event_orders``.
@@ -64,7 +42,27 @@ Feeds = tuple[list[Watch], list[OrderKind]]
 
 
 class Sources:
-    """Every informer of every engaged cluster, the order index, and the queue they feed."""
+    """Every informer of every engaged cluster, the order index, and the queue they feed.
+
+    An object an expression cannot be evaluated on (a poison object: stored without admission, its
+    fields of the wrong type) never stalls a watch: the failing index or mapping is logged at error
+    (object, cluster, the expression and where it is written), counted, and skipped; the cache keeps
+    the object, the resourceVersion advances, and every other watch still maps the event (an order's
+    own watch queues it by its key, so its pass can say what is wrong).
+
+    A shard member (``order_selector`` set) queues an order only while its selected order informers hold it: the
+    events of a kind cached whole on every member (read across orders) that map to another member's order are
+    dropped here instead of being queued, taken by a worker and skipped by the admission (decision 0039).
+
+    A label-scoped kind (``children.cacheOnlyLabelled`` in the rules) is watched through one
+    label-selected informer per label key, so objects carrying none of the keys are never held here.
+
+    With ``defer_unused`` (``engine run``, decision 0045), an informer that only order kinds without an order need
+    (their children, the kinds their watches name, the label scopes they declared) is not opened until one of those
+    kinds has an order: an order kind's own informer always runs, and the event that shows a kind's first order opens
+    the kind's other informers on every engaged cluster before it queues the order (their reads wait for their first
+    list, as at start).
+    """
 
     def __init__(self, catalog: Catalog, queue: WorkQueue, *, log: Log, recover: bool = False,
                  metrics: Metrics | None = None, warnings: WarningLimiter | None = None) -> None:

@@ -1,19 +1,10 @@
 """KubeCluster: the Cluster interface on a real API server, through the official client.
 
-Writes and watches go to the API server. Reads are answered by an informer cache per
-(kind, namespace scope), started on the first read of the kind and kept current by a watch,
-so a converged pass reads from memory; a kind the runtime watches anyway is kept by the
-runtime's watch instead (``share_watch``: one watch per kind); ``live=True`` reads, and reads outside the namespaces
-the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
-label-selected informer per scope (a label key, or a selector such as a shard member's ``key=value``),
-so objects in none of the scopes are never held in memory; a get they do not answer goes to the
-server (the object may exist outside them) unless the caller says the object carries the keys a
-scope requires (``carries``), and a list answers from a scope only when every object its selector
-matches is in it (``scopes``). A kind can also be kept projected (``project_reads``, decision 0040): every
-object, but only the fields some lists read; such a list, when no label scope answers it, is answered there,
-and a get the label scopes miss is NotFound when that cache does not hold the object either. A read right
-after a write waits until the watch has delivered that write (see ``store``), so the engine reads its own
-writes while every list stays a consistent snapshot a watch can resume from.
+Writes and watches go to the API server; reads are answered from informer caches kept current by watches, so a
+converged pass reads from memory, and a read right after a write waits until the watch has delivered that write
+(read-your-writes). The class is built in layers, one module each: ``cluster_base`` (state, wire, live reads),
+``cluster_cache`` (watches and informer caches), ``cluster_reads``, ``cluster_writes``; this module adds the
+lifecycle and discovery.
 """
 
 from __future__ import annotations
@@ -44,7 +35,23 @@ __all__ = ["DISCOVERY_PREFIX", "POOL_SIZE", "SETTLE_TIMEOUT", "WATCH_TIMEOUT", "
 
 
 class KubeCluster(KubeWrites):
-    """One cluster reached through one ApiClient (never the library's global default)."""
+    """One cluster reached through one ApiClient (never the library's global default).
+
+    Writes and watches go to the API server. Reads are answered by an informer cache per
+    (kind, namespace scope), started on the first read of the kind and kept current by a watch,
+    so a converged pass reads from memory; a kind the runtime watches anyway is kept by the
+    runtime's watch instead (``share_watch``: one watch per kind); ``live=True`` reads, and reads outside the namespaces
+    the cache covers, go to the server. A kind can be cached by label (``scope_by_labels``): one
+    label-selected informer per scope (a label key, or a selector such as a shard member's ``key=value``),
+    so objects in none of the scopes are never held in memory; a get they do not answer goes to the
+    server (the object may exist outside them) unless the caller says the object carries the keys a
+    scope requires (``carries``), and a list answers from a scope only when every object its selector
+    matches is in it (``scopes``). A kind can also be kept projected (``project_reads``, decision 0040): every
+    object, but only the fields some lists read; such a list, when no label scope answers it, is answered there,
+    and a get the label scopes miss is NotFound when that cache does not hold the object either. A read right
+    after a write waits until the watch has delivered that write (see ``store``), so the engine reads its own
+    writes while every list stays a consistent snapshot a watch can resume from.
+    """
 
     # -----------------------------------------------------------------------
     # Lifecycle.
