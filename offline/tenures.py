@@ -2,7 +2,7 @@
 
 The operator's own records of its passes come from the code under test, which could be wrong the
 same way its behaviour is. This reads what the API server saw instead: the emulator's request log
-(``engine.testing.emulator.requestlog``), each request attributed to a member by the User-Agent a
+(``offline.emulator.requestlog``), each request attributed to a member by the User-Agent a
 ``--sharded`` replica sends (``c5c3-order-engine/<version> (member <name>)``) and to an order by
 the caller (``Touch``: the order, its status, its children; which paths those are is the rules'
 knowledge, so the caller's).
@@ -36,7 +36,7 @@ import re
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from engine.testing.emulator.requestlog import RequestRecord
+from offline.emulator.requestlog import RequestRecord
 
 MEMBER_AGENT = re.compile(r"\(member ([a-z0-9]([-a-z0-9]*[a-z0-9])?)\)")
 """The member name a shard member's User-Agent carries."""

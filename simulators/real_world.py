@@ -1,12 +1,12 @@
 """The embedded world on real API servers: what ``engine run`` without a cluster gives, on kube-apiservers.
 
-``real_world`` takes running real servers (``engine.testing.realkube``: the first is the management
+``real_world`` takes running real servers (``offline.realkube``: the first is the management
 cluster, the others are target clusters), installs our CRDs and the external stand-ins
 (``deploy/crds/external``) on each and waits until they are served, seeds the management cluster as the
 embedded world does (``simulators.embedded``: ControlPlane ``openstack/cp`` assigning ``tenant-a`` on every
 cluster, its secret store and RabbitMQ, a registration Secret per target cluster, whose kubeconfig carries
 the target's CA and a token) and runs the simulated K-ORC, ESO and topology operator against the
-management cluster on a thread. ``python -m engine.testing.realkube --world`` reaches it through the lab's
+management cluster on a thread. ``python -m offline.realkube --world`` reaches it through the lab's
 entry point ``real-world``; the Getting started walkthrough's test and the integration tests use its parts.
 
 The simulated controllers act through any Cluster. On a real server they read through a cached client
@@ -45,7 +45,7 @@ REACT_EVERY = 0.1
 
 
 class RealServer(Protocol):
-    """A running real API server (``engine.testing.realkube.KubeServer``), as far as the world needs one."""
+    """A running real API server (``offline.realkube.KubeServer``), as far as the world needs one."""
 
     def kubeconfig(self, name: str = ..., *, namespace: str | None = None, user: str = ...) -> Obj: ...
 

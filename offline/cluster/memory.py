@@ -39,29 +39,6 @@ from engine.cluster.api import (
     WatchEvent,
 )
 from engine.cluster.crd_decode import decode as decode_crd
-from engine.cluster.limits import check_depth
-from engine.cluster.memory_admit import (
-    admit,
-    admit_crd,
-    check_finalizers,
-    check_precondition,
-    check_update_preconditions,
-)
-from engine.cluster.memory_events import Event, EventLog
-from engine.cluster.memory_kinds import KindTable
-from engine.cluster.memory_objects import (
-    SYSTEM_META,
-    content,
-    given_managed_fields,
-    keep_server_fields,
-    metadata_repeats,
-    patched_body,
-    spec,
-    take_managed_fields,
-    take_status,
-    timeless,
-    typed_patch_error,
-)
 from engine.cluster.patches import Unexplained, json_copy
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
@@ -75,6 +52,29 @@ from engine.cluster.served_kinds import (
     invalid,
     not_found,
     unconditional,
+)
+from offline.cluster.limits import check_depth
+from offline.cluster.memory_admit import (
+    admit,
+    admit_crd,
+    check_finalizers,
+    check_precondition,
+    check_update_preconditions,
+)
+from offline.cluster.memory_events import Event, EventLog
+from offline.cluster.memory_kinds import KindTable
+from offline.cluster.memory_objects import (
+    SYSTEM_META,
+    content,
+    given_managed_fields,
+    keep_server_fields,
+    metadata_repeats,
+    patched_body,
+    spec,
+    take_managed_fields,
+    take_status,
+    timeless,
+    typed_patch_error,
 )
 
 UNKNOWN_MANAGER = "unknown"

@@ -14,8 +14,6 @@ from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import Cause, Conflict, Obj
 from engine.cluster.crd_check import CRD_INFO, compile_crd, crd_decoding_error
 from engine.cluster.crd_decode import drop_unknown
-from engine.cluster.limits import int64_or_float
-from engine.cluster.memory_objects import metadata_repeats
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
     is_subdomain,
@@ -24,6 +22,8 @@ from engine.cluster.selectors import (
     namespace_name_errors,
 )
 from engine.cluster.served_kinds import CRD_KIND, ServedKind, conflict, error_details, invalid, unconditional
+from offline.cluster.limits import int64_or_float
+from offline.cluster.memory_objects import metadata_repeats
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server puts on every Namespace: its name."""

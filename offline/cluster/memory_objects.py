@@ -15,7 +15,7 @@ from engine.cluster import builtin
 from engine.cluster.api import ApiError, BadRequest, Obj, UnsupportedMediaType
 from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
 from engine.cluster.served_kinds import ServedKind
-from engine.cluster.strategic import strategic_merge
+from offline.cluster.strategic import strategic_merge
 
 STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "
                          "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")

@@ -16,7 +16,7 @@ Simplified: legacy discovery only (no aggregated discovery), one version per sto
 not validated (their metadata is), no authorization beyond an optional bearer token, no protobuf.
 """
 
-from engine.testing.emulator.kubeconfig import write_kubeconfig
-from engine.testing.emulator.server import Emulator
+from offline.emulator.kubeconfig import write_kubeconfig
+from offline.emulator.server import Emulator
 
 __all__ = ["Emulator", "write_kubeconfig"]

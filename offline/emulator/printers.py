@@ -15,8 +15,8 @@ from typing import Any
 from engine.clock import parse_time
 from engine.cluster.api import Obj
 from engine.cluster.builtin import schema
-from engine.testing.emulator import events
-from engine.testing.emulator.table import human_duration
+from offline.emulator import events
+from offline.emulator.table import human_duration
 
 Cells = list[Any]
 Printer = Callable[[Obj, dt.datetime], Cells]

@@ -32,15 +32,15 @@ from engine.cluster.api import (
     ResourceInfo,
     UnsupportedMediaType,
 )
-from engine.cluster.memory import MemoryCluster
-from engine.cluster.memory_objects import typed_patch_error
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
-from engine.testing.emulator import discovery, events, protobuf
-from engine.testing.emulator.printers import builtin_table, selector_text
-from engine.testing.emulator.routes import Document, Target, parse_route
-from engine.testing.emulator.table import to_table, wanted_table
-from engine.testing.emulator.watch import Alive, EventSource, WatchSpec, open_watch
+from offline.cluster.memory import MemoryCluster
+from offline.cluster.memory_objects import typed_patch_error
+from offline.emulator import discovery, events, protobuf
+from offline.emulator.printers import builtin_table, selector_text
+from offline.emulator.routes import Document, Target, parse_route
+from offline.emulator.table import to_table, wanted_table
+from offline.emulator.watch import Alive, EventSource, WatchSpec, open_watch
 
 MERGE = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 STRATEGIC = MERGE[1]

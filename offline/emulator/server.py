@@ -24,10 +24,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 from engine.clock import Clock, SystemClock
 from engine.cluster.api import Obj
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.kubeconfig import kubeconfig
-from engine.testing.emulator.requestlog import DEFAULT_SIZE, RequestLog, RequestRecord, now
-from engine.testing.emulator.rest import Reply, Request, Rest, Stream, status_document
+from offline.cluster.memory import MemoryCluster
+from offline.emulator.kubeconfig import kubeconfig
+from offline.emulator.requestlog import DEFAULT_SIZE, RequestLog, RequestRecord, now
+from offline.emulator.rest import Reply, Request, Rest, Stream, status_document
 
 logger = logging.getLogger(__name__)
 

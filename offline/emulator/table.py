@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.clock import parse_time
 from engine.cluster.api import Obj, PrinterColumn, ResourceInfo
-from engine.testing.emulator.jsonpath import JsonPathError, compile_path
+from offline.emulator.jsonpath import JsonPathError, compile_path
 
 _NAME_COLUMN: Obj = {
     "name": "Name", "type": "string", "format": "name", "priority": 0,

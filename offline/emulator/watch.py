@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from engine.cluster.api import ApiError, Gone, Obj, ResourceInfo, WatchEvent
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.selectors import FieldSelector
+from offline.cluster.memory import MemoryCluster
 
 Alive = Callable[[], bool]
 """Whether the client still listens and the server still runs."""

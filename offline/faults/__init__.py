@@ -1,7 +1,7 @@
 """A fault-injecting HTTP(S) proxy for tests: between a client (``engine run``) and an API server (the HTTP
 emulator, a real kube-apiserver), on 127.0.0.1 only, with fault windows switched on and off at run time.
 
-    from engine.testing.faults import FaultProxy, FAULTS, latency, status
+    from offline.faults import FaultProxy, FAULTS, latency, status
 
     with FaultProxy(emulator.url) as proxy:          # upstream http://... or https://... (upstream_ca: its CA)
         kubeconfig points at proxy.url                # https too: certificate=(cert, key) the client trusts
@@ -26,8 +26,8 @@ emulator, a real kube-apiserver), on 127.0.0.1 only, with fault windows switched
   watch meets it.
 """
 
-from engine.testing.faults.proxy import FaultProxy, proxied
-from engine.testing.faults.windows import (
+from offline.faults.proxy import FaultProxy, proxied
+from offline.faults.windows import (
     FAULTS,
     KINDS,
     Fault,

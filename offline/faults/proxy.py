@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 from urllib.parse import urlsplit
 
-from engine.testing.faults.windows import WRITES, Fault, Tally, kind_of
+from offline.faults.windows import WRITES, Fault, Tally, kind_of
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
                         "te", "trailer", "transfer-encoding", "upgrade", "content-length", "expect"})

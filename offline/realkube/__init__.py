@@ -8,7 +8,7 @@ start, every process stopped (and the folder removed) on ``stop``, on interprete
 that started it dies. It describes itself as a kubeconfig like the emulator, so ``write_kubeconfig`` takes both.
 """
 
-from engine.testing.realkube.binaries import BinariesMissing, KubeBinaries, find_binaries
-from engine.testing.realkube.server import ADMIN, KubeServer, ServerFailed, User
+from offline.realkube.binaries import BinariesMissing, KubeBinaries, find_binaries
+from offline.realkube.server import ADMIN, KubeServer, ServerFailed, User
 
 __all__ = ["ADMIN", "BinariesMissing", "KubeBinaries", "KubeServer", "ServerFailed", "User", "find_binaries"]

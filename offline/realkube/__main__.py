@@ -1,4 +1,4 @@
-"""``python -m engine.testing.realkube``: real API servers on this machine until Ctrl-C (``scripts/kube-cluster``).
+"""``python -m offline.realkube``: real API servers on this machine until Ctrl-C (``scripts/kube-cluster``).
 
 Starts one cluster per ``--cluster`` (default: ``management`` and ``edge-1``, as ``engine run``'s embedded
 clusters), writes one kubeconfig with a context per cluster, prints how to use it, and stops everything on
@@ -22,9 +22,9 @@ from types import FrameType
 from typing import Any
 
 from engine.rules.bundle import default_folder
-from engine.testing.emulator import write_kubeconfig
-from engine.testing.realkube.binaries import BinariesMissing
-from engine.testing.realkube.server import KubeServer, ServerFailed
+from offline.emulator import write_kubeconfig
+from offline.realkube.binaries import BinariesMissing
+from offline.realkube.server import KubeServer, ServerFailed
 
 LAB_ENTRY_POINTS = "c5c3_order_engine.lab"
 WORLD_ENTRY_POINT = "real-world"

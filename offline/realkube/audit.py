@@ -1,6 +1,6 @@
 """What a real API server served to some users, read from its audit log: the real server's request log.
 
-The emulator keeps a request log of its own (``engine.testing.emulator.requestlog``); a real kube-apiserver
+The emulator keeps a request log of its own (``offline.emulator.requestlog``); a real kube-apiserver
 writes an audit log instead. ``policy`` asks for one event per request stage of the named users at level
 Metadata (no bodies: request bodies carry Secret data), and ``AuditLog`` reads the file back as the
 emulator's ``RequestRecord`` s, so a test that judges an operator by what the server saw (who touched which
@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from engine.cluster.api import Obj
-from engine.testing.emulator.requestlog import RequestRecord
+from offline.emulator.requestlog import RequestRecord
 
 METHODS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
            "delete": "DELETE", "deletecollection": "DELETE"}

@@ -32,10 +32,10 @@ from types import TracebackType
 import yaml
 
 from engine.cluster.api import Obj
-from engine.testing.realkube.audit import AuditLog, policy
-from engine.testing.realkube.binaries import KubeBinaries, find_binaries
-from engine.testing.realkube.certificates import Certificates, make_certificates
-from engine.testing.realkube.ports import free_port
+from offline.realkube.audit import AuditLog, policy
+from offline.realkube.binaries import KubeBinaries, find_binaries
+from offline.realkube.certificates import Certificates, make_certificates
+from offline.realkube.ports import free_port
 
 FOLDER_PREFIX = "kube-server-"
 START_PATIENCE = 90.0

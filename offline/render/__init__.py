@@ -12,11 +12,11 @@ import datetime as dt
 import sys
 from typing import TextIO
 
-from engine.testing.render.document import documents
-from engine.testing.render.inputs import load_inputs
-from engine.testing.render.passes import run_passes
-from engine.testing.scenario.model import ScenarioError, ScenarioErrors
-from engine.testing.scenario.runner import SetupError, load_setup
+from offline.render.document import documents
+from offline.render.inputs import load_inputs
+from offline.render.passes import run_passes
+from offline.scenario.model import ScenarioError, ScenarioErrors
+from offline.scenario.runner import SetupError, load_setup
 
 __all__ = ["command"]
 

@@ -14,8 +14,8 @@ import yaml
 
 from engine import durations
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
-from engine.testing.render.passes import Rendered
-from engine.testing.render.verdict import written_by
+from offline.render.passes import Rendered
+from offline.render.verdict import written_by
 
 __all__ = ["RESULT_API_VERSION", "documents"]
 

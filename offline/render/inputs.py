@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.cluster.api import ApiError, Obj
-from engine.cluster.memory import MemoryCluster
-from engine.testing.clock import SimulatedClock
-from engine.testing.scenario import model as m
-from engine.testing.scenario.model import ScenarioError, ScenarioErrors
-from engine.testing.scenario.yamlnode import Node, load_documents
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
+from offline.scenario import model as m
+from offline.scenario.model import ScenarioError, ScenarioErrors
+from offline.scenario.yamlnode import Node, load_documents
 
 __all__ = ["Inputs", "load_inputs"]
 

@@ -15,10 +15,10 @@ from typing import Any
 from engine.cluster.api import Call, NotFound, Obj
 from engine.outcome import Request, Result
 from engine.rules.model import CompiledKind
-from engine.testing.render.inputs import Inputs
-from engine.testing.scenario import model as m
-from engine.testing.scenario.resolve import resolve
-from engine.testing.scenario.world import Setup, World, open_world
+from offline.render.inputs import Inputs
+from offline.scenario import model as m
+from offline.scenario.resolve import resolve
+from offline.scenario.world import Setup, World, open_world
 
 __all__ = ["Rendered", "run_passes"]
 

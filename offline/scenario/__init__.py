@@ -6,10 +6,10 @@ The contract is the project's scenario format (docs and ``design/scenarios.md``)
 ``leaks`` (``noSecretLeak``), ``report`` (diffs that never show Secret data), ``runner`` (CLI).
 """
 
-from engine.testing.scenario.loader import load_scenario
-from engine.testing.scenario.model import Scenario, ScenarioError, ScenarioErrors
-from engine.testing.scenario.runner import Outcome, Runner, SetupError, command, discover, load_setup, run_paths
-from engine.testing.scenario.world import Setup
+from offline.scenario.loader import load_scenario
+from offline.scenario.model import Scenario, ScenarioError, ScenarioErrors
+from offline.scenario.runner import Outcome, Runner, SetupError, command, discover, load_setup, run_paths
+from offline.scenario.world import Setup
 
 __all__ = [
     "Outcome",

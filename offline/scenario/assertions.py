@@ -14,10 +14,10 @@ from typing import Any
 
 from engine import durations
 from engine.cluster.api import NotFound, Obj
-from engine.testing.scenario import model as m
-from engine.testing.scenario.match import match
-from engine.testing.scenario.report import diff, is_secret, mask_secret, mismatch_line, short
-from engine.testing.scenario.world import World
+from offline.scenario import model as m
+from offline.scenario.match import match
+from offline.scenario.report import diff, is_secret, mask_secret, mismatch_line, short
+from offline.scenario.world import World
 
 __all__ = ["check", "describe"]
 

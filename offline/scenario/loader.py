@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 from engine import durations
 from engine.clock import parse_time
 from engine.cluster.api import ERRORS_BY_NAME, MANAGEMENT_CLUSTER, VERBS
-from engine.testing.scenario import model as m
-from engine.testing.scenario.model import Pos, ScenarioError, ScenarioErrors
-from engine.testing.scenario.yamlnode import Node, load_documents
+from offline.scenario import model as m
+from offline.scenario.model import Pos, ScenarioError, ScenarioErrors
+from offline.scenario.yamlnode import Node, load_documents
 
 __all__ = ["FAIL_ERRORS", "is_scenario_document", "load_scenario", "parse_duration"]
 

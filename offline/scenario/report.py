@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from engine.testing.scenario.match import MISSING, Mismatch, is_expression
+from offline.scenario.match import MISSING, Mismatch, is_expression
 
 __all__ = ["MAX_DIFF_LINES", "diff", "dump", "is_secret", "mask_secret", "mismatch_line", "short"]
 

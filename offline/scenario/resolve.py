@@ -10,8 +10,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.testing.scenario import model as m
-from engine.testing.scenario.model import ScenarioError, ScenarioErrors
+from offline.scenario import model as m
+from offline.scenario.model import ScenarioError, ScenarioErrors
 
 __all__ = ["CORE_KINDS", "Resolved", "resolve", "rule_name"]
 

@@ -23,12 +23,12 @@ from typing import Any, Literal, TextIO
 import yaml
 
 from engine.rules.crd_lint import crd_file_errors
-from engine.testing.scenario import model as m
-from engine.testing.scenario.loader import load_scenario
-from engine.testing.scenario.model import ScenarioError, ScenarioErrors
-from engine.testing.scenario.resolve import resolve
-from engine.testing.scenario.steps import StepFailed, run_step
-from engine.testing.scenario.world import Setup, World, open_world
+from offline.scenario import model as m
+from offline.scenario.loader import load_scenario
+from offline.scenario.model import ScenarioError, ScenarioErrors
+from offline.scenario.resolve import resolve
+from offline.scenario.steps import StepFailed, run_step
+from offline.scenario.world import Setup, World, open_world
 
 __all__ = ["Outcome", "Runner", "SetupError", "command", "discover", "load_setup", "run_paths"]
 

@@ -14,9 +14,9 @@ from typing import Any
 from engine.cluster.api import ApiError, Call, Obj
 from engine.outcome import Request
 from engine.runtime.manager import SettleLoop
-from engine.testing.scenario import model as m
-from engine.testing.scenario.assertions import check, describe
-from engine.testing.scenario.world import World
+from offline.scenario import model as m
+from offline.scenario.assertions import check, describe
+from offline.scenario.world import World
 
 __all__ = ["StepFailed", "run_step"]
 

@@ -21,18 +21,18 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Call, Obj
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, use_sink
 from engine.metrics import Metrics
 from engine.outcome import Result
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
-from engine.testing.scenario import model as m
-from engine.testing.scenario.leaks import LeakWatch, LogCapture
-from engine.testing.scenario.model import ScenarioError
-from engine.testing.scenario.resolve import CORE_KINDS, Resolved
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
+from offline.scenario import model as m
+from offline.scenario.leaks import LeakWatch, LogCapture
+from offline.scenario.model import ScenarioError
+from offline.scenario.resolve import CORE_KINDS, Resolved
 
 __all__ = ["Setup", "World", "open_world"]
 

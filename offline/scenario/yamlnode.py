@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from engine.clock import format_time
-from engine.testing.scenario.model import Pos, ScenarioError
+from offline.scenario.model import Pos, ScenarioError
 
 __all__ = ["Node", "load_documents", "plain"]
 
