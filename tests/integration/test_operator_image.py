@@ -52,6 +52,7 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
     names = zipfile.ZipFile(wheel).namelist()
     assert "engine/cli.py" in names and "c5c3_rules/rules/keystoneuser.yaml" in names
     assert [n for n in names if n.startswith(("simulators/", "offline/"))] == []
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"engine", "c5c3_rules"}
 
     venv = tmp_path / "venv"
     assert run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=elsewhere, env=env).returncode == 0
