@@ -35,9 +35,7 @@ if "--project" in sys.argv:
 sys.path.insert(0, str(ROOT))
 
 from engine.cluster.api import NotFound, Obj, ObjectList  # noqa: E402
-from engine.cluster.faults import FaultyCluster  # noqa: E402
 from engine.cluster.kube.store import Store, interned  # noqa: E402
-from engine.cluster.memory import MemoryCluster  # noqa: E402
 from engine.cluster.registry import ClusterSet  # noqa: E402
 from engine.cluster.selectors import parse_fields, parse_labels  # noqa: E402
 from engine.expr import jinja  # noqa: E402
@@ -46,13 +44,15 @@ from engine.outcome import Request  # noqa: E402
 from engine.reconcile.run import run_pass  # noqa: E402
 from engine.rules.catalog import load_catalog  # noqa: E402
 from engine.runtime.manager import Manager  # noqa: E402
-from engine.testing.clock import SimulatedClock  # noqa: E402
+from offline.clock import SimulatedClock  # noqa: E402
+from offline.cluster.faults import FaultyCluster  # noqa: E402
+from offline.cluster.memory import MemoryCluster  # noqa: E402
 from simulators import eso, korc  # noqa: E402
 from simulators.base import pending, react  # noqa: E402
 from simulators.demo import WORLD  # noqa: E402
 
 try:
-    from engine.testing.paused import ProfilePaused
+    from offline.paused import ProfilePaused
 except ImportError:  # a --project checkout older than the module: this checkout's copy, which needs ClusterWrapper only
     import importlib.util
     _spec = importlib.util.spec_from_file_location("paused", Path(__file__).resolve().parent.parent / "engine" /

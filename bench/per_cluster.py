@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engine.testing.emulator import server as emulator_server
+from offline.emulator import server as emulator_server
 
 _streams: dict[int, set[int]] = {}
 """Emulator port -> the client ports of the watch streams it serves now."""

@@ -4,7 +4,7 @@
 
 The same phases and the same JSON summary as the external KeystoneUser harness's ``bench.py``, so
 ``bench/figures.py`` prints both side by side (``--backend both``), but the API server is a real one:
-etcd, kube-apiserver and kube-controller-manager (``engine.testing.realkube``, binaries from
+etcd, kube-apiserver and kube-controller-manager (``offline.realkube``, binaries from
 ``scripts/kube-binaries``) with our CRDs and the external stand-ins installed, the world of ``engine run``'s
 embedded clusters on it (ControlPlane ``openstack/cp`` assigning ``tenant-a``, a ready secret store), and
 the simulated K-ORC, ESO and topology operator (``simulators``) acting through a cached client.
@@ -52,9 +52,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.cluster.api import ApiError, Cluster, Gone, NotFound, Obj  # noqa: E402
-from engine.testing.emulator import write_kubeconfig  # noqa: E402
-from engine.testing.emulator.requestlog import RequestRecord  # noqa: E402
-from engine.testing.realkube import KubeServer, User  # noqa: E402
+from offline.emulator import write_kubeconfig  # noqa: E402
+from offline.emulator.requestlog import RequestRecord  # noqa: E402
+from offline.realkube import KubeServer, User  # noqa: E402
 from simulators import real_world  # noqa: E402
 from simulators.embedded import crd_documents, management_world  # noqa: E402
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.clock import SystemClock  # noqa: E402
 from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj  # noqa: E402
-from engine.cluster.memory import MemoryCluster  # noqa: E402
-from engine.testing.emulator import Emulator, write_kubeconfig  # noqa: E402
+from offline.cluster.memory import MemoryCluster  # noqa: E402
+from offline.emulator import Emulator, write_kubeconfig  # noqa: E402
 from simulators import eso, korc, topology  # noqa: E402
 from simulators.base import react  # noqa: E402
 from simulators.embedded import crd_documents, management_world  # noqa: E402

@@ -5,7 +5,7 @@
 
 The integration tests' emulated management world (its simulated controllers in this process) and that many
 ``engine run --sharded`` processes with the default lease flags, each reaching the management cluster through the
-fault proxy (``engine.testing.faults``). N KeystoneUsers are created and converge; then, one after the other, each
+fault proxy (``offline.faults``). N KeystoneUsers are created and converge; then, one after the other, each
 fault window (``FAULTS``: 500, 429 with Retry-After 1, 3 s latency, 409 on 70% of writes; 15 s each as issue 32
 found them) is switched on and healed. At the heal an order ``after-<fault>`` is created. Converged means: every
 replica runs and names the member it serves as, every order (the new one too) is Ready and labelled with the member
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
 from engine.runtime.sharding import ring  # noqa: E402
-from engine.testing.faults import FAULTS, FaultProxy, proxied  # noqa: E402
+from offline.faults import FAULTS, FaultProxy, proxied  # noqa: E402
 
 SHARD = "sharding.c5c3.io/shard"
 DRAIN = "sharding.c5c3.io/drain"

@@ -74,7 +74,7 @@ import per_cluster  # noqa: E402
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
 from engine.cluster.api import Conflict, NotFound  # noqa: E402
-from engine.testing.emulator import Emulator  # noqa: E402
+from offline.emulator import Emulator  # noqa: E402
 
 SHARDED = ("--sharded", "--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
            "--leader-elect-retry-period", "500ms", "--clusters-namespace", "")

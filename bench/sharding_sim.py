@@ -31,7 +31,6 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 
 from engine.clock import Clock  # noqa: E402
 from engine.cluster.api import Obj  # noqa: E402
-from engine.cluster.memory import MemoryCluster  # noqa: E402
 from engine.cluster.registry import ClusterSet  # noqa: E402
 from engine.metrics import Metrics  # noqa: E402
 from engine.outcome import Request, Result  # noqa: E402
@@ -41,7 +40,8 @@ from engine.runtime.manager import Manager  # noqa: E402
 from engine.runtime.sharding.assigner import Assigner  # noqa: E402
 from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABEL  # noqa: E402
 from engine.runtime.sharding.member import ShardMember  # noqa: E402
-from engine.testing.clock import SimulatedClock  # noqa: E402
+from offline.clock import SimulatedClock  # noqa: E402
+from offline.cluster.memory import MemoryCluster  # noqa: E402
 
 API = "example.io/v1"
 NS = "c5c3-system"

@@ -12,6 +12,8 @@ from engine import __version__
 
 LAB_ENTRY_POINTS = "c5c3_order_engine.lab"
 """The entry-point group of the lab: `embedded` (the clusters of `engine run` without one) and `demo`."""
+OFFLINE_ENTRY_POINTS = "c5c3_order_engine.offline"
+"""The entry-point group of the offline world (package offline): the commands `test` and `render`."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -312,10 +314,10 @@ def _rules_source(rules: Path) -> str:
 
 
 def _render(args: argparse.Namespace) -> int:
-    if not _harness("render"):
+    command = _harness("render")
+    if command is None:
         return 1
     from engine.rules.bundle import default_folder
-    from engine.testing.render import command  # loaded only to render
 
     args.rules = args.rules or default_folder("rules")
     args.crds = tuple(args.crds or [default_folder("crds")])  # hashable: a Setup may be cached by its folders
@@ -354,23 +356,27 @@ def _lab(name: str, needed_by: str) -> Callable[..., Any] | None:
     return loaded
 
 
-def _harness(command: str) -> bool:
-    """Whether the test harness (engine.testing: scenarios, render) is installed; said in one line when not."""
-    from importlib.util import find_spec
+def _harness(command: str) -> Callable[..., int] | None:
+    """The offline world's command ``command`` (scenarios, render), found by entry point; said in one line when not."""
+    from importlib.metadata import entry_points
 
-    if find_spec("engine.testing") is not None:
-        return True
-    print(f"engine {command} needs the test harness (engine.testing), which this install leaves out (the operator "
-          "image holds the operator only): use a full install, `pip install c5c3-order-engine`, or a checkout",
-          file=sys.stderr)
-    return False
+    found = entry_points(group=OFFLINE_ENTRY_POINTS, name=command)
+    try:
+        loaded: Callable[..., int] | None = next(iter(found)).load() if found else None
+    except ImportError:  # the operator image's wheel leaves the offline world out; its entry points remain
+        loaded = None
+    if loaded is None:
+        print(f"engine {command} needs the test harness (package offline), which this install leaves out (the operator "
+              "image holds the operator only): use a full install, `pip install c5c3-order-engine`, or a checkout",
+              file=sys.stderr)
+    return loaded
 
 
 def _test(args: argparse.Namespace) -> int:
-    if not _harness("test"):
+    command = _harness("test")
+    if command is None:
         return 2
     from engine.rules.bundle import default_folder
-    from engine.testing.scenario.runner import command  # loaded only when scenarios run
 
     args.rules = args.rules or default_folder("rules")
     args.crds = tuple(args.crds or [default_folder("crds")])  # hashable: a Setup may be cached by its folders

@@ -27,13 +27,13 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, NotFound, Obj
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.rules.bundle import installed
 from engine.rules.catalog import load_catalog
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from simulators import eso, korc
 from simulators.base import Simulator, find_condition, pending, react
 from simulators.timeline import Stream, Timeline

@@ -1,7 +1,7 @@
 """``engine run`` with no cluster to run against: a management cluster and a target cluster, embedded.
 
 Both clusters are in-memory stores served over the real Kubernetes REST API by the emulator
-(``engine.testing.emulator``), so kubectl and the operator reach them as they would reach real API servers. They
+(``offline.emulator``), so kubectl and the operator reach them as they would reach real API servers. They
 get our CRDs, permissive CRDs of the external kinds (``deploy/crds/external/``) and a world to serve orders in:
 ControlPlane ``openstack/cp`` assigning ``tenant-a`` on both clusters with what it needs ready, and the
 registration Secret of ``edge-1`` (so the multi-cluster path is the real one). K-ORC, ESO and the RabbitMQ
@@ -27,13 +27,13 @@ import yaml
 
 from engine.clock import SystemClock
 from engine.cluster.api import MANAGEMENT_CLUSTER, Obj
-from engine.cluster.memory import MemoryCluster
 from engine.operator import Options, bind_endpoints, lint_clean, run, stop_on_signals
 from engine.ops import BindError
 from engine.rules.bundle import default_folder
 from engine.rules.crd_lint import crd_file_errors
 from engine.runtime.clusters import KUBECONFIG_KEY, REGISTRATION_LABEL
-from engine.testing.emulator import Emulator, write_kubeconfig
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
 from simulators import eso, korc, topology
 from simulators.base import Simulator, react
 

@@ -1,9 +1,9 @@
 """The embedded world on real API servers: what ``engine run`` without a cluster gives, on kube-apiservers.
 
-``real_world`` takes running real servers (``engine.testing.realkube``: the first is the management cluster, the
+``real_world`` takes running real servers (``offline.realkube``: the first is the management cluster, the
 others are target clusters), installs our CRDs and the external stand-ins on each, seeds the management cluster as
 the embedded world does (``simulators.embedded``, with a registration Secret per target cluster) and runs the
-simulated K-ORC, ESO and topology operator against it on a thread. ``python -m engine.testing.realkube --world``
+simulated K-ORC, ESO and topology operator against it on a thread. ``python -m offline.realkube --world``
 reaches it through the lab's entry point ``real-world``. The simulated controllers act through any Cluster; on a
 real server they read through a cached client whose reads after its own write wait until its cache holds it
 (``KubeCluster``), so a controller never decides twice on a state it already changed.
@@ -40,7 +40,7 @@ REACT_EVERY = 0.1
 
 
 class RealServer(Protocol):
-    """A running real API server (``engine.testing.realkube.KubeServer``), as far as the world needs one."""
+    """A running real API server (``offline.realkube.KubeServer``), as far as the world needs one."""
 
     def kubeconfig(self, name: str = ..., *, namespace: str | None = None, user: str = ...) -> Obj: ...
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.cluster import readonly
-from engine.testing.realkube import BinariesMissing, KubeBinaries, KubeServer, find_binaries
+from offline.realkube import BinariesMissing, KubeBinaries, KubeServer, find_binaries
 
 readonly.check_reads()  # every test checks that no caller changes what a cluster read handed out (decision 37)
 os.environ.setdefault(readonly.ENVIRONMENT, "1")  # and so does every process a test starts (`engine run`: status 70)

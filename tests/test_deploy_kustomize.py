@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator, write_kubeconfig
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
 from simulators.embedded import crd_documents
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None,

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
 from engine.rules.catalog import load_catalog
 from engine.rules.folder import RuleFolder
-from engine.testing.emulator import Emulator, write_kubeconfig
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
 from tests.rules.test_rule_folder import configmap_volume
 from tests.test_deploy_kustomize import kubectl
 

@@ -92,4 +92,6 @@ def test_the_image_copies_neither_the_lab_nor_the_harness_into_its_wheel() -> No
     copied = re.findall(r"^COPY (?:--from=\S+ )?(\S+)", CONTAINERFILE, re.M)
     assert not [c for c in copied if c.startswith(("simulators", "tests", "bench", "examples"))]
     script = (ROOT / "scripts" / "build-operator-wheel").read_text(encoding="utf-8")
-    assert 'rm -rf "$work/engine/testing"' in script
+    copies = re.search(r'^cp -a (.*) "\$work/"$', script, re.M)
+    assert copies and '"$ROOT/engine"' in copies[1] and "offline" not in copies[1] and "simulators" not in copies[1]
+    assert 'rm -rf "$work/engine' not in script  # whole packages are left out, never parts of engine/

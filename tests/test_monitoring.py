@@ -19,9 +19,9 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
 from engine.metrics import DEFAULT_PREFIX, OrderKindView, OrdersCollector
 from engine.operator import Operator
+from offline.cluster.memory import MemoryCluster
 from tests.ops.test_operator import options, running, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.testing.scenario import Runner, Setup, load_setup
+from offline.scenario import Runner, Setup, load_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER_CRDS = ("c5c3.io_keystoneusers.yaml", "c5c3.io_rabbitmqvhosts.yaml")

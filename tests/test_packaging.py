@@ -20,7 +20,7 @@ from engine import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-OWN = {"engine", "simulators"}
+OWN = {"engine", "offline", "simulators"}
 
 
 def imported_top_levels(package: str) -> set[str]:
@@ -47,7 +47,7 @@ def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-TEST_TOOLS = {"cryptography": "engine/testing/realkube"}
+TEST_TOOLS = {"cryptography": "offline/realkube"}
 """Imports of the test tier alone, declared in the ``test`` extra, each only below the folder named: the real
 API servers' certificates are made by the tests' launcher, never by the operator or the lab."""
 
@@ -79,6 +79,13 @@ def test_the_lab_is_found_by_entry_point() -> None:
     assert found == {"embedded": "simulators.embedded:main", "demo": "simulators.demo:main",
                      "real-world": "simulators.real_world:real_world"}
     assert PYPROJECT["project"]["entry-points"][cli.LAB_ENTRY_POINTS] == found
+
+
+def test_the_offline_world_is_found_by_entry_point() -> None:
+    """`engine test` and `engine render` are the offline world's entry points, not imports of the engine."""
+    found = {ep.name: ep.value for ep in entry_points(group=cli.OFFLINE_ENTRY_POINTS)}
+    assert found == {"test": "offline.scenario.runner:command", "render": "offline.render:command"}
+    assert PYPROJECT["project"]["entry-points"][cli.OFFLINE_ENTRY_POINTS] == found
 
 
 def test_without_the_lab_engine_demo_says_what_is_missing(

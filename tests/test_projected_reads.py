@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from engine.cluster.api import ObjectList
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.projection import project, tree
+from offline.cluster.memory import MemoryCluster
 from tests.test_scenarios import ROOT, check_scenario, folders_for, scenario_files
 
 USER = ("openstack.k-orc.cloud/v1alpha1", "User")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.testing.scenario import Runner, Setup, load_setup
+from offline.scenario import Runner, Setup, load_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO_KEY = re.compile(r"^scenario:", re.MULTILINE)

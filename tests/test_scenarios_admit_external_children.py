@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from engine.rules.bundle import installed
-from engine.testing.scenario.runner import Outcome, Runner, load_setup
+from offline.scenario.runner import Outcome, Runner, load_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTED = "cloudName: \"cp.spec.korc.adminCredential.cloudCredentialsRef.cloudName || 'admin'\""

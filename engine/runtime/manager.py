@@ -336,7 +336,7 @@ class Manager(Generic[K]):
 
     def _movable_clock(self) -> MovableClock:
         if not isinstance(self.clock, MovableClock):
-            raise TypeError("advance needs a clock that can be moved (engine.testing.clock.SimulatedClock)")
+            raise TypeError("advance needs a clock that can be moved (offline.clock.SimulatedClock)")
         return self.clock
 
     def _require_started(self) -> None:

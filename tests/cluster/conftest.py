@@ -13,8 +13,8 @@ import pytest
 from engine.clock import SystemClock
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 from tests.cluster import kube_kit
 from tests.cluster.kube_kit import MakeKube
 

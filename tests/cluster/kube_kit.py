@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.informer import Informer
-from engine.testing.emulator import Emulator
+from offline.emulator import Emulator
 
 MakeKube = Callable[..., KubeCluster]
 """The ``make_kube`` fixture (tests/cluster/conftest.py): a KubeCluster against the emulated cluster."""

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).parent / "contract"))
 from contract_kit import WIDGET, WIDGET_CRD, Clock, secret, widget
 
 from engine.cluster.api import ERRORS_BY_NAME, Call, Conflict, NotFound, ServerError, Timeout
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from engine.clock import SystemClock
 from engine.cluster.api import BadRequest, NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.kube.informer import Informer
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.selectors import EVERYTHING, FieldSelector
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 from tests.cluster.kube_kit import MakeKube, Requests, eventually, names, watching
 
 

@@ -29,8 +29,8 @@ from engine.cluster.api import (
 )
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig, kube_cluster_from_kubeconfig
 from engine.cluster.kube.errors import from_api_exception, from_transport, translated
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator, kubeconfig
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, kubeconfig
 
 
 def status(code: int, reason: str, message: str, **details: Any) -> ApiException:

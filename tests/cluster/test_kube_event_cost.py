@@ -13,7 +13,7 @@ from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster, codec
 from engine.cluster.kube.store import Expectation, Store, interned
 from engine.cluster.kube.wire import WatchStream
-from engine.cluster.memory import MemoryCluster
+from offline.cluster.memory import MemoryCluster
 from tests.call_count import calls
 from tests.cluster.kube_kit import OneReadBody
 

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from engine.cluster.api import Obj, WatchEvent
-from engine.cluster.memory import MemoryCluster
+from offline.cluster.memory import MemoryCluster
 from tests.cluster.kube_kit import MakeKube
 
 HOLD = 10.0

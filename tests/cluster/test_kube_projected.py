@@ -11,8 +11,8 @@ import pytest
 
 from engine.cluster.api import NotCached, NotFound, Obj
 from engine.cluster.kube import KubeCluster
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 from tests.cluster.kube_kit import Requests, eventually, names, watching
 
 MINE = "shard=a"

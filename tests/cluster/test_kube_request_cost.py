@@ -12,7 +12,7 @@ import pytest
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
 from engine.cluster.kube.wire import _QUERY, _query, _segment
-from engine.cluster.memory import MemoryCluster
+from offline.cluster.memory import MemoryCluster
 from tests.call_count import calls
 
 API = "example.com/v1"

@@ -7,7 +7,7 @@ import pytest
 
 from engine.cluster.api import NotFound, Obj
 from engine.cluster.kube.served import ServedKinds
-from engine.cluster.memory import MemoryCluster
+from offline.cluster.memory import MemoryCluster
 from tests.cluster.kube_kit import MakeKube, Requests
 
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, "widgets.example.com")

@@ -12,8 +12,8 @@ import pytest
 from engine.clock import SystemClock
 from engine.cluster.api import NotFound
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 from tests.cluster.kube_kit import OneReadBody
 
 SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a", "namespace": "default"}}

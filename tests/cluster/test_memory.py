@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent / "contract"))
 from contract_kit import WIDGET, WIDGET_CRD, Clock, rv, widget
 
 from engine.cluster.api import BadRequest, Gone, Invalid, NotFound
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
+from offline.cluster.memory import MemoryCluster
 
 EXTERNAL = "ext.example.net/v1beta1"
 
@@ -248,7 +248,7 @@ def test_uid_factory_makes_uids_repeatable() -> None:
     import datetime as dt
     import itertools
 
-    from engine.testing.clock import SimulatedClock
+    from offline.clock import SimulatedClock
 
     def run() -> list[str]:
         counter = itertools.count()
@@ -265,7 +265,7 @@ def test_secret_created_without_a_type_reads_opaque() -> None:
     """As on the API server, a Secret created without a type is stored as Opaque."""
     import datetime as dt
 
-    from engine.testing.clock import SimulatedClock
+    from offline.clock import SimulatedClock
 
     cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
     stored = cluster.create({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"}})

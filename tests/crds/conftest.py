@@ -92,8 +92,8 @@ class ClusterClient:
     """Through an in-memory cluster with the CRD installed, as ``kubectl create`` and ``kubectl patch`` would."""
 
     def __init__(self, crd: Obj) -> None:
-        from engine.cluster.memory import MemoryCluster
-        from engine.testing.clock import SimulatedClock
+        from offline.clock import SimulatedClock
+        from offline.cluster.memory import MemoryCluster
 
         self._cluster = MemoryCluster("", clock=SimulatedClock(dt.datetime(2026, 1, 1, tzinfo=dt.UTC)))
         self._cluster.create(copy.deepcopy(crd))

@@ -169,7 +169,7 @@ def ours(crd: Obj) -> Obj:
 
 def record() -> None:
     """Ask a fresh real server about every case and rewrite corpus/answers.json."""
-    from engine.testing.realkube import KubeServer
+    from offline.realkube import KubeServer
 
     with KubeServer("crd-corpus", controllers=False) as server:
         real = RealServer(server.url, server.token(), server.ca_pem)

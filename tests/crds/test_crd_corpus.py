@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from engine.rules.crd_lint import file_field, steps
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 from tests.crds.corpus_kit import Case, RealServer, load_answers, load_cases, ours
 
 Obj = dict[str, Any]

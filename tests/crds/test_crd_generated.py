@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 from tests.crds.corpus_kit import RealServer, ours
 from tests.crds.crd_strategies import crds
 

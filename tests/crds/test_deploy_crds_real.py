@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from engine.cluster.crd_check import crd_refusal
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 from tests.crds.corpus_kit import CRDS_PATH, RealServer
 
 Obj = dict[str, Any]

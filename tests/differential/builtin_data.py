@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
 from engine.cluster.served_kinds import BUILTIN_KINDS
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 
 Obj = dict[str, Any]
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
-from engine.testing.realkube import KubeServer
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
+from offline.realkube import KubeServer
 from tests.differential.harness import HttpLeg, Runner
 from tests.differential.kept import KEPT
 from tests.differential.memory_leg import MemoryLeg

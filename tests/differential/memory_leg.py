@@ -14,10 +14,10 @@ import yaml
 
 from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_patch, merge_patch
-from engine.testing.emulator.rest import SCALED, addressed, list_item, list_metadata, scale_of
-from engine.testing.emulator.routes import Target, parse_route
+from offline.cluster.memory import MemoryCluster
+from offline.emulator.rest import SCALED, addressed, list_item, list_metadata, scale_of
+from offline.emulator.routes import Target, parse_route
 from tests.differential.harness import (
     APPLY,
     COMPACT,

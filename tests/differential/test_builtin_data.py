@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 from tests.differential.builtin_data import Server, collect, encoding, render
 
 

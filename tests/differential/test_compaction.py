@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
-from engine.testing.realkube import KubeBinaries, KubeServer
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
+from offline.realkube import KubeBinaries, KubeServer
 from tests.differential.harness import COMPACT, Call, Case, HttpLeg, Kept, Runner, call, report
 from tests.differential.kept import KEPT
 from tests.differential.memory_leg import MemoryLeg

@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator, write_kubeconfig
-from engine.testing.realkube import KubeBinaries, KubeServer
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
+from offline.realkube import KubeBinaries, KubeServer
 from tests.differential.harness import differences, normalised
 
 ROOT = Path(__file__).resolve().parents[2]

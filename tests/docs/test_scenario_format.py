@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from engine.cli import main
-from engine.testing.scenario.loader import ASSERTION_KEYS, load_scenario
+from offline.scenario.loader import ASSERTION_KEYS, load_scenario
 from tests.docs.blocks import ROOT, Block, blocks
 
 PAGE = ROOT / "docs/reference/scenarios.md"

@@ -26,7 +26,7 @@ from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 
 pytestmark = pytest.mark.real_server
 

@@ -6,7 +6,7 @@ import base64
 
 from engine.expr import secret_data
 from engine.expr.functions import SecretSink, remember_secrets, use_sink
-from engine.testing.scenario import leaks
+from offline.scenario import leaks
 from tests.call_count import calls
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from integration_kit import BACKENDS, CRDS, ServerPool, World
 
-from engine.testing.realkube import KubeBinaries
+from offline.realkube import KubeBinaries
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -24,7 +24,7 @@ import yaml
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, secret_value
 
 from engine.cluster.api import Obj
-from engine.testing.faults import FaultProxy, proxied
+from offline.faults import FaultProxy, proxied
 from simulators.korc import KorcSimulator
 
 NAME_LABEL = "c5c3.io/keystoneuser-name"

@@ -8,7 +8,7 @@ CRDs and the external kinds', ControlPlane ``openstack/cp``, and simulated K-ORC
 reacting on a background thread. It stands on one of two backends (``BACKENDS``):
 
 - ``emulator``: each cluster an in-memory store served by its own emulator in the test process;
-- ``real``: each cluster a real kube-apiserver with etcd (``engine.testing.realkube``) from a pool that starts
+- ``real``: each cluster a real kube-apiserver with etcd (``offline.realkube``) from a pool that starts
   them ahead (``ServerPool``), the world written and read through a client of the ``world`` user, the operator
   connecting as the ServiceAccount the shipped RBAC binds (``OPERATOR_ACCOUNT``), held to that RBAC: the
   management cluster gets deploy/operator/rbac.yaml, each target cluster deploy/target-cluster/rbac.yaml. The
@@ -51,12 +51,12 @@ from engine.clock import SystemClock
 from engine.cluster import readonly
 from engine.cluster.api import MANAGEMENT_CLUSTER, Cluster, NotFound, Obj
 from engine.cluster.kube import KubeCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.rules.rbac_manifest import Identity
-from engine.testing.emulator import Emulator, write_kubeconfig
-from engine.testing.emulator.requestlog import RequestRecord
-from engine.testing.realkube import KubeBinaries, KubeServer, User, ports
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
+from offline.emulator.requestlog import RequestRecord
+from offline.realkube import KubeBinaries, KubeServer, User, ports
 from simulators import real_world
 from simulators.base import Simulator
 from simulators.embedded import crd_documents, management_world, registration
@@ -85,7 +85,7 @@ def wait_for(what: Callable[[], Any], timeout: float = PATIENCE, message: str = 
 
 
 def free_port() -> int:
-    """A port on 127.0.0.1 free now for an ``engine run`` to bind later (``engine.testing.realkube.ports``): below
+    """A port on 127.0.0.1 free now for an ``engine run`` to bind later (``offline.realkube.ports``): below
     the kernel's ephemeral range and never handed out twice in this process, the real servers' ports included.
     The real-server pool starts servers on a thread of its own, so one registry must hand out both: with two, a
     server's etcd took a port handed to an operator that had not bound it yet, which then failed to start."""

@@ -1,4 +1,4 @@
-"""``engine run`` under API faults: one replica over the emulator, through the fault proxy (engine.testing.faults).
+"""``engine run`` under API faults: one replica over the emulator, through the fault proxy (offline.faults).
 
 A watch cut right after its headers is backed off like any other failure, shows in the metrics and fails /readyz
 after ``FAILING_AFTER`` failures in a row (that window lasts until /readyz fails). Each other fault window (500,
@@ -19,7 +19,7 @@ from fault_kit import Invariants, all_ready, metric_sum, proxied_kubeconfig, rea
 from integration_kit import API, TENANT, OperatorProcess, World, order, wait_for
 
 from engine.cluster.retry import FAILING_AFTER
-from engine.testing.faults import FAULTS, FaultProxy, Tally, cut
+from offline.faults import FAULTS, FaultProxy, Tally, cut
 
 pytestmark = pytest.mark.only_on("emulator", reason="the fault windows run once, over the emulator, to keep CI "
                                  "bounded; the proxy itself is tested before a real server (test_fault_proxy.py)")

@@ -15,7 +15,7 @@ from fault_kit import Invariants, all_ready, proxied_kubeconfig, wait_gone
 from integration_kit import API, TENANT, OperatorProcess, World, order, wait_for
 from test_sharding_http import SHARDED, member_of, passes
 
-from engine.testing.faults import FAULTS, FaultProxy
+from offline.faults import FAULTS, FaultProxy
 
 pytestmark = pytest.mark.only_on("emulator", reason="the fault windows run once, over the emulator, to keep CI "
                                  "bounded; the proxy itself is tested before a real server (test_fault_proxy.py)")

@@ -51,7 +51,8 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
     [wheel] = (tmp_path / "wheels").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "engine/cli.py" in names and "c5c3_rules/rules/keystoneuser.yaml" in names
-    assert [n for n in names if n.startswith(("simulators/", "engine/testing/"))] == []
+    assert [n for n in names if n.startswith(("simulators/", "offline/"))] == []
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"engine", "c5c3_rules"}
 
     venv = tmp_path / "venv"
     assert run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=elsewhere, env=env).returncode == 0
@@ -62,14 +63,14 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
     site = run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=elsewhere, env=env)
     (Path(site.stdout.strip()) / "locked-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     where = run(python, "-c", "import engine, importlib.util as u; print(engine.__file__); "
-                "print(u.find_spec('simulators'), u.find_spec('engine.testing'))", cwd=elsewhere, env=env)
+                "print(u.find_spec('simulators'), u.find_spec('offline'))", cwd=elsewhere, env=env)
     assert where.stdout.splitlines() == [str(Path(site.stdout.strip()) / "engine" / "__init__.py"), "None None"]
 
     engine = venv / "bin" / "engine"
     lint = run(engine, "lint", cwd=elsewhere, env=env)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     scenarios = run(engine, "test", "x.yaml", cwd=elsewhere, env=env)
-    assert scenarios.returncode == 2 and "needs the test harness (engine.testing)" in scenarios.stderr
+    assert scenarios.returncode == 2 and "needs the test harness (package offline)" in scenarios.stderr
     assert "Traceback" not in scenarios.stderr
     demo = run(engine, "demo", cwd=elsewhere, env=env)
     assert demo.returncode == 2 and "needs the lab (package simulators)" in demo.stderr

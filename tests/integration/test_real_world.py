@@ -10,7 +10,7 @@ from integration_kit import WORLD, ServerPool
 
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
-from engine.testing.realkube import KubeServer
+from offline.realkube import KubeServer
 from simulators import real_world
 
 CP = ("c5c3.io/v1alpha1", "ControlPlane", "openstack", "cp")

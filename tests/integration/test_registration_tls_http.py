@@ -19,7 +19,7 @@ from integration_kit import API, TENANT, OperatorProcess, World, condition, get,
 
 from engine.cluster.api import Obj
 from engine.runtime.clusters import KUBECONFIG_KEY
-from engine.testing.realkube.certificates import make_certificates
+from offline.realkube.certificates import make_certificates
 
 pytestmark = pytest.mark.only_on("real", reason="the emulator serves plain HTTP: no certificate to verify")
 

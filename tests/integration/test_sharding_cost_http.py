@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
 from test_sharding_http import PATIENCE, SHARD, SHARDED, member_of, three_replicas
 
-from engine.testing.emulator.requestlog import RequestRecord
+from offline.emulator.requestlog import RequestRecord
 
 ORDERS = [f"cost{n:02}" for n in range(12)]
 CHILD_RESOURCES = ("secrets", "pushsecrets", "users")

@@ -1,5 +1,5 @@
 """Three ``engine run --sharded`` processes reach the emulated management cluster through the fault proxy
-(``engine.testing.faults``): a window each of 500s, 429s, 3 s latency and 409 on 70% of writes. No replica exits: a
+(``offline.faults``): a window each of 500s, 429s, 3 s latency and 409 on 70% of writes. No replica exits: a
 member whose Lease lapsed stops its passes and rejoins in the same process under a new name, with a new Lease;
 after each window the orders converge on the live members; never two members on one order at once (by the API
 server's request log), nothing provisioned twice."""
@@ -19,8 +19,8 @@ from test_sharding_http import DRAIN, KIND_KEY, SHARD, managed_users, order_touc
 
 from engine.runtime.sharding import ring
 from engine.runtime.sharding.labels import MEMBER_SELECTOR
-from engine.testing.faults import FAULTS, FaultProxy, proxied
-from engine.testing.tenures import Touch, violations
+from offline.faults import FAULTS, FaultProxy, proxied
+from offline.tenures import Touch, violations
 
 pytestmark = pytest.mark.only_on("emulator", reason="the fault windows run once, over the emulator, to keep CI "
                                  "bounded; the proxy itself is tested before a real server (test_fault_proxy.py)")

@@ -23,8 +23,8 @@ from test_sharding_faults_http import member_now
 from test_sharding_http import KIND_KEY, SHARD, managed_users, order_touched, ready
 
 from engine.runtime.sharding import ring
-from engine.testing.faults import FaultProxy, latency, proxied
-from engine.testing.tenures import Touch, member_of, violations
+from offline.faults import FaultProxy, latency, proxied
+from offline.tenures import Touch, member_of, violations
 
 pytestmark = pytest.mark.only_on("emulator", reason="the stall is the fault proxy's (tested before a real server in "
                                  "test_fault_proxy.py); one backend keeps CI bounded")

@@ -25,8 +25,8 @@ from integration_kit import API, TENANT, OperatorProcess, Server, Target, World,
 
 from engine.cluster.api import Cluster
 from engine.runtime.sharding import ring
-from engine.testing.emulator.requestlog import RequestRecord
-from engine.testing.tenures import Tenure, Touch, tenures, violations
+from offline.emulator.requestlog import RequestRecord
+from offline.tenures import Tenure, Touch, tenures, violations
 
 SHARD = "sharding.c5c3.io/shard"
 DRAIN = "sharding.c5c3.io/drain"
@@ -390,7 +390,7 @@ def handed_back(record: RequestRecord) -> bool:
 def check_tenures_from_requests(servers: dict[str, Server], orders: list[tuple[str, str]],
                                 owners_seen: list[dict[tuple[str, str], str]], *,
                                 killed: str) -> dict[Hashable, list[Tenure]]:
-    """No order was worked on by two members at once, as the API servers saw it (``engine.testing.tenures``).
+    """No order was worked on by two members at once, as the API servers saw it (``offline.tenures``).
 
     Every request the emulators (``servers``, by cluster name) logged that names one of ``orders`` ((cluster,
     name); ``order_touched``) is the member's its User-Agent names. For every order, each member's run of requests

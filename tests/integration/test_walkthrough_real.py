@@ -1,5 +1,5 @@
 """The Getting started page's kubectl walkthrough ("In another shell:") on real API servers, as a user runs it by hand:
-``scripts/kube-cluster --world`` (``python -m engine.testing.realkube --world``: real management and edge-1 clusters
+``scripts/kube-cluster --world`` (``python -m offline.realkube --world``: real management and edge-1 clusters
 with our CRDs, the embedded world and the simulated K-ORC, ESO and topology operator), ``engine run --kubeconfig``
 with the kubeconfig it wrote, then each kubectl command of the page's block with the pinned kubectl, asserting
 what the user sees.
@@ -25,7 +25,7 @@ from integration_kit import ROOT, STARTUP_PATIENCE, TENANT, free_port, probe_rea
 
 from engine.cluster.api import NotFound
 from engine.cluster.kube import kube_cluster_from_kubeconfig
-from engine.testing.realkube import KubeBinaries
+from offline.realkube import KubeBinaries
 
 WAIT_PATIENCE = "120s"
 """Added to the walkthrough's ``kubectl wait`` commands (kubectl's default is 30 s): a loaded machine is not tested."""
@@ -77,7 +77,7 @@ def walk(kube_binaries: KubeBinaries, tmp_path_factory: pytest.TempPathFactory) 
     env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
     env["TMPDIR"] = str(tmp)
     with (tmp / "kube-cluster.log").open("wb") as launcher_log, (tmp / "operator.log").open("wb") as operator_log:
-        launcher = subprocess.Popen([sys.executable, "-m", "engine.testing.realkube", "--world", "--kubeconfig",
+        launcher = subprocess.Popen([sys.executable, "-m", "offline.realkube", "--world", "--kubeconfig",
                                      str(kubeconfig)], cwd=ROOT, env=env, stdout=launcher_log,
                                     stderr=subprocess.STDOUT)
         operator: subprocess.Popen[bytes] | None = None

@@ -16,9 +16,9 @@ import pytest
 
 from engine.cli import build_parser, main
 from engine.clock import SystemClock
-from engine.cluster.memory import MemoryCluster
 from engine.operator import Operator, Options, run, seconds
 from engine.runtime.clusters import Registration
+from offline.cluster.memory import MemoryCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from engine import logs
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, use_sink
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import WIDGET
 
 SECRET = """\

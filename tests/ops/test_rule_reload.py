@@ -16,9 +16,9 @@ import pytest
 
 from engine.clock import SystemClock
 from engine.cluster.api import NotFound, Obj
-from engine.cluster.memory import MemoryCluster
 from engine.operator import Operator, Options
 from engine.runtime.reload import Reload, short
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import PART, WIDGET, RuleText
 
 NO_WAIT = RuleText(WIDGET).drop("""\

@@ -16,10 +16,10 @@ import pytest
 
 from engine.clock import SystemClock
 from engine.cluster.api import NotFound, Obj
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.operator import Operator, Options
 from engine.runtime.sharding.labels import MEMBER_SELECTOR, SHARD_LABEL
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import WIDGET, RuleText
 
 NO_WAIT = RuleText(WIDGET).drop("""\

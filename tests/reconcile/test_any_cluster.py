@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 RULE = """\
 kind: Widget

@@ -10,13 +10,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.rules.catalog import load_catalog
 from engine.rules.errors import RuleErrors
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from tests.reconcile.test_any_cluster import GATE, PART, RULE
 
 # The teardown deletes nothing on the target cluster: only the step's apply says a ConfigMap lives there.

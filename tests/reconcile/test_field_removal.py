@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from engine.cluster.api import Cluster, Obj
-from engine.cluster.faults import FaultyCluster
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
-from engine.testing.clock import SimulatedClock
-from engine.testing.emulator import Emulator
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 from tests.cluster.kube_kit import widget_crd
 from tests.conftest import PART as PART_OF_WIDGET
 from tests.conftest import WIDGET

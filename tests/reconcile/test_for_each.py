@@ -7,14 +7,14 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.lint import lint_paths
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from tests.cluster.kube_kit import widget_crd
 from tests.conftest import PART, WIDGET
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine.rules.catalog import load_catalog
 from engine.rules.lint import lint_paths
-from engine.testing.render.verdict import written_by
+from offline.render.verdict import written_by
 from tests.conftest import WIDGET, RuleText
 from tests.reconcile.test_run import World, part_is_ready
 

@@ -16,7 +16,6 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.functions import SecretSink, current_sink
 from engine.logs import configure
@@ -25,8 +24,9 @@ from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
-from engine.testing.paused import ProfilePaused
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
+from offline.paused import ProfilePaused
 from simulators import eso, korc
 from simulators.base import pending, react
 from simulators.demo import WORLD

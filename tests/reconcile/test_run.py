@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import EventNote, Request
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import PART, WIDGET
 
 GATED = WIDGET.swap("steps:\n", """gates:

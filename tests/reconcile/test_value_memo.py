@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request
@@ -17,7 +16,8 @@ from engine.reconcile.memo import ValueMemos, remembering
 from engine.reconcile.run import run_pass
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from tests.call_count import calls
 from tests.conftest import PART, WIDGET
 

@@ -14,11 +14,11 @@ import pytest
 from engine.clock import SystemClock
 from engine.cluster.api import BadRequest
 from engine.cluster.kube import kube_cluster_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
 from engine.operator import Operator
 from engine.rules.folder import RuleFolder
 from engine.rules.lint import lint_paths
 from engine.runtime.reload import short
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import PART, WIDGET
 from tests.ops.test_rule_reload import NO_WAIT, options, part_data, running, sample, wait_for, widget
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.memory import MemoryCluster
 from engine.expr.jmes import Query
 from engine.outcome import Request
 from engine.rules.catalog import load_catalog
 from engine.rules.model import CompiledKind, CompiledWatch, plain_path
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources, mapped
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import WIDGET
 
 KEY = "example.io/v1/Widget"

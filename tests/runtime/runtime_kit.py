@@ -10,12 +10,12 @@ from typing import Any
 
 from engine.clock import Clock
 from engine.cluster.api import ApiError, Obj, WatchEvent
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.errors import ExprError
 from engine.outcome import Request, Result
 from engine.runtime.kinds import Index, Log
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 API = "example.io/v1"

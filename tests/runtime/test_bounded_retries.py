@@ -13,13 +13,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 from runtime_kit import START, memory, widget_kind
 
-from engine.cluster.faults import FaultyCluster
 from engine.cluster.retry import FAILING_AFTER, Backoff, WarningLimiter
 from engine.metrics import Metrics
 from engine.runtime.clusters import REGISTRATION_LABEL, Registrations
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
 
 LOG = logging.getLogger("tests.runtime.retries")
 GUARD = 2000

@@ -19,7 +19,7 @@ from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.runtime.controller import Controller
 from engine.runtime.queue import FIRST_PASS_EVERY, WorkQueue
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 
 MS = dt.timedelta(milliseconds=1)
 PASS_COST = 5 * MS

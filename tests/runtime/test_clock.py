@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 

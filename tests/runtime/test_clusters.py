@@ -13,7 +13,6 @@ from prometheus_client import CollectorRegistry
 from runtime_kit import START, FakePass, memory, obj, widget_kind
 
 from engine.cluster.api import Cluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterNotFound, ClusterSet
 from engine.metrics import Metrics
 from engine.runtime.clusters import (
@@ -25,7 +24,8 @@ from engine.runtime.clusters import (
     registration_of,
 )
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 NS = "c5c3-clusters"
 TOKEN = "s3cr3t-t0ken-that-must-never-be-logged"

@@ -16,7 +16,7 @@ from engine.outcome import EventNote, PassError, Request, Result, StepOutcome, T
 from engine.runtime.controller import Controller
 from engine.runtime.echoes import Echoes
 from engine.runtime.queue import Wake, WorkQueue
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 
 MS = dt.timedelta(milliseconds=1)
 LOG = logging.getLogger("tests.runtime")

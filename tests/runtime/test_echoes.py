@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry
 from runtime_kit import OWNER_LABEL, START, FakeWatch, memory, obj, request, widget_kind
 
 from engine.cluster.api import Gone, NotFound, Obj, WriteObserver
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.selectors import parse_labels
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
@@ -20,7 +19,8 @@ from engine.runtime.controller import Controller
 from engine.runtime.echoes import CURRENT_PASS, Echoes
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 LOG = logging.getLogger("tests.runtime")
 CHILD = {"labels": {OWNER_LABEL: "ns.a"}}

@@ -19,13 +19,13 @@ from test_echoes import drain, passing, run_pass
 from engine.clock import SystemClock
 from engine.cluster.api import Gone, NotFound, Obj
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.runtime.echoes import Echoes
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
-from engine.testing.emulator import Emulator
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 
 LOG = logging.getLogger("tests.runtime")
 GROUP, VERSION = API.split("/")

@@ -16,9 +16,9 @@ from test_echoes_kube import built, pumped
 
 from engine.cluster.api import Obj
 from engine.cluster.kube import KubeCluster
-from engine.cluster.memory import MemoryCluster
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Informer, Sources
+from offline.cluster.memory import MemoryCluster
 from tests.call_count import calls
 
 EVENTS = 40

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import EventNote, Request
@@ -18,7 +16,9 @@ from engine.rules.catalog import load_catalog
 from engine.runtime import events
 from engine.runtime.events import EventRecorder
 from engine.runtime.manager import Manager
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 
 EVENTS = "events.k8s.io/v1"
 REQUEST = Request("example.io/v1/Widget", "", "ns", "w")

@@ -9,12 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import Conflict
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.metrics import Metrics
 from engine.runtime.leader import LEASE_API_VERSION, LeaderElector, LeaseSettings, PreciseClock, micro_time
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 S = dt.timedelta(seconds=1)

@@ -18,7 +18,7 @@ from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import PassError, Request, Result, StepOutcome
 from engine.runtime.manager import Manager, SettleLoop
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 
 S = dt.timedelta(seconds=1)
 MS = dt.timedelta(milliseconds=1)

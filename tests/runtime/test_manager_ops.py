@@ -14,11 +14,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from runtime_kit import FakePass, FakeWatch, memory, obj, widget_kind
 
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.runtime.manager import Manager
+from offline.cluster.memory import MemoryCluster
 
 
 class WallClock:

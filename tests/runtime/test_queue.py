@@ -12,7 +12,7 @@ from runtime_kit import START, request
 
 from engine.metrics import Metrics
 from engine.runtime.queue import REQUEUE, RETRY, RateLimiter, ShutDown, TokenBucket, Wake, WorkQueue
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 
 MS = dt.timedelta(milliseconds=1)
 

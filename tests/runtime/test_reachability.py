@@ -10,14 +10,14 @@ from runtime_kit import START
 from test_clusters import World, secret
 
 from engine.cluster.api import NotFound, ServerError
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.expr.cluster_state import clusters_in_view
 from engine.expr.errors import ExprError
 from engine.expr.jinja import compile_text
 from engine.expr.jmes import compile_query
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 
 
 def _set() -> tuple[ClusterSet, FaultyCluster]:

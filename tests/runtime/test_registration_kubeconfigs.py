@@ -17,11 +17,11 @@ from prometheus_client import CollectorRegistry
 
 from engine.clock import SystemClock
 from engine.cluster.api import Cluster
-from engine.cluster.memory import MemoryCluster
 from engine.metrics import Metrics
 from engine.operator import target_cluster
 from engine.runtime.clusters import REGISTRATION_LABEL, Registrations
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 
 NS = "c5c3-clusters"
 TOKEN = "inline-t0ken-for-the-emulator-0123456789"

@@ -27,8 +27,6 @@ from runtime_kit import (
 )
 
 from engine.cluster.api import MANAGEMENT_CLUSTER, ApiError, Obj
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
@@ -40,7 +38,9 @@ from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import member_name, order_key, owner
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 
 NS = "c5c3-system"
 S = dt.timedelta(seconds=1)

@@ -11,8 +11,6 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import Forbidden, ObjectList
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request
@@ -24,7 +22,9 @@ from engine.runtime.leader import LeaseSettings
 from engine.runtime.manager import Manager
 from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import WIDGET
 
 NS = "c5c3-system"

@@ -14,7 +14,6 @@ from runtime_kit import START, FakeKind, memory, obj, request, widget_kind
 from test_sharding_threads import LEASE, Partitioned, wait_for
 
 from engine.cluster.api import AlreadyExists, ApiError, NotFound, Obj
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import PassError, Request, Result
@@ -23,7 +22,8 @@ from engine.runtime.manager import Manager
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 NS = "c5c3-system"
 S = dt.timedelta(seconds=1)

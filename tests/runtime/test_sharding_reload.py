@@ -15,8 +15,6 @@ from test_sharding_children import CHILD, CountedLists
 from test_sharding_children import World as ChildWorld
 
 from engine.cluster.api import ApiError, Obj
-from engine.cluster.faults import FaultyCluster
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
 from engine.rules.catalog import load_catalog
@@ -24,6 +22,8 @@ from engine.runtime.leader import LEASE_API_VERSION
 from engine.runtime.sharding.labels import DRAIN_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.serving import KINDS_ANNOTATION, RULES_ANNOTATION, eligible, published, served_by
+from offline.cluster.faults import FaultyCluster
+from offline.cluster.memory import MemoryCluster
 from tests.conftest import WIDGET
 
 GADGET = f"{API}/Gadget"

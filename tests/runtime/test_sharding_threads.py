@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 from runtime_kit import FakeKind, memory, obj, widget_kind
 
 from engine.cluster.api import Obj, ServerError
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.registry import ClusterSet
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
@@ -25,6 +24,7 @@ from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABE
 from engine.runtime.sharding.leading import Leadership
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import order_key, owner
+from offline.cluster.memory import MemoryCluster
 
 NS = "c5c3-system"
 ORDERS = 30

@@ -15,7 +15,6 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from runtime_kit import START, memory, widget_kind
 
-from engine.cluster.faults import FaultyCluster
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
 from engine.cluster.retry import FAILING_AFTER, Backoff
 from engine.metrics import FailingWatchesCollector
@@ -23,8 +22,9 @@ from engine.runtime.clusters import Registrations
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watch_health import failing_watches
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
-from engine.testing.realkube import KubeServer
+from offline.clock import SimulatedClock
+from offline.cluster.faults import FaultyCluster
+from offline.realkube import KubeServer
 
 LOG = logging.getLogger("tests.runtime.watch_health")
 

@@ -15,7 +15,7 @@ from engine.expr.jmes import Query
 from engine.rules.catalog import load_catalog
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
 from tests.conftest import WIDGET
 
 LOG = logging.getLogger("tests.runtime")

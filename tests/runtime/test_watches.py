@@ -23,14 +23,14 @@ from runtime_kit import (
 )
 
 from engine.cluster.api import Cluster, Obj, ServerError
-from engine.cluster.memory import MemoryCluster
 from engine.expr.errors import ExprError
 from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.runtime.kinds import Index
 from engine.runtime.queue import WorkQueue
 from engine.runtime.watches import Sources
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 
 LOG = logging.getLogger("tests.runtime")
 

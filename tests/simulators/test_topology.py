@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from engine.cluster.memory import MemoryCluster
-from engine.testing.clock import SimulatedClock
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
 from simulators.base import react
 from simulators.topology import API_VERSION, TopologySimulator
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from engine import cli
-from engine.testing.scenario import Outcome, Runner, Setup, load_setup
+from offline.scenario import Outcome, Runner, Setup, load_setup
 
 GADGET_RULES = textwrap.dedent("""\
     kind: Gadget

@@ -18,9 +18,9 @@ from kubernetes import config, dynamic, watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import exceptions as dyn_errors
 
-from engine.cluster.memory import MemoryCluster
-from engine.testing.clock import SimulatedClock
-from engine.testing.emulator import Emulator, write_kubeconfig
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
 
 START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 WIDGETS = "example.com/v1"

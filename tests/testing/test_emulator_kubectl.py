@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from engine.cluster.api import NotFound
-from engine.cluster.memory import MemoryCluster
 from engine.cluster.patches import json_copy
-from engine.testing.clock import SimulatedClock
-from engine.testing.emulator import Emulator, write_kubeconfig
+from offline.clock import SimulatedClock
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator, write_kubeconfig
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None,
                                 reason="kubectl is not installed: these tests drive the real binary")

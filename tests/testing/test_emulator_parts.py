@@ -11,12 +11,12 @@ import yaml
 
 from engine.clock import SystemClock
 from engine.cluster.api import UnsupportedMediaType
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator.discovery import version_key
-from engine.testing.emulator.jsonpath import JsonPathError, compile_path
-from engine.testing.emulator.protobuf import decode
-from engine.testing.emulator.routes import Document, Target, parse_route
-from engine.testing.emulator.table import go_format, human_duration, to_table, wanted_table
+from offline.cluster.memory import MemoryCluster
+from offline.emulator.discovery import version_key
+from offline.emulator.jsonpath import JsonPathError, compile_path
+from offline.emulator.protobuf import decode
+from offline.emulator.routes import Document, Target, parse_route
+from offline.emulator.table import go_format, human_duration, to_table, wanted_table
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 

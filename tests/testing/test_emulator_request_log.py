@@ -15,9 +15,9 @@ from engine import __version__
 from engine.clock import SystemClock
 from engine.cluster.api import NotFound
 from engine.cluster.kube import kube_cluster_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
 from engine.operator import name_member
-from engine.testing.emulator import Emulator
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
 
 SECRET_VALUE = "hunter2-never-logged"
 TOKEN = "bearer-token-never-logged"

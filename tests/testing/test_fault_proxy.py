@@ -1,4 +1,4 @@
-"""The fault proxy (engine.testing.faults): relays what the emulator answers, counts requests by kind, and makes each
+"""The fault proxy (offline.faults): relays what the emulator answers, counts requests by kind, and makes each
 fault window's answers, over plain HTTP and TLS, switched on and off while clients use it."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import pytest
 from engine.clock import SystemClock
 from engine.cluster.api import Conflict, ServerError
 from engine.cluster.kube import KubeCluster, api_client_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
-from engine.testing.emulator.kubeconfig import kubeconfig
-from engine.testing.faults import FAULTS, FaultProxy, conflict, kind_of, latency, proxied, status
-from engine.testing.realkube import KubeServer
-from engine.testing.realkube.certificates import make_certificates
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
+from offline.emulator.kubeconfig import kubeconfig
+from offline.faults import FAULTS, FaultProxy, conflict, kind_of, latency, proxied, status
+from offline.realkube import KubeServer
+from offline.realkube.certificates import make_certificates
 
 NS_PATH = "/api/v1/namespaces/default/configmaps"
 

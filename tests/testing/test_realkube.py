@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from engine.cluster.kube import kube_cluster_from_kubeconfig
-from engine.testing.emulator import write_kubeconfig
-from engine.testing.realkube import KubeBinaries, KubeServer, User
-from engine.testing.realkube.server import FOLDER_PREFIX
+from offline.emulator import write_kubeconfig
+from offline.realkube import KubeBinaries, KubeServer, User
+from offline.realkube.server import FOLDER_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "launcher-test"}}
@@ -88,10 +88,10 @@ def test_a_token_user_is_held_to_rbac(kube_binaries: KubeBinaries, tmp_path: Pat
 
 
 def starter(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    """``python -m engine.testing.realkube`` with one cluster; returns once its kubeconfig is written."""
+    """``python -m offline.realkube`` with one cluster; returns once its kubeconfig is written."""
     config = tmp_path / "kubeconfig"
     log = (tmp_path / "starter.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "engine.testing.realkube", "--cluster", "solo",
+    process = subprocess.Popen([sys.executable, "-m", "offline.realkube", "--cluster", "solo",
                                 "--kubeconfig", str(config)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     if not wait_until(config.exists, timeout=90):
         process.kill()

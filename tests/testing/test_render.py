@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-import engine.testing.render as render_command
+import offline.render as render_command
 from engine import cli
-from engine.testing.scenario.runner import load_setup
+from offline.scenario.runner import load_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "render_fixtures"
@@ -165,7 +165,7 @@ def test_a_missing_world_file_is_named(capsys: pytest.CaptureFixture[str], tmp_p
 def test_a_message_template_matches_what_it_renders(message: str, matches: bool) -> None:
     """Literal text must appear, `{{ }}` matches anything, text inside `{% if %}` may be absent: how render tells
     apart elements sharing a reason."""
-    from engine.testing.render.verdict import _pattern
+    from offline.render.verdict import _pattern
 
     template = ("user {{ go_quote(name) }} is provisioned at generation\n  {{ gen }}{% if held %}; the rotation "
                 "waits for {{ go_quote_list(held) }} to be deleted{% endif %}")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.testing.scenario import model as m
-from engine.testing.scenario.loader import load_scenario
-from engine.testing.scenario.model import ScenarioErrors
+from offline.scenario import model as m
+from offline.scenario.loader import load_scenario
+from offline.scenario.model import ScenarioErrors
 
 
 def load(tmp_path: Path, text: str, name: str = "s.yaml") -> m.Scenario:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.testing.scenario.match import MISSING, match
-from engine.testing.scenario.report import diff, mask_secret
+from offline.scenario.match import MISSING, match
+from offline.scenario.report import diff, mask_secret
 
 LIVE = {
     "apiVersion": "v1",

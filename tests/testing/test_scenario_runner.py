@@ -8,7 +8,7 @@ import textwrap
 
 from engine.cluster.registry import ClusterSet
 from engine.outcome import Request, Result
-from engine.testing.scenario import Outcome
+from offline.scenario import Outcome
 from tests.conftest import RuleText
 from tests.testing.conftest import Workspace, report
 
@@ -531,9 +531,9 @@ class TestClusters:
 class TestDeterminism:
     def test_seeded_objects_get_the_same_uid_every_run(self, gadget: Workspace) -> None:
         """A seed without uid gets one derived from its place, so hashes of uids repeat run to run."""
-        from engine.testing.scenario.loader import load_scenario
-        from engine.testing.scenario.resolve import resolve
-        from engine.testing.scenario.world import open_world
+        from offline.scenario.loader import load_scenario
+        from offline.scenario.resolve import resolve
+        from offline.scenario.world import open_world
 
         path = gadget.write("s.yaml", """\
             scenario: uids

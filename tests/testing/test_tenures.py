@@ -1,10 +1,10 @@
-"""The tenure check over a request log (engine.testing.tenures) passes a clean handover and flags two members on
+"""The tenure check over a request log (offline.tenures) passes a clean handover and flags two members on
 one order at once: interleaved, overlapping, without the leader's relabel, or unattributed."""
 
 from __future__ import annotations
 
-from engine.testing.emulator.requestlog import RequestRecord
-from engine.testing.tenures import Touch, member_of, tenures, violations
+from offline.emulator.requestlog import RequestRecord
+from offline.tenures import Touch, member_of, tenures, violations
 
 ORDER = ("", "tenant-a", "u1")
 PATH = "/apis/c5c3.io/v1alpha1/namespaces/tenant-a/keystoneusers/u1"

@@ -38,9 +38,9 @@ from real_servers import RealServers
 
 from engine.cluster.api import Cluster
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
-from engine.cluster.memory import MemoryCluster
-from engine.testing.emulator import Emulator
-from engine.testing.realkube import KubeBinaries
+from offline.cluster.memory import MemoryCluster
+from offline.emulator import Emulator
+from offline.realkube import KubeBinaries
 
 MakeCluster = Callable[..., Cluster]
 IMPLEMENTATIONS = ["memory", "kube", "kube-cached", "real", "real-cached"]

@@ -17,7 +17,7 @@ from contract_kit import GADGET_CRD, WIDGET_CRD, Obj, eventually
 
 from engine.cluster.api import Cluster, NotFound
 from engine.cluster.kube import KubeCluster, kube_cluster_from_kubeconfig
-from engine.testing.realkube import KubeBinaries, KubeServer
+from offline.realkube import KubeBinaries, KubeServer
 
 CRD = "apiextensions.k8s.io/v1"
 SUITE_NAMESPACES = ("one", "two", "other", "d", "ops")

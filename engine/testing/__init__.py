@@ -1,1 +1,0 @@
-"""Tools to run the engine without a real cluster: the simulated clock and the scenario runner."""
