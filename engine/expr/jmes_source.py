@@ -1,8 +1,8 @@
 """JMESPath syntax trees compiled to one Python function each, through Python source and ``compile()``.
 
 The closures of ``jmes_closures`` cost a Python call per node of every evaluation. Here the common node
-types (field walks, comparisons, ``&&``, ``||``, ``!``, literals, ``@`` and calls of one or two arguments)
-become statements of one generated function; any other node (projections, filters, slices, multi-selects,
+types (field walks, comparisons, ``&&``, ``||``, ``!``, literals, ``@``, multi-selects and function calls)
+become statements of one generated function; any other node (projections, filters, slices, indexes,
 calls the closures handle otherwise) is its closure from ``jmes_closures``, called from the generated code.
 Each statement is the closure's body written out, so the semantics are the closures', which are the tree
 interpreter's. Names and literals reach the source only as ``repr`` of a string or as bound constants.
@@ -151,9 +151,24 @@ def _not(w: _Writer, _node: dict[str, Any], children: list[Any], value: str, ind
                              f"(False if _actual_number({r}) and {r} == 0 else not {r})")
 
 
+def _multi_select(w: _Writer, node: dict[str, Any], children: list[Any], value: str, indent: int) -> str:
+    """``[a, b]`` or ``{x: a, y: b}``: null on null (its parts not evaluated), else its parts in order."""
+    target = w._fresh()
+    w._emit(indent, f"if {value} is None:")
+    w._emit(indent + 1, f"{target} = None")
+    w._emit(indent, "else:")
+    if node["type"] == "multi_select_list":
+        parts = [w.value(child, value, indent + 1) for child in children]
+        w._emit(indent + 1, f"{target} = [{', '.join(parts)}]")
+    else:
+        pairs = [(w._constant(child["value"]), w.value(child["children"][0], value, indent + 1)) for child in children]
+        w._emit(indent + 1, f"{target} = {{{', '.join(f'{key}: {part}' for key, part in pairs)}}}")
+    return target
+
+
 def _function(w: _Writer, node: dict[str, Any], children: list[Any], value: str, indent: int) -> str | None:
-    """A call of one or two arguments: the arguments written out, then one call doing the closure's checks."""
-    if len(children) not in (1, 2):
+    """A call: the arguments written out, then one call doing the closure's checks."""
+    if not children:
         return None
     apply = _applier(node["value"], len(children), w.functions)
     if apply is None:
@@ -174,10 +189,23 @@ def _applier(name: str, count: int, functions: Any) -> Callable[..., Any] | None
     per_argument: list[tuple[bool, frozenset[type], tuple[frozenset[type], ...]]] = [(False, frozenset(), ())] * count
     for index, accepted, element_types in tests:
         per_argument[index] = (True, accepted, element_types)
-    check0, accepted0, elements0 = per_argument[0]
     impl: Any = direct[0] if direct is not None else None
     failure: Any = direct[1] if direct is not None else None
     fits = jc._elements_fit
+    if count > 2:
+
+        def many(*resolved: Any) -> Any:
+            if tests and not jc._fits(list(resolved), tests):
+                return call(name, list(resolved))  # its checks raise the error the interpreter raises
+            if impl is None:
+                return method(functions, *resolved)
+            try:
+                return impl(*resolved)
+            except Exception as exc:
+                jc._raise_described(failure, exc, list(resolved))
+
+        return many
+    check0, accepted0, elements0 = per_argument[0]
 
     if count == 1:
 
@@ -212,5 +240,5 @@ _WRITERS: dict[str, Callable[[_Writer, dict[str, Any], list[Any], str, int], str
     "field": _field, "subexpression": _chain, "index_expression": _chain, "pipe": _chain,
     "literal": _literal, "current": _identity, "identity": _identity, "comparator": _comparator,
     "and_expression": _and_or, "or_expression": _and_or, "not_expression": _not,
-    "function_expression": _function,
+    "function_expression": _function, "multi_select_list": _multi_select, "multi_select_dict": _multi_select,
 }
