@@ -20,8 +20,20 @@ class SystemClock:
 
 
 def format_time(moment: dt.datetime) -> str:
-    """RFC 3339 in UTC with a Z and whole seconds, as the API server stores timestamps."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC with a Z and whole seconds, as the API server stores timestamps.
+
+    The last moment formatted is remembered: every pass formats the clock's reading, which changes once a
+    second, and ``strftime`` is most of the cost."""
+    global _last_formatted
+    last = _last_formatted
+    if last[0] == moment:
+        return last[1]
+    text = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_formatted = (moment, text)  # one tuple replaced whole: a thread reads one pair or the other, never half
+    return text
+
+
+_last_formatted: tuple[dt.datetime | None, str] = (None, "")
 
 
 def parse_time(text: str) -> dt.datetime:

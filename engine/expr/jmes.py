@@ -3,7 +3,8 @@
 An expression is parsed once (``compile_query``), checked against the function registry, and
 analysed for the top-level context names it reads, so the rule compiler can order steps and
 lint can flag typos. Evaluation uses one shared ``jmespath.Options`` built at import, and runs the
-expression compiled to closures (``jmes_closures``: the interpreter's semantics without its dispatch).
+expression compiled to one Python function (``jmes_source``, with ``jmes_closures`` for the less common
+nodes: the interpreter's semantics without its dispatch).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from jmespath import visitor as jvisitor
 
 from engine.expr.errors import ExprError, ExprSyntaxError, FunctionError, PassThrough, safe_reason
 from engine.expr.functions import FUNCTIONS, Function, call_described, check_arguments, described_failure
-from engine.expr.jmes_closures import Closure, compile_closure
+from engine.expr.jmes_closures import Closure
+from engine.expr.jmes_source import compile_source
 from engine.expr.suggest import did_you_mean
 
 __all__ = ["JMESPATH_BUILTINS", "Query", "compile_query"]
@@ -206,10 +208,10 @@ class Query:
 
 
 def _compiled(tree: dict[str, Any]) -> Closure | None:
-    """The expression as closures (the tree interpreter's dispatch is most of its cost), or None
+    """The expression as one compiled function (the tree interpreter's dispatch is most of its cost), or None
     to keep the interpreter for a node type the compiler does not know."""
     try:
-        return compile_closure(tree, _OPTIONS.custom_functions)
+        return compile_source(tree, _OPTIONS.custom_functions)
     except NotImplementedError:
         return None
 

@@ -34,7 +34,7 @@ from simulators.demo import WORLD
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = 3
 
-CALLS_TO_CONVERGE = 21_300
+CALLS_TO_CONVERGE = 18_950
 """Per order, every pass from the first to the first that finds it converged (9 on this deterministic manager,
 which runs a pass for every event): 25,247 before an order's stable values were remembered (decision 52),
 21,929 after, 21,489 once a condition's lookup and a render's names skipped a Python call each, 20,331 at
@@ -42,11 +42,13 @@ c566c10 (the bound about 4% above it, so a regression of that size fails here), 
 order's name and spec fields (decision 57), whose values are remembered after an order's first pass; 21,153 at
 integrate28, 21,168 with the transition lines' one level check per status write. The bound rose from 21,200 to
 21,300: in the whole tier the same passes count about 35 calls more than alone (state earlier tests leave), which
-left no room for that check."""
+left no room for that check. 19,506 with expressions compiled to Python source (decision 66; 21,165 at int29 b7bb5c5,
+as closures), 18,761 once their multi-selects and calls of three or more arguments were too: the bound 18,950."""
 
-CALLS_PER_CONVERGED_PASS = 3_650
+CALLS_PER_CONVERGED_PASS = 3_280
 """A pass over a converged order: 4,353 before decision 52, 3,744 after, 3,662 then, 3,513 at c566c10, 3,544 with the
-gates on the order's name and spec fields (decision 57)."""
+gates on the order's name and spec fields (decision 57), 3,573-3,578 at int29 b7bb5c5; 3,318-3,323 with expressions
+compiled to Python source (decision 66), 3,199-3,204 with their multi-selects and longer calls too."""
 
 
 def test_an_orders_passes_stay_within_their_calls() -> None:
