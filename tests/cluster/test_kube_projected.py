@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from engine.cluster.api import NotCached, NotFound, Obj
-from engine.cluster.kube import KubeCluster
+from engine.cluster.kube import KubeCluster, store
 from offline.cluster.memory import MemoryCluster
 from offline.emulator import Emulator
 from tests.cluster.kube_kit import Requests, eventually, names, watching
@@ -133,3 +133,41 @@ def test_a_projection_by_label_says_whether_a_scoped_get_can_miss_without_a_requ
     with pytest.raises(NotFound):
         kube.get("v1", "Secret", "default", "absent")
     assert requests.count() == 2
+
+
+def short_strings(value: object) -> int:
+    """The string values a walk interns in ``value`` (``store.SHORT_TEXT``), map keys not counted."""
+    if isinstance(value, dict):
+        return sum(short_strings(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(short_strings(item) for item in value)
+    return int(isinstance(value, str) and len(value) <= store.SHORT_TEXT)
+
+
+def test_a_projected_watch_walks_only_what_its_cache_keeps(memory: MemoryCluster, emulator: Emulator,
+                                                          make_kube: Callable[..., KubeCluster],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event of a kind a member keeps only identities of is cut down before it is interned: the strings
+    interned are exactly those of the identities the cache keeps, none of the data, annotations or
+    managedFields every member would otherwise walk for every other member's child."""
+    kube = make_kube()
+    kube.scope_by_labels({("v1", "Secret"): ("claim,shard=a",)})
+    kube.project_reads({("v1", "Secret"): ()}, labels={("v1", "Secret"): ("claim",)})
+    with pytest.raises(NotCached):
+        kube.get("v1", "Secret", "default", "absent", carries=("claim",))  # starts the caches
+    watching(emulator, kube)
+    calls: list[str] = []
+    real = store._intern
+    def counted(text: str) -> str:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(store, "_intern", counted)
+    for index in range(3):
+        memory.create(secret(f"theirs-{index}", "b", id=f"{index}", phase="Ready"))
+    [projected] = [i for i in kube.informers() if "projected" in i.name]
+    assert eventually(lambda: len(projected.store.keys()) == 3)
+    keys = projected.store.keys()
+    held = [projected.store.get(key) for key in keys]
+    assert len(calls) == sum(short_strings(obj) for obj in held)
+    assert "c2VjcmV0" not in calls and "t-theirs-0" not in calls  # a password's data, an annotation

@@ -253,3 +253,40 @@ def test_run_leads_until_stopped(cluster: MemoryCluster) -> None:
     assert not thread.is_alive()
     assert elector.leading
     assert lease(cluster)["holderIdentity"] == "a"
+
+
+class CountedStop(threading.Event):
+    """A stop event that records how long each wait on it was asked to last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(timeout)
+        return super().wait(timeout)
+
+
+def test_the_watchdog_looks_once_a_retry_period_not_twenty_times_a_second(cluster: MemoryCluster) -> None:
+    """Leading or not, the watchdog waits a retry period (or until the renew deadline, when that is sooner) between
+    two checks: a shard member runs two electors, and each wake-up costs the busy workers the interpreter lock."""
+    started = threading.Event()
+    elector = LeaderElector(
+        cluster, LeaseSettings(NS, NAME, "a", lease_duration=3, renew_deadline=2, retry_period=0.5),
+        clock=PreciseClock(), on_started_leading=started.set, on_stopped_leading=lambda: None,
+    )
+    stop = CountedStop()
+    thread = threading.Thread(target=elector.run, args=(stop,))
+    thread.start()
+    try:
+        assert started.wait(5)
+        for _ in range(100):
+            if len(stop.waits) >= 4:
+                break
+            threading.Event().wait(0.1)
+    finally:
+        stop.set()
+        thread.join(5)
+    assert len(stop.waits) >= 4
+    assert all(timeout is not None and timeout > 0.25 for timeout in stop.waits[:4])  # was 0.05 each
+    assert elector.leading

@@ -154,13 +154,13 @@ class KubeCache(KubeBase):
         where = f" in {scope}" if scope else ""
         labelled = f" labelled {label}" if label else ""
         selector = {"label_selector": label} if label else {}
+        shape = tree(paths)  # the watch cuts each object down to it before walking it (the store keeps it so)
         informer = Informer(
             f"{kind}.{api_version}{where}{labelled} projected on {self.name or 'the management cluster'}",
             lambda: self._live_list(api_version, kind, scope, labels=label),
             lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
-                                        strip_managed_fields=True, **selector,
-                                        **({"resource_version": rv} if rv else {})),
-            log=self._log, cluster=self.name, store=Store(tree(paths)), timeout=self._watch_timeout,
+                                        shape=shape, **selector, **({"resource_version": rv} if rv else {})),
+            log=self._log, cluster=self.name, store=Store(shape), timeout=self._watch_timeout,
         )
         informer.start()
         with self._lock:

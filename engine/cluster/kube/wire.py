@@ -19,7 +19,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
@@ -34,6 +34,7 @@ from engine.cluster.api import ApiError, NotFound, Obj, WatchEvent
 from engine.cluster.kube import codec
 from engine.cluster.kube.errors import from_status, no_resource, raise_ours, translated
 from engine.cluster.kube.store import interned, slim_metadata
+from engine.cluster.projection import project
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a connection to the API server."""
@@ -240,7 +241,8 @@ class Wire:
     # -- watch ---------------------------------------------------------------
 
     def watch(self, api_version: str, kind: str, namespace: str | None, *, timeout: float | None,
-              bookmarks: bool = False, strip_managed_fields: bool = False, **params: Any) -> WatchStream:
+              bookmarks: bool = False, strip_managed_fields: bool = False,
+              shape: Mapping[str, Any] | None = None, **params: Any) -> WatchStream:
         """Open a watch of a kind now (request errors raise here); its events come from the stream.
 
         The server counts its timeout in whole seconds (and reads 0 as "its default"). Without
@@ -271,7 +273,7 @@ class Wire:
             if isinstance(err, NotFound) and not err.details.get("name"):
                 self.forget(api_version, kind, rediscover=True)
             raise
-        return WatchStream(response, strip_managed_fields=strip_managed_fields)
+        return WatchStream(response, strip_managed_fields=strip_managed_fields, shape=shape)
 
 
 def _query_value(value: Any) -> str:
@@ -327,9 +329,13 @@ class WatchStream(Iterator[WatchEvent]):
     or when the connection drops: the watcher resumes from the last resourceVersion. An ERROR
     event raises our error (Gone for an expired resourceVersion)."""
 
-    def __init__(self, response: urllib3.BaseHTTPResponse | None, *, strip_managed_fields: bool = False) -> None:
+    def __init__(self, response: urllib3.BaseHTTPResponse | None, *, strip_managed_fields: bool = False,
+                 shape: Mapping[str, Any] | None = None) -> None:
+        """shape: a projected cache's (``engine.cluster.projection.tree``): each object is cut down to it before
+        anything else walks it, so what the cache drops is never interned nor slimmed."""
         self._response = response
         self._strip = strip_managed_fields
+        self._shape = shape
         self._lines = self._read_lines() if response is not None else iter(())
         self._closed = response is None
 
@@ -351,7 +357,13 @@ class WatchStream(Iterator[WatchEvent]):
                 raise from_status(event.get("object"))
             obj: Obj = event["object"] if isinstance(event.get("object"), dict) else {}
             kind = str(event.get("type", ""))
-            if self._strip and isinstance(obj.get("metadata"), dict):  # an object for a cache
+            if self._shape is not None:  # an object for a projected cache: only what it keeps is walked
+                obj = project(obj, self._shape)
+                if isinstance(obj.get("metadata"), dict) and "managedFields" in obj["metadata"]:
+                    obj["metadata"] = slim_metadata(obj["metadata"])  # a projection keeping metadata whole
+                if kind != "DELETED":
+                    obj = interned(obj)
+            elif self._strip and isinstance(obj.get("metadata"), dict):  # an object for a cache
                 obj["metadata"] = slim_metadata(obj["metadata"])
                 if kind != "DELETED":  # a deleted object leaves the cache: sharing its strings saves nothing
                     obj = interned(obj)
