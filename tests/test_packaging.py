@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine import cli
+from engine.rules import crd_lint
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -82,9 +83,12 @@ def test_the_lab_is_found_by_entry_point() -> None:
 
 
 def test_the_offline_world_is_found_by_entry_point() -> None:
-    """`engine test` and `engine render` are the offline world's entry points, not imports of the engine."""
+    """`engine test`, `engine render` and the CRD check of `engine lint` are the offline world's entry points, not
+    imports of the engine."""
     found = {ep.name: ep.value for ep in entry_points(group=cli.OFFLINE_ENTRY_POINTS)}
-    assert found == {"test": "offline.scenario.runner:command", "render": "offline.render:command"}
+    assert found == {"test": "offline.scenario.runner:command", "render": "offline.render:command",
+                     "crd-check": "offline.cluster.crd_check"}
+    assert crd_lint.OFFLINE_ENTRY_POINTS == cli.OFFLINE_ENTRY_POINTS
     assert PYPROJECT["project"]["entry-points"][cli.OFFLINE_ENTRY_POINTS] == found
 
 
@@ -95,6 +99,23 @@ def test_without_the_lab_engine_demo_says_what_is_missing(
     monkeypatch.setattr(cli, "LAB_ENTRY_POINTS", "c5c3_order_engine.no-such-lab")
     assert cli.main(["demo"]) == 2
     assert "engine demo needs the lab (package simulators), which this install leaves out" in capsys.readouterr().err
+
+
+def test_without_the_offline_world_engine_lint_crds_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An install without the offline world refuses `engine lint --crds` with one line and exit status 2; lint
+    without --crds leaves the CRD check out."""
+    monkeypatch.setattr(crd_lint, "OFFLINE_ENTRY_POINTS", "c5c3_order_engine.no-such-offline")
+    crd_lint.crd_check.cache_clear()
+    try:
+        assert cli.main(["lint", "--crds", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+        assert "engine lint --crds needs the CRD check of the test harness (package offline)" in err
+        assert cli.main(["lint"]) == 0
+    finally:
+        crd_lint.crd_check.cache_clear()
 
 
 def contract_modules() -> set[str]:

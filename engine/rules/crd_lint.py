@@ -3,7 +3,8 @@
 A CRD that ``kubectl apply`` would fail on (a printer column of an unknown type, a name that is not
 ``<plural>.<group>``, two storage versions, a misspelt schema keyword, ...) is found by ``engine lint`` and
 ``engine test`` before it reaches a cluster. The check is the one the memory cluster admits a CRD by
-(``engine.cluster.crd_check.crd_refusal``); this module only reads the files (with positions, as rule files
+(``offline.cluster.crd_check``, found through the ``crd-check`` entry point: the operator image leaves the
+offline world out); this module only reads the files (with positions, as rule files
 are read) and places each cause at the field it names. The API server names some fields by its internal
 form of the CRD (``spec.validation`` for a schema every version shares, ``spec.version`` for the first
 version's name): the message keeps its words, the position is that of the field in the file.
@@ -11,20 +12,25 @@ version's name): the message keeps its words, the position is that of the field 
 
 from __future__ import annotations
 
+import functools
 import re
+from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
-from engine.cluster.crd_check import crd_refusal
-from engine.cluster.crd_decode import decode
 from engine.rules.errors import Position, RuleError
 from engine.rules.limits import MAX_CRD_FILE_BYTES, FileTooLarge, read_limited
 from engine.rules.source import SourceFile
 
-__all__ = ["crd_file_errors"]
+__all__ = ["crd_check", "crd_file_errors"]
+
+OFFLINE_ENTRY_POINTS = "c5c3_order_engine.offline"
+"""The offline world's entry point group (``engine.cli`` finds ``engine test`` and ``engine render`` there)."""
+CRD_CHECK = "crd-check"
 
 _STEP = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
 _JSON_NAMES = {"JSONPath": "jsonPath"}
@@ -41,6 +47,17 @@ _INTERNAL = (
 """The API server's internal field names, by where the field is in a ``v1`` CRD file."""
 
 
+@functools.cache
+def crd_check() -> ModuleType | None:
+    """The offline world's CRD check (``offline.cluster.crd_check``), or None where this install leaves it out."""
+    found = entry_points(group=OFFLINE_ENTRY_POINTS, name=CRD_CHECK)
+    try:
+        loaded: ModuleType | None = next(iter(found)).load() if found else None
+    except ImportError:  # the operator image's wheel leaves the offline world out; its entry points remain
+        loaded = None
+    return loaded
+
+
 def crd_file_errors(file: Path) -> list[RuleError]:
     """Every refusal of every CRD in one YAML file (other documents are skipped); a file that does not
     parse is one error; one over the size limit is left to ``load_schemas``, which reports it."""
@@ -52,11 +69,15 @@ def crd_file_errors(file: Path) -> list[RuleError]:
         mark = getattr(exc, "problem_mark", None)
         where = Position(str(file), mark.line + 1, mark.column + 1) if mark else Position(str(file), 1, 1)
         return [RuleError(where, f"cannot read this CRD file: {getattr(exc, 'problem', None) or exc}")]
+    check = crd_check()
+    if check is None:
+        raise LookupError(f"the CRD check needs the offline package (entry point {CRD_CHECK!r} of group "
+                          f"{OFFLINE_ENTRY_POINTS})")
     errors = []
     for doc in docs:
         if not isinstance(doc, CommentedMap) or doc.get("kind") != "CustomResourceDefinition":
             continue
-        refused = crd_refusal(doc)
+        refused = check.crd_refusal(doc)
         if refused is None:
             continue
         source, name = SourceFile(str(file), doc), str((doc.get("metadata") or {}).get("name") or "")
@@ -66,7 +87,7 @@ def crd_file_errors(file: Path) -> list[RuleError]:
                 errors.append(RuleError(source.locate(steps(file_field(cause.field))),
                                         f"{prefix}{cause.field}: {cause.message}"))
             continue
-        decoded = decode(doc)
+        decoded = check.decode_crd(doc)
         if decoded.type_error:
             errors.append(RuleError(source.locate(steps(decoded.type_error_path)), prefix + refused.message))
         for path in decoded.unknown:

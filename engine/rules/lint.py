@@ -91,7 +91,7 @@ def lint_paths(paths: list[Path], *, templates_root: Path | None = None, crds: l
                 schemas[folders] = load_schemas(folders)
                 errors.extend(schemas[folders].refused)
                 checked.crds |= schemas[folders].kinds()
-                if check_crds:  # imported here: the memory cluster's admission (CEL) stays out of the operator
+                if check_crds:  # only `engine lint` checks CRDs, with the offline world's CRD check (entry point)
                     from engine.rules.crd_lint import crd_file_errors
 
                     errors.extend(error for file in crd_files(folders) for error in crd_file_errors(file))

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any, Literal
 
 from engine.clock import Clock, format_time
-from engine.cluster import builtin, ssa
+from engine.cluster import ssa
 from engine.cluster.api import (
     AlreadyExists,
     BadRequest,
@@ -38,21 +38,14 @@ from engine.cluster.api import (
     ServerError,
     WatchEvent,
 )
-from engine.cluster.crd_decode import decode as decode_crd
 from engine.cluster.patches import Unexplained, json_copy
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import (
     parse_fields,
     parse_labels,
 )
-from engine.cluster.served_kinds import (
-    CRD_KIND,
-    ServedKind,
-    error_details,
-    invalid,
-    not_found,
-    unconditional,
-)
+from offline.cluster import builtin
+from offline.cluster.crd_decode import decode as decode_crd
 from offline.cluster.limits import check_depth
 from offline.cluster.memory_admit import (
     admit,
@@ -75,6 +68,14 @@ from offline.cluster.memory_objects import (
     take_status,
     timeless,
     typed_patch_error,
+)
+from offline.cluster.served_kinds import (
+    CRD_KIND,
+    ServedKind,
+    error_details,
+    invalid,
+    not_found,
+    unconditional,
 )
 
 UNKNOWN_MANAGER = "unknown"

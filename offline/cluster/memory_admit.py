@@ -9,11 +9,7 @@ storing.
 
 from __future__ import annotations
 
-from engine.cluster import builtin
-from engine.cluster.admission.fielderrors import go_value
 from engine.cluster.api import Cause, Conflict, Obj
-from engine.cluster.crd_check import CRD_INFO, compile_crd, crd_decoding_error
-from engine.cluster.crd_decode import drop_unknown
 from engine.cluster.selectors import (
     SUBDOMAIN_MSG,
     is_subdomain,
@@ -21,9 +17,13 @@ from engine.cluster.selectors import (
     label_value_errors,
     namespace_name_errors,
 )
-from engine.cluster.served_kinds import CRD_KIND, ServedKind, conflict, error_details, invalid, unconditional
+from offline.cluster import builtin
+from offline.cluster.admission.fielderrors import go_value
+from offline.cluster.crd_check import CRD_INFO, compile_crd, crd_decoding_error
+from offline.cluster.crd_decode import drop_unknown
 from offline.cluster.limits import int64_or_float
 from offline.cluster.memory_objects import metadata_repeats
+from offline.cluster.served_kinds import CRD_KIND, ServedKind, conflict, error_details, invalid, unconditional
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """The label the API server puts on every Namespace: its name."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from engine.cluster.api import Gone, Obj, WatchEvent
 from engine.cluster.readonly import handed_out
 from engine.cluster.selectors import Selector
-from engine.cluster.served_kinds import ServedKind
+from offline.cluster.served_kinds import ServedKind
 
 
 @dataclass(frozen=True)

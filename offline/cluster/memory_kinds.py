@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from engine.cluster import builtin
 from engine.cluster.api import NoSuchResource, Obj, ResourceInfo
-from engine.cluster.crd_check import compile_crd
-from engine.cluster.served_kinds import BUILTIN_KINDS, ServedKind
+from offline.cluster import builtin
+from offline.cluster.crd_check import compile_crd
+from offline.cluster.served_kinds import BUILTIN_KINDS, ServedKind
 
 Key = tuple[str, str]
 """(apiVersion, kind)."""

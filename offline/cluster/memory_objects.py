@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from engine.cluster import builtin
 from engine.cluster.api import ApiError, BadRequest, Obj, UnsupportedMediaType
 from engine.cluster.patches import go_json_type, json_copy, json_patch, merge_patch
-from engine.cluster.served_kinds import ServedKind
+from offline.cluster import builtin
+from offline.cluster.served_kinds import ServedKind
 from offline.cluster.strategic import strategic_merge
 
 STRATEGIC_UNSUPPORTED = ("the body of the request was in an unknown format - accepted media types include: "

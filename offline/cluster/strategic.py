@@ -9,7 +9,7 @@ containers and volumes), scalars as a union; any other list is replaced. Directi
 first, items only the server has placed by their old neighbours), down to Go's stable sort.
 
 Custom resources have no patch metadata: the API server refuses this patch type for them (415), so callers only
-use it for kinds with a schema from ``engine.cluster.builtin``.
+use it for kinds with a schema from ``offline.cluster.builtin``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cluster.api import ApiError, BadRequest
-from engine.cluster.builtin.schema import Schema
 from engine.cluster.patches import Unexplained, Unprocessable, go_json_type, json_copy
+from offline.cluster.builtin.schema import Schema
 
 DIRECTIVE = "$patch"
 REPLACE = "replace"

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster import builtin
 from engine.cluster.api import Obj, ResourceInfo
 from engine.cluster.selectors import SUPPORTED_FIELDS
+from offline.cluster import builtin
 
 CORE = ("v1", "Event")
 STORED = ("events.k8s.io/v1", "Event")

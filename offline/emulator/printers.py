@@ -1,7 +1,7 @@
 """The rows ``kubectl get`` prints for built-in kinds, as the API server's printers make them (Kubernetes'
 ``pkg/printers/internalversion``, the CRD table convertor and the default one for kinds without a printer).
 
-The columns (names, types, priorities) are the real server's, from ``engine.cluster.builtin``; the server fills
+The columns (names, types, priorities) are the real server's, from ``offline.cluster.builtin``; the server fills
 the wide columns too (kubectl shows them with ``-o wide``). Counts are integers even in ``string`` columns, as the
 server sends them.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from engine.clock import parse_time
 from engine.cluster.api import Obj
-from engine.cluster.builtin import schema
+from offline.cluster.builtin import schema
 from offline.emulator import events
 from offline.emulator.table import human_duration
 

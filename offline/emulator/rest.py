@@ -16,8 +16,6 @@ from typing import Any, Literal
 import yaml
 
 from engine.clock import Clock
-from engine.cluster import builtin
-from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import (
     ApiError,
     BadRequest,
@@ -34,6 +32,8 @@ from engine.cluster.api import (
 )
 from engine.cluster.patches import json_patch, merge_patch
 from engine.cluster.selectors import FieldSelector, parse_fields
+from offline.cluster import builtin
+from offline.cluster.admission.warnings import collecting
 from offline.cluster.memory import MemoryCluster
 from offline.cluster.memory_objects import typed_patch_error
 from offline.emulator import discovery, events, protobuf

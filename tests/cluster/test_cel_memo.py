@@ -10,10 +10,10 @@ from typing import Any
 import celpy
 import pytest
 
-from engine.cluster.admission import CrdAdmission
-from engine.cluster.admission.celreads import project, reads
-from engine.cluster.admission.memo import PASSED, Verdict, VerdictMemo
 from engine.cluster.api import Invalid
+from offline.cluster.admission import CrdAdmission
+from offline.cluster.admission.celreads import project, reads
+from offline.cluster.admission.memo import PASSED, Verdict, VerdictMemo
 from tests.cluster.test_crd_admission import INTERVAL, STRING, make_crd, obj_schema, rule, widget
 
 Obj = dict[str, Any]

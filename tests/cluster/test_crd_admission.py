@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from engine.cluster.admission import CrdAdmission, admissions_for
-from engine.cluster.admission.cel import escape
-from engine.cluster.admission.fielderrors import go_number, go_quote
 from engine.cluster.api import Invalid
+from offline.cluster.admission import CrdAdmission, admissions_for
+from offline.cluster.admission.cel import escape
+from offline.cluster.admission.fielderrors import go_number, go_quote
 
 Obj = dict[str, Any]
 

@@ -74,7 +74,7 @@ class AdmissionClient:
     """Straight through ``CrdAdmission``: the update is admitted against the stored object given."""
 
     def __init__(self, crd: Obj) -> None:
-        from engine.cluster.admission import admissions_for  # imported late: the CRD-only tests need no engine
+        from offline.cluster.admission import admissions_for  # imported late: the CRD-only tests need no engine
 
         self._admission = admissions_for(crd)[storage_api_version(crd)]
 

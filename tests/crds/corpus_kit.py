@@ -157,7 +157,7 @@ def answer_of(code: int, body: Obj) -> Obj:
 
 def ours(crd: Obj) -> Obj:
     """Our checks' answer to the same CRD, in the corpus's form."""
-    from engine.cluster.crd_check import crd_refusal
+    from offline.cluster.crd_check import crd_refusal
 
     refused = crd_refusal(copy.deepcopy(crd))
     if refused is None:

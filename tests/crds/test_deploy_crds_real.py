@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cluster.crd_check import crd_refusal
+from offline.cluster.crd_check import crd_refusal
 from offline.realkube import KubeServer
 from tests.crds.corpus_kit import CRDS_PATH, RealServer
 

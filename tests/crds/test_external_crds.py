@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cluster.admission import admissions_for
 from engine.cluster.api import Invalid
+from offline.cluster.admission import admissions_for
 
 EXTERNAL = Path(__file__).resolve().parents[2] / "deploy" / "crds" / "external"
 Obj = dict[str, Any]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from engine.cluster.admission import CrdAdmission, admissions_for
+from offline.cluster.admission import CrdAdmission, admissions_for
 from simulators import demo, embedded
 
 ROOT = Path(__file__).resolve().parents[2]

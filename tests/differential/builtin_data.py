@@ -3,8 +3,8 @@ schemas of the kinds the memory cluster serves (properties, types, required fiel
 and strategies, list types and map keys), and the Table columns the server prints for each.
 
 ``python -m tests.differential.builtin_data`` starts a real server (the pinned binaries) and rewrites
-``engine/cluster/builtin/data.json``, then runs ``tools/builtin-types`` (Go, the same release's k8s.io/api types)
-and rewrites ``engine/cluster/builtin/encoding.json``; ``test_builtin_data`` checks both committed files.
+``offline/cluster/builtin/data.json``, then runs ``tools/builtin-types`` (Go, the same release's k8s.io/api types)
+and rewrites ``offline/cluster/builtin/encoding.json``; ``test_builtin_data`` checks both committed files.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
-from engine.cluster.served_kinds import BUILTIN_KINDS
+from offline.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
+from offline.cluster.served_kinds import BUILTIN_KINDS
 from offline.realkube import KubeServer
 
 Obj = dict[str, Any]

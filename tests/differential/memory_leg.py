@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from engine.cluster.admission.warnings import collecting
 from engine.cluster.api import ApiError, NotFound, ResourceInfo
 from engine.cluster.patches import json_patch, merge_patch
+from offline.cluster.admission.warnings import collecting
 from offline.cluster.memory import MemoryCluster
 from offline.emulator.rest import SCALED, addressed, list_item, list_metadata, scale_of
 from offline.emulator.routes import Target, parse_route

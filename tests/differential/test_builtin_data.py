@@ -1,6 +1,6 @@
 """The emulators' data about built-in kinds still matches the real server it was taken from: the OpenAPI schemas
-and Table columns (engine/cluster/builtin/data.json) and the Go types' encoding of empty fields
-(engine/cluster/builtin/encoding.json). After a Kubernetes bump, ``python -m tests.differential.builtin_data``
+and Table columns (offline/cluster/builtin/data.json) and the Go types' encoding of empty fields
+(offline/cluster/builtin/encoding.json). After a Kubernetes bump, ``python -m tests.differential.builtin_data``
 rewrites both."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import shutil
 
 import pytest
 
-from engine.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
+from offline.cluster.builtin.schema import DATA_FILE, ENCODING_FILE
 from offline.realkube import KubeServer
 from tests.differential.builtin_data import Server, collect, encoding, render
 
 
 def test_the_schemas_and_columns_are_the_real_servers(real_server: KubeServer) -> None:
     assert DATA_FILE.read_text() == render(collect(Server(real_server))), (
-        "engine/cluster/builtin/data.json is stale: run python -m tests.differential.builtin_data")
+        "offline/cluster/builtin/data.json is stale: run python -m tests.differential.builtin_data")
 
 
 def test_the_encodings_are_the_go_types(kube_binaries: object) -> None:
@@ -25,7 +25,7 @@ def test_the_encodings_are_the_go_types(kube_binaries: object) -> None:
     cached)."""
     assert shutil.which("go"), "the real-server tier needs Go (it built the binaries)"
     assert json.loads(ENCODING_FILE.read_text()) == json.loads(encoding()), (
-        "engine/cluster/builtin/encoding.json is stale: run python -m tests.differential.builtin_data")
+        "offline/cluster/builtin/encoding.json is stale: run python -m tests.differential.builtin_data")
 
 
 pytestmark = pytest.mark.real_server

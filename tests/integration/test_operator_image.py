@@ -69,6 +69,9 @@ def test_the_operator_wheel_alone_lints_and_serves_an_order_from_another_directo
     engine = venv / "bin" / "engine"
     lint = run(engine, "lint", cwd=elsewhere, env=env)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+    crds = run(engine, "lint", "--crds", elsewhere, cwd=elsewhere, env=env)
+    assert crds.returncode == 2 and "needs the CRD check of the test harness (package offline)" in crds.stderr
+    assert len(crds.stderr.splitlines()) == 1 and "Traceback" not in crds.stderr
     scenarios = run(engine, "test", "x.yaml", cwd=elsewhere, env=env)
     assert scenarios.returncode == 2 and "needs the test harness (package offline)" in scenarios.stderr
     assert "Traceback" not in scenarios.stderr

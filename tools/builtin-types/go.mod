@@ -1,4 +1,4 @@
-// Prints how the Go types of the built-in kinds the emulators serve encode empty fields (engine/cluster/builtin).
+// Prints how the Go types of the built-in kinds the emulators serve encode empty fields (offline/cluster/builtin).
 module c5c3.io/order-engine/tools/builtin-types
 
 go 1.26.0

@@ -20,7 +20,7 @@ What the emulators (memory cluster, HTTP emulator) keep different from the real 
 | asynchronous-crd                | memory, kube, kube-cached | a CRD's kind is served, changed and dropped in the   |
 |                                 |                           | CRD's write, not moments later                       |
 
-Built-in kinds are decoded, defaulted and encoded as their Go types (engine/cluster/builtin; tests/differential
+Built-in kinds are decoded, defaulted and encoded as their Go types (offline/cluster/builtin; tests/differential
 compares them with a real server request by request). Beyond what the Cluster interface reaches (so not asserted
 here): no paging (``limit`` is ignored, a list
 answers every item), no webhook conversion (every served version reads the stored object, as the API

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.admission.fielderrors import go_quote
 from engine.cluster.api import Cause
-from engine.cluster.crd_regex import regex_error
+from offline.cluster.admission.fielderrors import go_quote
+from offline.cluster.crd_regex import regex_error
 
 Schema = dict[str, Any]
 

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from engine.cluster.builtin.schema import Schema
+from offline.cluster.builtin.schema import Schema
 
 Obj = dict[str, Any]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.builtin.defaults import prepare_for_create, prepare_for_update, set_defaults
-from engine.cluster.builtin.schema import Schema, kind_schema, list_keys
-from engine.cluster.builtin.typed import decode, zero
+from offline.cluster.builtin.defaults import prepare_for_create, prepare_for_update, set_defaults
+from offline.cluster.builtin.schema import Schema, kind_schema, list_keys
+from offline.cluster.builtin.typed import decode, zero
 
 __all__ = ["admit", "empty", "encoded", "kind_schema", "list_keys", "prepare_for_create", "prepare_for_update",
            "stored", "unknown_fields"]

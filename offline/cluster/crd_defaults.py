@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.admission import fielderrors, structural
-from engine.cluster.admission.cel import RuleCompileError, RuleNode
-from engine.cluster.admission.celcheck import check_rule, declared_type
-from engine.cluster.admission.fielderrors import FieldError, go_json, go_quote, go_value
-from engine.cluster.admission.schema import SchemaValidator
 from engine.cluster.api import Cause
-from engine.cluster.crd_decode import object_meta_error
-from engine.cluster.crd_names import dns1035_errors
+from offline.cluster.admission import fielderrors, structural
+from offline.cluster.admission.cel import RuleCompileError, RuleNode
+from offline.cluster.admission.celcheck import check_rule, declared_type
+from offline.cluster.admission.fielderrors import FieldError, go_json, go_quote, go_value
+from offline.cluster.admission.schema import SchemaValidator
+from offline.cluster.crd_decode import object_meta_error
+from offline.cluster.crd_names import dns1035_errors
 
 Schema = dict[str, Any]
 _META = ("metadata", "apiVersion", "kind")

@@ -17,7 +17,7 @@ from typing import Any
 from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
-from engine.cluster.admission import celduration
+from offline.cluster.admission import celduration
 
 
 def duration(value: Any) -> celtypes.DurationType:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.cluster import admission
 from engine.cluster.api import Cause, Conflict, Invalid, NotFound, Obj, ResourceInfo
+from offline.cluster import admission
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -23,7 +23,7 @@ BUILTIN_KINDS: tuple[ResourceInfo, ...] = (
     # Events: the emulator serves core v1 ones as a view of the events.k8s.io/v1 store, as the API server does.
     ResourceInfo("v1", "Event", "events", True, False, "event", ("ev",)),
     ResourceInfo("events.k8s.io/v1", "Event", "events", True, False, "event", ("ev",)),
-    # What installing the operator creates (deploy/), typed by engine/cluster/builtin/.
+    # What installing the operator creates (deploy/), typed by offline/cluster/builtin/.
     ResourceInfo("v1", "ServiceAccount", "serviceaccounts", True, False, "serviceaccount", ("sa",)),
     ResourceInfo("v1", "Service", "services", True, True, "service", ("svc",)),
     # What a tenant's namespace holds and is limited by (the TenantSpace example's children and its teardown's hold).

@@ -22,8 +22,8 @@ import jsonschema
 from jsonschema import Draft4Validator, FormatChecker
 
 from engine import durations
-from engine.cluster.admission import fielderrors
-from engine.cluster.admission.fielderrors import ErrorType, FieldError
+from offline.cluster.admission import fielderrors
+from offline.cluster.admission.fielderrors import ErrorType, FieldError
 
 Schema = dict[str, Any]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.admission.fielderrors import go_quote
 from engine.cluster.api import Cause
+from offline.cluster.admission.fielderrors import go_quote
 
 TYPES = ("boolean", "date", "integer", "number", "string")
 FORMATS = ("byte", "date", "date-time", "double", "float", "int32", "int64", "password")

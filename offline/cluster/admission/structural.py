@@ -11,8 +11,8 @@ import copy
 import json
 from typing import Any
 
-from engine.cluster.admission import fielderrors
-from engine.cluster.admission.fielderrors import FieldError
+from offline.cluster.admission import fielderrors
+from offline.cluster.admission.fielderrors import FieldError
 
 Schema = dict[str, Any]
 

@@ -13,12 +13,12 @@ import functools
 import json
 from typing import Any
 
-from engine.cluster import admission
 from engine.cluster.api import ApiError, BadRequest, Invalid, Obj, PrinterColumn, ResourceInfo
-from engine.cluster.crd_decode import decode as decode_crd
-from engine.cluster.crd_names import APPROVAL
-from engine.cluster.crd_validation import crd_causes
-from engine.cluster.served_kinds import BUILTIN_KINDS, CRD_KIND, ServedKind, invalid
+from offline.cluster import admission
+from offline.cluster.crd_decode import decode as decode_crd
+from offline.cluster.crd_names import APPROVAL
+from offline.cluster.crd_validation import crd_causes
+from offline.cluster.served_kinds import BUILTIN_KINDS, CRD_KIND, ServedKind, invalid
 
 CRD_INFO = BUILTIN_KINDS[-1]
 """The CustomResourceDefinition kind's own record (its errors name it)."""

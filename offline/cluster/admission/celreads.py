@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from engine.cluster.admission import celnames
+from offline.cluster.admission import celnames
 
 Tree = Any
 """A node of celpy's parse tree (lark's ``Tree``: ``data``, the rule's name, and ``children``, trees and tokens;

@@ -4,7 +4,7 @@ an empty value of an ``omitempty`` field is dropped, and a by-value field that i
 its zero value (``status: {}``, a container's ``resources: {}``, a ClusterRole's ``rules: null``); quantities
 are written in canonical form (``0.5`` CPU is ``500m``).
 
-The schema (``engine.cluster.builtin.schema``) tells a struct from a map and names each struct's Go type; the
+The schema (``offline.cluster.builtin.schema``) tells a struct from a map and names each struct's Go type; the
 encoding data says, per field, what Go's encoder does with it when it is empty, and gives the fields in the
 order Go writes them (so answers list them as the API server does).
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from engine.cluster.builtin.quantity import QUANTITY, canonical
-from engine.cluster.builtin.schema import Schema, encoding
+from offline.cluster.builtin.quantity import QUANTITY, canonical
+from offline.cluster.builtin.schema import Schema, encoding
 
 Obj = dict[str, Any]
 

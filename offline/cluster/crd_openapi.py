@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.cluster.admission import celcheck
-from engine.cluster.admission.fielderrors import go_json, go_quote, go_value
 from engine.cluster.api import Cause
-from engine.cluster.crd_paths import valid_field_path
-from engine.cluster.structural import not_structural_reason
+from offline.cluster.admission import celcheck
+from offline.cluster.admission.fielderrors import go_json, go_quote, go_value
+from offline.cluster.crd_paths import valid_field_path
+from offline.cluster.structural import not_structural_reason
 
 Schema = dict[str, Any]
 

@@ -14,20 +14,20 @@ import copy
 import urllib.parse
 from typing import Any
 
-from engine.cluster.admission.fielderrors import go_json, go_quote
 from engine.cluster.api import Cause
-from engine.cluster.crd_defaults import defaults_causes
-from engine.cluster.crd_names import (
+from offline.cluster.admission.fielderrors import go_json, go_quote
+from offline.cluster.crd_defaults import defaults_causes
+from offline.cluster.crd_names import (
     approval_causes,
     dns1035_errors,
     group_causes,
     metadata_causes,
     names_causes,
 )
-from engine.cluster.crd_openapi import openapi_causes
-from engine.cluster.crd_paths import PathError, resolve
-from engine.cluster.printer_columns import column_causes, simple_json_path_causes
-from engine.cluster.structural import not_structural_reason, structural_causes
+from offline.cluster.crd_openapi import openapi_causes
+from offline.cluster.crd_paths import PathError, resolve
+from offline.cluster.printer_columns import column_causes, simple_json_path_causes
+from offline.cluster.structural import not_structural_reason, structural_causes
 
 Obj = dict[str, Any]
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.cluster.admission import fielderrors, structural
-from engine.cluster.admission.cel import RuleCompileError, RuleError, RuleNode
-from engine.cluster.admission.fielderrors import BLOCKING, FieldError
-from engine.cluster.admission.memo import BUDGET_BYTES, VerdictMemo
-from engine.cluster.admission.schema import SchemaValidator
-from engine.cluster.admission.warnings import warn
 from engine.cluster.api import Obj
 from engine.cluster.patches import json_copy
+from offline.cluster.admission import fielderrors, structural
+from offline.cluster.admission.cel import RuleCompileError, RuleError, RuleNode
+from offline.cluster.admission.fielderrors import BLOCKING, FieldError
+from offline.cluster.admission.memo import BUDGET_BYTES, VerdictMemo
+from offline.cluster.admission.schema import SchemaValidator
+from offline.cluster.admission.warnings import warn
 
 __all__ = ["CrdAdmission", "admissions_for"]
 

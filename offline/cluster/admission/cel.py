@@ -21,11 +21,11 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from engine.cluster.admission import celduration, celreads, fielderrors
-from engine.cluster.admission.celfuncs import FUNCTIONS
-from engine.cluster.admission.celnames import escape
-from engine.cluster.admission.fielderrors import ErrorType, FieldError
-from engine.cluster.admission.memo import PASSED, Key, Verdict, VerdictMemo
+from offline.cluster.admission import celduration, celreads, fielderrors
+from offline.cluster.admission.celfuncs import FUNCTIONS
+from offline.cluster.admission.celnames import escape
+from offline.cluster.admission.fielderrors import ErrorType, FieldError
+from offline.cluster.admission.memo import PASSED, Key, Verdict, VerdictMemo
 
 Schema = dict[str, Any]
 

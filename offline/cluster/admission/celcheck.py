@@ -19,9 +19,9 @@ from typing import Any
 import celpy
 from celpy.celparser import CELParseError
 
-from engine.cluster.admission.cel import uses_optional_syntax
-from engine.cluster.admission.celnames import escape
-from engine.cluster.crd_regex import regex_error
+from offline.cluster.admission.cel import uses_optional_syntax
+from offline.cluster.admission.celnames import escape
+from offline.cluster.crd_regex import regex_error
 
 Schema = dict[str, Any]
 Node = Any

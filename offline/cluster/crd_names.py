@@ -13,9 +13,9 @@ import re
 import urllib.parse
 from typing import Any
 
-from engine.cluster.admission.fielderrors import go_quote as quoted
 from engine.cluster.api import Cause
 from engine.cluster.selectors import SUBDOMAIN_MSG, label_key_errors, label_value_errors
+from offline.cluster.admission.fielderrors import go_quote as quoted
 
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
