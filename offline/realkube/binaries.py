@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "kube-binaries"
 FOLDER_VARIABLE = "KUBE_BINARIES_FOLDER"
 NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")

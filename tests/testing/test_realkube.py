@@ -131,3 +131,12 @@ def test_a_starter_killed_outright_takes_its_servers_along(kube_binaries: KubeBi
     assert folder.exists()  # nobody was left to remove it: the next server's start does
     with KubeServer("next", binaries=kube_binaries, controllers=False):
         assert not folder.exists()
+
+
+def test_without_a_named_folder_the_checkouts_build_script_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI names no ``KUBE_BINARIES_FOLDER``: the finder must reach this checkout's ``scripts/kube-binaries``."""
+    from offline.realkube import binaries
+
+    monkeypatch.delenv(binaries.FOLDER_VARIABLE, raising=False)
+    assert binaries.SCRIPT == ROOT / "scripts" / "kube-binaries"
+    assert binaries.SCRIPT.is_file()
