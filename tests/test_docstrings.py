@@ -1,6 +1,6 @@
 """Module docstrings of a few lines: what the module is for and why it is shaped so.
 
-Every module of engine/ and simulators/ opens with a docstring of at most twelve lines (a screen, as in
+Every module of engine/, offline/ and simulators/ opens with a docstring of at most twelve lines (a screen, as in
 controller-runtime's package docs and kopf's modules) that names at most one decision record; the history of
 how a module came to be lives in docs/decisions/, not in its docstring.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("engine", "simulators")
+PACKAGES = ("engine", "offline", "simulators")
 
 # Twelve lines hold a purpose, the shape and its reason, and one pointer; more is a journal.
 MAX_LINES = 12
