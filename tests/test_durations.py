@@ -194,8 +194,9 @@ class TestConversions:
 
 
 def test_no_other_module_parses_go_durations() -> None:
-    """One parser: no other engine module spells Go's unit list (the mark of a second parser)."""
-    root = Path(__file__).resolve().parent.parent / "engine"
-    others = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py"))
+    """One parser: no other module of engine/ or offline/ spells Go's unit list (the mark of a second parser)."""
+    root = Path(__file__).resolve().parent.parent
+    modules = [p for folder in ("engine", "offline") for p in sorted((root / folder).rglob("*.py"))]
+    others = [str(p.relative_to(root)) for p in modules
               if p.name != "durations.py" and re.search(r"ns\|us|\"ms\":|'ms':", p.read_text(encoding="utf-8"))]
     assert others == []
