@@ -396,15 +396,23 @@ CLOSED_PIPE_STATUS = 128 + 13
 """The exit status when the reader of stdout went away (``engine schema | head -c 100``): a tool ended by
 SIGPIPE's, as the shell reports it."""
 
+INTERRUPTED_STATUS = 128 + 2
+"""The exit status after a Ctrl-C outside ``engine run`` (a long ``engine lint`` or ``engine test``): SIGINT's, as
+the shell reports it."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every subcommand; a closed stdout (its reader stopped reading) ends it quietly, without a traceback."""
+    """Every subcommand; a closed stdout (its reader stopped reading) or a Ctrl-C ends it quietly, without a
+    traceback (``engine run`` handles SIGINT itself and stops gracefully)."""
     try:
         status = _main(argv)
         sys.stdout.flush()  # what is still buffered meets the closed pipe here, not at interpreter exit
     except BrokenPipeError:
         _quiet_stdout()
         return CLOSED_PIPE_STATUS
+    except KeyboardInterrupt:
+        print("engine: interrupted", file=sys.stderr)
+        return INTERRUPTED_STATUS
     return status
 
 

@@ -81,3 +81,18 @@ def test_the_wheel_build_names_a_setuptools_version_it_cannot_read(tmp_path: Pat
     done = setuptools_check("", tmp_path)
     assert done.returncode == 1
     assert "setuptools" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_ctrl_c_ends_a_command_quietly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C in the middle of `engine lint` (reading rules, starting its embedded clusters): one line on stderr
+    and SIGINT's exit status as the shell reports it, never a traceback."""
+    from engine import cli
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_lint", interrupted)
+    assert cli.main(["lint"]) == 130
+    printed = capsys.readouterr()
+    assert printed.err == "engine: interrupted\n"
+    assert printed.out == ""
