@@ -508,7 +508,7 @@ class OperatorProcess:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()  # the test fails, and leaves no process behind
-            raise
+            pytest.fail(f"the operator did not stop within {timeout}s of SIGTERM:\n{self.logs()[-4000:]}")
         finally:
             self._log.close()
 
