@@ -74,7 +74,10 @@ import per_cluster  # noqa: E402
 from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order  # noqa: E402
 
 from engine.cluster.api import Conflict, NotFound  # noqa: E402
+from offline.cluster import memory as memory_module  # noqa: E402
 from offline.emulator import Emulator  # noqa: E402
+
+ORIGINAL_ADMIT = memory_module.admit
 
 SHARDED = ("--sharded", "--leader-elect-lease-duration", "15s", "--leader-elect-renew-deadline", "10s",
            "--leader-elect-retry-period", "500ms", "--clusters-namespace", "")
@@ -128,7 +131,7 @@ class TimedWorld(World):
         self._notes = (trace / "world.jsonl").open("w", encoding="utf-8") if trace is not None else None
         self._lock = threading.Lock()
         super().__init__(tmp)
-        admit = self.management._admit
+        admit = ORIGINAL_ADMIT
         admissions = itertools.count()
 
         def timed_admit(*args: Any, **kwargs: Any) -> Any:
@@ -142,7 +145,7 @@ class TimedWorld(World):
                 with self._lock:
                     self.admission_cpu += SAMPLE * spent
 
-        self.management._admit = timed_admit  # type: ignore[method-assign]
+        memory_module.admit = timed_admit  # the memory cluster admits through its module's name
 
     def simulation_thread(self) -> threading.Thread:
         """The thread the simulated controllers run on (the world's ``Controllers``; their rounds are not timed)."""
