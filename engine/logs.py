@@ -182,8 +182,11 @@ class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
     (``logging.StreamHandler`` formats under the lock and takes it again to flush). The lines are the same."""
 
     def handle(self, record: logging.LogRecord) -> bool:
-        if not self.filter(record):
+        kept = self.filter(record)
+        if not kept:
             return False
+        if isinstance(kept, logging.LogRecord):  # a filter may hand back a record to log instead (Python 3.12)
+            record = kept
         try:
             line = self.format(record) + self.terminator
         except RecursionError:
