@@ -176,6 +176,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False, default=str)
 
 
+class LineHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that redacts and formats a record before it takes its lock, then holds the lock once, for
+    the line's write and flush: a busy operator's workers log at once, and one that finds the lock taken sleeps
+    (``logging.StreamHandler`` formats under the lock and takes it again to flush). The lines are the same."""
+
+    def handle(self, record: logging.LogRecord) -> bool:
+        kept = self.filter(record)
+        if not kept:
+            return False
+        if isinstance(kept, logging.LogRecord):  # a filter may hand back a record to log instead (Python 3.12)
+            record = kept
+        try:
+            line = self.format(record) + self.terminator
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+            return True
+        with self.lock:  # type: ignore[union-attr]
+            try:
+                stream = self.stream
+                stream.write(line)
+                if hasattr(stream, "flush"):
+                    stream.flush()
+            except RecursionError:
+                raise
+            except Exception:
+                self.handleError(record)
+        return True
+
+
 def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = None) -> logging.Handler:
     """Send every log record of the process through one redacting JSON handler; returns it.
 
@@ -183,7 +214,7 @@ def configure(level: str = "info", *, sink: SecretSink, stream: TextIO | None = 
     """
     if level not in LEVELS:
         raise ValueError(f"log level {level!r} is not one of {', '.join(LEVELS)}")
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = LineHandler(stream if stream is not None else sys.stderr)
     handler.addFilter(RedactingFilter(Redactor(sink)))
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()

@@ -31,6 +31,24 @@ REQUEST_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0,
 _Family = TypeVar("_Family", Counter, Gauge, Histogram)
 
 
+class _Children:
+    """A labelled family's children by their label values, each found once: the family's ``labels()`` builds its
+    key from the values under the family's lock on every call (about a dozen Python calls), and every pass records
+    a few of the same children. For families never cleared (a cleared family makes new children)."""
+
+    __slots__ = ("_family", "_found")
+
+    def __init__(self, family: Any) -> None:
+        self._family = family
+        self._found: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._found.get(values)
+        if child is None:
+            child = self._found.setdefault(values, self._family.labels(*values))
+        return child
+
+
 class PassResult(StrEnum):
     """How a pass ended, as the ``result`` label of the passes counter."""
 
@@ -165,19 +183,24 @@ class Metrics:
             Gauge, "rules_info", "1 for the rule set served now, labelled with its content hash.", ["hash"])
         if process:
             ProcessCollector(registry=registry)
+        # What every pass records, through children found once (these families are never cleared).
+        self._durations = _Children(self.reconcile_duration)
+        self._errors = _Children(self.reconcile_errors)
+        self._results = _Children(self.passes)
+        self._wakes = _Children(self.pass_wakes)
 
     def record_outcomes(self, outcomes: Iterable[StepOutcome]) -> None:
         """One duration observation per step outcome; one error count per errored one."""
         for outcome in outcomes:
-            self.reconcile_duration.labels(sub_reconciler=outcome.metric).observe(outcome.seconds)
+            self._durations(outcome.metric).observe(outcome.seconds)
             if outcome.error:
-                self.reconcile_errors.labels(sub_reconciler=outcome.metric, condition_type=outcome.condition).inc()
+                self._errors(outcome.metric, outcome.condition).inc()
 
     def record_pass(self, result: PassResult) -> None:
-        self.passes.labels(result=result.value).inc()
+        self._results(result.value).inc()
 
     def record_wake(self, cause: str, kind: str) -> None:
-        self.pass_wakes.labels(cause=cause, kind=kind).inc()
+        self._wakes(cause, kind).inc()
 
     def set_queue_depth(self, depth: int) -> None:
         self.queue_depth.set(depth)

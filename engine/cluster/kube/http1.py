@@ -41,6 +41,9 @@ class ConnectionDropped(ProtocolFault):
     """The connection ended before the first byte of an answer (a server that closed an idle connection)."""
 
 
+_UNSET = object()
+
+
 class Connection:
     """A socket (plain or TLS) and the bytes received on it but not consumed yet."""
 
@@ -49,6 +52,15 @@ class Connection:
         self.buffer = bytearray()
         self.reused = False
         """Whether an earlier request was answered on this connection."""
+        self._timeout: object = _UNSET
+        """The timeout last set here (none yet: the first request sets its own)."""
+
+    def set_timeout(self, seconds: float | None) -> None:
+        """The socket's timeout, set only when it changes: setting it is a system call (and lets go of the
+        interpreter lock), and a kept-alive connection's requests mostly ask the same one."""
+        if seconds != self._timeout:
+            self.sock.settimeout(seconds)
+            self._timeout = seconds
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)

@@ -222,7 +222,7 @@ class LeanRestClient:
                 if retry:
                     return None
                 raise
-        conn.sock.settimeout(read_timeout)
+        conn.set_timeout(read_timeout)
         try:
             conn.send(head + payload if payload is not None and len(payload) < 65536 else head)
             if payload is not None and len(payload) >= 65536:
