@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
 
 from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
@@ -71,15 +72,21 @@ class LeaseWatch:
                         self._leases = {str(item["metadata"]["name"]): item for item in listed.items}
                         self._synced = True
                     version = listed.resource_version
+                opened, events = time.monotonic(), 0
                 self._stream = self._cluster.watch(LEASE_API_VERSION, LEASE_KIND, self.namespace,
                                                    resource_version=version, timeout=self._timeout, bookmarks=True)
                 if stop.is_set():
                     break
                 for event in self._stream:
                     version = self._apply(event) or version
-                    backoff.streak = 0
+                    events += 1
+                    backoff.reset()
+                # one cut before its first event is a failure: watched again after a wait, as an informer is
+                stop.wait(backoff.ended(events, lasted=time.monotonic() - opened, timeout=self._timeout))
             except Gone:
+                self._unsynced()
                 version = None
+                stop.wait(backoff.after_gone())
             except ApiError as exc:
                 self._unsynced()
                 version = None
