@@ -8,9 +8,7 @@ that another should have gets the drain label, and a later round labels it once 
 The ring takes only the live members whose Lease says they serve the order's kind (``serving.eligible``, decision
 0068). Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on
 a stale read fails with a Conflict and is decided again next round. A Lease is live while its record keeps
-changing, on the leader's own clock (client-go's observed time). The Leases are read from a watch
-(``leases.LeaseWatch``) while that shows the same live members as the last round in records no older than those
-read; a round that would see a member join, leave or expire lists them live and decides on that list.
+changing, on the leader's own clock (client-go's observed time); a change of the live members is seen on a live list.
 """
 
 from __future__ import annotations
@@ -168,8 +166,9 @@ class Assigner:
         return done
 
     def _as_watched(self) -> list[Obj] | None:
-        """The membership Leases as watched, when they can only confirm the last round: it had live members and
-        each record is a number no older than the one read last. None: list them live."""
+        """The membership Leases as a watch shows them (``leases.LeaseWatch``), when they can only confirm the last
+        round: it had live members and each record is a number no older than the one read last (``step`` lists live
+        too when the live members they show are not the last round's). None: list them live."""
         if self.leases is None or not self._members:
             return None
         try:
