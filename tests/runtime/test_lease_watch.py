@@ -40,7 +40,7 @@ def holder(watch: LeaseWatch, name: str) -> str | None:
 def test_the_watch_shows_the_leases_as_stored_and_ends_when_stopped() -> None:
     cluster = MemoryCluster("", clock=PreciseClock())
     cluster.create(lease("leader", "a"))
-    watch = LeaseWatch(cluster, NS, timeout=2.0)  # type: ignore[arg-type]
+    watch = LeaseWatch(cluster, NS, timeout=0.5)  # type: ignore[arg-type]
     with pytest.raises(NotWatched):
         watch.lease("leader")
     stop = threading.Event()
