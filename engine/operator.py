@@ -55,6 +55,7 @@ from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader, short
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
 from engine.runtime.sharding.leading import Leadership
+from engine.runtime.sharding.leases import LeaseWatch
 from engine.runtime.sharding.member import ShardMember
 from engine.runtime.sharding.ring import member_name
 from engine.runtime.watch_health import failing_watches
@@ -269,10 +270,14 @@ class Operator:
         """Held while the clients' scopes follow a rejoined member's new name, and while a cluster is engaged."""
         self.member: ShardMember | None = None
         self.assigner: Assigner | None = None
+        self.lease_watch: LeaseWatch | None = None
+        """A shard member's watch of the Leases, which its leader election and the assigner read each round."""
         self.agent = ""
         """The member name the clients' User-Agent carries (a shard member's, once it serves under it)."""
         if options.sharded:
             self.member, self.assigner = self._shards(options, catalog, clusters)
+            self.lease_watch = LeaseWatch(management, options.leader_election_namespace)
+            self.assigner.leases = self.lease_watch.leases
             self.agent = self.member.name
             name_member(management, self.agent)
         self.scopes: LabelScopes = self._label_scopes(catalog)
@@ -327,7 +332,7 @@ class Operator:
                     retry_period=options.retry_period,
                 ),
                 clock=self.clock, on_started_leading=started, on_stopped_leading=stopped,
-                metrics=self.metrics,
+                metrics=self.metrics, watched=self.lease_watch.lease if self.lease_watch is not None else None,
             )
         else:
             self.metrics.set_leader(True)
@@ -471,6 +476,9 @@ class Operator:
         # starts the order meanwhile); they are released below, once nothing reconciles any more.
         renewals = threading.Event()
         renewing: list[threading.Thread] = []
+        if self.lease_watch is not None:
+            renewing.append(threading.Thread(target=self.lease_watch.run, args=(renewals,), name="shard Lease watch",
+                                             daemon=True))
         if self.elector is not None:
             renewing.append(threading.Thread(target=self.elector.run, args=(renewals,), name="leader election",
                                              daemon=True))

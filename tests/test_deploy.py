@@ -99,7 +99,7 @@ def test_registration_secrets_and_the_lease_are_namespaced_roles() -> None:
     lease = roles["c5c3-operator-leader-election"]
     assert lease["metadata"]["namespace"] == "c5c3-system"
     assert lease["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                               "verbs": ["create", "delete", "get", "list", "update"]}]
+                               "verbs": ["create", "delete", "get", "list", "update", "watch"]}]
     registrations = roles["c5c3-operator-registrations"]
     assert registrations["metadata"]["namespace"] == "c5c3-clusters"
     assert registrations["rules"][0]["resources"] == ["secrets"]

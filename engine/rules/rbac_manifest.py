@@ -33,7 +33,7 @@ kind's printer columns does without them when it may not)."""
 
 LEASE_RIGHTS = ("coordination.k8s.io", "leases", ("get", "create", "update"),
                 "leader election and shard membership: read, create and renew the Lease")
-SHARD_LEASE_RIGHTS = ((("list",), "engine run --sharded: the leader lists the members' Leases"),
+SHARD_LEASE_RIGHTS = ((("list", "watch"), "engine run --sharded: the members watch the Leases, the leader lists them"),
                       (("delete",), "engine run --sharded: a member deletes its own Lease when it leaves"))
 REGISTRATION_RIGHTS = ("", "secrets", ("list", "watch"), "the target clusters' registration Secrets")
 

@@ -50,6 +50,14 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
+def _version(lease: Obj) -> int | None:
+    """A Lease's resourceVersion as a number (etcd's are; the API calls them opaque), else None."""
+    try:
+        return int(str((lease.get("metadata") or {}).get("resourceVersion")))
+    except (TypeError, ValueError):
+        return None
+
+
 def micro_time(moment: dt.datetime) -> str:
     """A metav1.MicroTime: RFC 3339 in UTC with microseconds."""
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -119,10 +127,13 @@ class LeaderElector:
         log: Log | None = None,
         role: str = "the leader",
         annotations: Callable[[], dict[str, str]] | None = None,
+        watched: Callable[[str], Obj | None] | None = None,
     ) -> None:
         """The callbacks run on the elector's threads and must return quickly (set or clear an Event).
         role: what holding this Lease makes this replica, for the log (a shard member's Lease is not a leader's).
-        annotations: asked at each write of the Lease (creation, acquisition, renewal), which carries them."""
+        annotations: asked at each write of the Lease (creation, acquisition, renewal), which carries them.
+        watched: a Lease's name -> the Lease as a watch last showed it (None: absent; LookupError: the watch cannot
+        say); while not leading, a round it shows another holder's valid lease in sends no request."""
         self._cluster = cluster
         self.settings = settings
         self._clock = clock
@@ -132,11 +143,14 @@ class LeaderElector:
         self._log: Log = log if log is not None else logging.getLogger("engine.runtime.leader")
         self._role = role
         self._annotations = annotations
+        self._watched = watched
         self._lock = threading.RLock()
         self._leading = False
         self._renewed_at: dt.datetime | None = None
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at: dt.datetime | None = None
+        self._observed_version: int | None = None
+        """The resourceVersion of the newest record read (a watched one older than it is not used)."""
         self._retired = False
         self._ended = False
         self._written: Obj | None = None
@@ -269,6 +283,8 @@ class LeaderElector:
         """``held`` (we hold the Lease now), ``taken`` (another holder's lease is valid) or ``failed``."""
         if self._renew_as_written(now):
             return "held"
+        if self._taken_as_watched(now):
+            return "taken"
         mine = self._record(now, acquired=now, transitions=0)
         try:
             lease = self._get()
@@ -287,14 +303,14 @@ class LeaderElector:
             except ApiError as exc:
                 self._log.info("could not create the leader Lease: %s", exc)
                 return "failed"
-            self._observe(created.get("spec") or mine, now)
+            self._observe(created.get("spec") or mine, now, _version(created))
             self._wrote(created)
             return "held"
         except ApiError as exc:
             self._log.warning("could not read the leader Lease: %s", exc)
             return "failed"
         spec: dict[str, Any] = dict(lease.get("spec") or {})
-        self._observe(spec, now)
+        self._observe(spec, now, _version(lease))
         holder = str(spec.get("holderIdentity") or "")
         if holder and holder != self.settings.identity and not self._expired(spec, now):
             return "taken"
@@ -314,9 +330,33 @@ class LeaderElector:
             self._log.info("could not %s the leader Lease: %s",
                            "renew" if holder == self.settings.identity else "acquire", exc)
             return "failed"
-        self._observe(updated.get("spec") or record, now)
+        self._observe(updated.get("spec") or record, now, _version(updated))
         self._wrote(updated)
         return "held"
+
+    def _taken_as_watched(self, now: dt.datetime) -> bool:
+        """While not leading: whether the watched Lease shows another holder whose lease is valid, in a record no
+        older than the newest one read (no request). Anything else (absent, released, expired, ours, a watch that
+        cannot say or lags) is decided on a live read, as every acquisition is."""
+        if self._watched is None:
+            return False
+        with self._lock:
+            if self._leading or self._retired:
+                return False
+            seen = self._observed_version
+        try:
+            lease = self._watched(self.settings.name)
+        except LookupError:
+            return False
+        version = _version(lease) if lease is not None else None
+        if lease is None or version is None or (seen is not None and version < seen):
+            return False
+        spec: dict[str, Any] = dict(lease.get("spec") or {})
+        holder = str(spec.get("holderIdentity") or "")
+        if not holder or holder == self.settings.identity:
+            return False
+        self._observe(spec, now, version)
+        return not self._expired(spec, now)
 
     def _renew_as_written(self, now: dt.datetime) -> bool:
         """While leading: renew by updating the Lease as last written (its resourceVersion the precondition), with no
@@ -336,7 +376,7 @@ class LeaderElector:
             with self._lock:
                 self._written = None
             return False
-        self._observe(updated.get("spec") or record, now)
+        self._observe(updated.get("spec") or record, now, _version(updated))
         self._wrote(updated)
         return True
 
@@ -367,9 +407,11 @@ class LeaderElector:
             record["acquireTime"] = micro_time(acquired)
         return record
 
-    def _observe(self, spec: dict[str, Any], now: dt.datetime) -> None:
+    def _observe(self, spec: dict[str, Any], now: dt.datetime, version: int | None = None) -> None:
         """Remember the record and when we first saw it: expiry counts from then, on our clock."""
         with self._lock:
+            if version is not None:
+                self._observed_version = version
             if spec != self._observed_spec:
                 self._observed_spec = copy.deepcopy(spec)
                 self._observed_at = now

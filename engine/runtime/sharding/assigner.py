@@ -1,6 +1,6 @@
 """The leader's side of sharding: which members are live, and the shard label each order should carry.
 
-Each round (every retry period, while leading) the assigner lists the membership Leases (live reads) and takes
+Each round (every retry period, while leading) the assigner reads the membership Leases and takes
 every order of every kind on every engaged cluster from ``orders`` (under ``engine run`` the keys-only informers,
 else a list). An order already on the member the ring picks is left alone; one with no shard label, or on a member
 that is not live or no longer serves its kind, is labelled with the ring's member at once; one on a live member
@@ -8,7 +8,7 @@ that another should have gets the drain label, and a later round labels it once 
 The ring takes only the live members whose Lease says they serve the order's kind (``serving.eligible``, decision
 0068). Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on
 a stale read fails with a Conflict and is decided again next round. A Lease is live while its record keeps
-changing, on the leader's own clock (client-go's observed time).
+changing, on the leader's own clock (client-go's observed time); a change of the live members is seen on a live list.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from engine.runtime.sharding.labels import (
     draining,
     label_patch,
     owner_of,
+    resource_version,
 )
 from engine.runtime.sharding.ring import order_key, owner
 from engine.runtime.sharding.serving import eligible, served_by
@@ -116,6 +117,11 @@ class Assigner:
         kind is skipped this round); None: the cluster lists them."""
         self._draining: dict[tuple[str, str], str] = {}
         """Order key -> the member asked to hand it back (to tell a completed move from a first assignment)."""
+        self.leases: Callable[[str], list[Obj]] | None = None
+        """A label selector -> the Leases carrying it as a watch last showed them (LookupError: the watch cannot
+        say); None: every round lists them."""
+        self._versions: dict[str, int] = {}
+        """Membership Lease name -> the resourceVersion of the newest record of it a round read."""
 
     def run(self, stop: threading.Event, leading: threading.Event, period: float) -> None:
         """A round every ``period`` seconds while ``leading`` is set, until ``stop`` is set."""
@@ -123,6 +129,7 @@ class Assigner:
             if not leading.is_set():
                 if self._members:
                     self._members = []
+                    self._versions = {}
                     self.view = MemberView(self.view._fallback)  # a new term observes the Leases afresh
                 continue
             try:
@@ -133,13 +140,18 @@ class Assigner:
     def step(self) -> Round:
         """One round: observe the members, then place every order."""
         done = Round()
-        try:
-            leases = self._clusters.management.list(LEASE_API_VERSION, LEASE_KIND, self.namespace,
-                                                    labels=MEMBER_SELECTOR, live=True).items
-        except ApiError as exc:
-            self._log.warning("could not list the membership Leases: %s", exc)
-            return done
-        done.members = self.view.update(leases, self._clock.now())
+        leases = self._as_watched()
+        if leases is not None:
+            done.members = self.view.update(leases, self._clock.now())
+        if leases is None or done.members != self._members:  # a change is decided on a live list
+            try:
+                leases = self._clusters.management.list(LEASE_API_VERSION, LEASE_KIND, self.namespace,
+                                                        labels=MEMBER_SELECTOR, live=True).items
+            except ApiError as exc:
+                self._log.warning("could not list the membership Leases: %s", exc)
+                return done
+            done.members = self.view.update(leases, self._clock.now())
+        self._read(leases)
         self._note_membership(done.members)
         served = served_by(leases)
         if done.members:
@@ -152,6 +164,33 @@ class Assigner:
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
+
+    def _as_watched(self) -> list[Obj] | None:
+        """The membership Leases as a watch shows them (``leases.LeaseWatch``), when they can only confirm the last
+        round: it had live members and each record is a number no older than the one read last (``step`` lists live
+        too when the live members they show are not the last round's). None: list them live."""
+        if self.leases is None or not self._members:
+            return None
+        try:
+            leases = self.leases(MEMBER_SELECTOR)
+        except LookupError:
+            return None
+        for lease in leases:
+            version = resource_version(lease)
+            seen = self._versions.get(str((lease.get("metadata") or {}).get("name") or ""))
+            if version is None or (seen is not None and version < seen):
+                return None
+        return leases
+
+    def _read(self, leases: list[Obj]) -> None:
+        """Remember the newest record of each membership Lease a round read."""
+        versions: dict[str, int] = {}
+        for lease in leases:
+            name = str((lease.get("metadata") or {}).get("name") or "")
+            version = resource_version(lease)
+            if version is not None:
+                versions[name] = max(version, self._versions.get(name, version))
+        self._versions = versions
 
     def _orders_of(self, cluster_name: str, cluster: Cluster, kind: OrderKind) -> list[Obj] | None:
         if self.orders is not None:

@@ -1,0 +1,63 @@
+"""The shard members' watch of the Leases: it says nothing before its first list, then shows each Lease as stored,
+a deleted one gone, and it ends when stopped."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from engine.runtime.leader import LEASE_API_VERSION, PreciseClock
+from engine.runtime.sharding.leases import LeaseWatch, NotWatched
+from offline.cluster.memory import MemoryCluster
+
+NS = "c5c3-system"
+
+
+def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.01)
+
+
+def lease(name: str, holder: str, member: bool = False) -> dict[str, object]:
+    labels = {"sharding.c5c3.io/member": "true"} if member else {}
+    return {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
+            "metadata": {"namespace": NS, "name": name, "labels": labels}, "spec": {"holderIdentity": holder}}
+
+
+def holder(watch: LeaseWatch, name: str) -> str | None:
+    try:
+        found = watch.lease(name)
+    except NotWatched:
+        return None
+    return None if found is None else str(found["spec"]["holderIdentity"])
+
+
+def test_the_watch_shows_the_leases_as_stored_and_ends_when_stopped() -> None:
+    cluster = MemoryCluster("", clock=PreciseClock())
+    cluster.create(lease("leader", "a"))
+    watch = LeaseWatch(cluster, NS, timeout=0.5)  # type: ignore[arg-type]
+    with pytest.raises(NotWatched):
+        watch.lease("leader")
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        until(lambda: holder(watch, "leader") == "a")
+        cluster.create(lease("m1", "m1", member=True))
+        stored = cluster.get(LEASE_API_VERSION, "Lease", NS, "leader")
+        cluster.update({**stored, "spec": {"holderIdentity": "b"}})
+        until(lambda: holder(watch, "leader") == "b" and holder(watch, "m1") == "m1")
+        assert [item["metadata"]["name"] for item in watch.leases("sharding.c5c3.io/member=true")] == ["m1"]
+        cluster.delete(LEASE_API_VERSION, "Lease", NS, "m1")
+        until(lambda: watch.leases("sharding.c5c3.io/member=true") == [])
+    finally:
+        stop.set()
+        thread.join(5.0)
+    assert not thread.is_alive()
+    with pytest.raises(NotWatched):
+        watch.lease("leader")
