@@ -61,3 +61,34 @@ def test_the_watch_shows_the_leases_as_stored_and_ends_when_stopped() -> None:
     assert not thread.is_alive()
     with pytest.raises(NotWatched):
         watch.lease("leader")
+
+
+def test_a_failure_of_the_watch_is_one_warning_and_it_lists_again(caplog: pytest.LogCaptureFixture) -> None:
+    """A failure that is no API error (a bug, a broken connection) leaves the readers reading live, says so in one
+    warning line without a traceback, and the watch lists and shows the Leases again after its backoff."""
+    cluster = MemoryCluster("", clock=PreciseClock())
+    cluster.create(lease("leader", "a"))
+    failures = iter([RuntimeError("the stream broke")])
+    watch_of = cluster.watch
+
+    def failing_once(*args: object, **kwargs: object) -> object:
+        for failure in failures:
+            raise failure
+        return watch_of(*args, **kwargs)  # type: ignore[arg-type]
+
+    cluster.watch = failing_once  # type: ignore[assignment,method-assign]
+    watch = LeaseWatch(cluster, NS, timeout=0.5)  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    with caplog.at_level("WARNING", logger="engine.runtime.sharding"):
+        thread.start()
+        try:
+            until(lambda: any("the watch of the Leases" in r.getMessage() for r in caplog.records))
+            until(lambda: holder(watch, "leader") == "a")
+        finally:
+            stop.set()
+            thread.join(5.0)
+    (warning,) = [r for r in caplog.records if "the watch of the Leases" in r.getMessage()]
+    assert warning.getMessage().startswith("the watch of the Leases in c5c3-system failed (RuntimeError: the stream "
+                                           "broke); listing again in ")
+    assert warning.exc_info is None

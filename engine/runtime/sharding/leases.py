@@ -94,11 +94,13 @@ class LeaseWatch:
                 self._log.debug("the watch of the Leases in %s failed (%s); listing again in %.1fs", self.namespace,
                                 exc, delay)
                 stop.wait(delay)
-            except Exception:  # the watch must outlive any one failure; readers read live meanwhile
+            except Exception as exc:  # the watch must outlive any one failure; readers read live meanwhile
                 self._unsynced()
                 version = None
-                self._log.exception("the watch of the Leases in %s failed", self.namespace)
-                stop.wait(backoff.after_failure())
+                delay = backoff.after_failure()
+                self._log.warning("the watch of the Leases in %s failed (%s: %s); listing again in %.1fs",
+                                  self.namespace, type(exc).__name__, exc, delay)
+                stop.wait(delay)
         self._unsynced()
 
     def _apply(self, event: WatchEvent) -> str | None:
