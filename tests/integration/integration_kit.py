@@ -436,6 +436,17 @@ class World:
             pytest.fail("\n".join(failures))
 
 
+class StopTimedOut(subprocess.TimeoutExpired):
+    """An operator that did not stop within its time after SIGTERM; says the last of its log."""
+
+    def __init__(self, cmd: Any, timeout: float, log_tail: str) -> None:
+        super().__init__(cmd, timeout)
+        self.log_tail = log_tail
+
+    def __str__(self) -> str:
+        return f"the operator did not stop within {self.timeout}s of SIGTERM; the last of its log:\n{self.log_tail}"
+
+
 class OperatorProcess:
     """``engine run`` in a subprocess, its logs in a file, its metrics and probes on free ports.
 
@@ -508,7 +519,7 @@ class OperatorProcess:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()  # the test fails, and leaves no process behind
-            pytest.fail(f"the operator did not stop within {timeout}s of SIGTERM:\n{self.logs()[-4000:]}")
+            raise StopTimedOut(self.process.args, timeout, self.logs()[-4000:]) from None
         finally:
             self._log.close()
 

@@ -458,6 +458,25 @@ def test_a_member_that_leaves_hands_its_orders_back_and_they_move_at_once() -> N
     assert all(after[k] == before[k] for k in before if before[k] != "c")
 
 
+def test_a_member_out_of_hand_back_time_still_gives_up_its_lease_and_its_orders_move_at_once() -> None:
+    """A member holding more orders than it can hand back within its stop's budget (one update each; thousands
+    outlast a pod's termination grace period) stops handing back when the time is out, releases its Lease all the
+    same, and the leader's next round gives every order it still labels to a live member."""
+    world = World()
+    for name in ("a", "b", "c"):
+        world.join(name)
+    world.assigner.step()
+    before = world.owners()
+    assert list(before.values()).count("c") > 0
+    assert world.members["c"].leave(budget=0.0) == 0
+    assert world.owners() == before  # nothing handed back ...
+    done = world.assigner.step()  # ... and yet nothing waits for the Lease to expire
+    assert done.members == ["a", "b"]
+    after = world.owners()
+    assert set(after.values()) == {"a", "b"}
+    assert all(after[k] == before[k] for k in before if before[k] != "c")
+
+
 def test_admission_runs_only_own_undrained_orders_and_never_a_handed_back_state() -> None:
     """admit: another member's order is skipped; a drained order is acknowledged, and the stale cached copy
     of it from before the hand-back is refused; it runs again once really given back."""

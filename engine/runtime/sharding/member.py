@@ -57,6 +57,10 @@ Rejoined = Callable[[str, str], None]
 """(the lapsed member's name, the new one): called before the new Lease is sought."""
 
 
+HAND_BACK_BUDGET = 5.0
+"""Seconds a graceful stop hands orders back (one update each) before it releases the Lease anyway."""
+
+
 @dataclass(eq=False)
 class Tenure:
     """One member name's membership: its Lease's elector and what it did under that name. Once lapsed, for good."""
@@ -546,9 +550,11 @@ class ShardMember:
 
     # -- leaving --------------------------------------------------------------------
 
-    def leave(self) -> int:
-        """A graceful stop, once the workers have stopped: hand every order back, give up the Lease; delete the
-        Leases of lapsed tenures that are due.
+    def leave(self, budget: float = HAND_BACK_BUDGET) -> int:
+        """A graceful stop, once the workers have stopped: hand orders back for at most ``budget`` seconds, give
+        up the Lease; delete the Leases of lapsed tenures that are due. An order not handed back in time moves at
+        the leader's next round all the same (a released Lease is no live member's): the budget keeps a member
+        holding thousands of orders (one update each) inside a pod's termination grace period.
 
         Returns how many orders were handed back. A member whose current tenure lapsed hands nothing back."""
         with self._lock:
@@ -558,7 +564,7 @@ class ShardMember:
         self.active.clear()
         handed = 0
         if held:
-            handed = self._hand_back(tenure)
+            handed = self._hand_back(tenure, deadline=time.monotonic() + budget)
             tenure.elector.release()
             try:
                 self._clusters.management.delete(LEASE_API_VERSION, LEASE_KIND, tenure.settings.namespace,
@@ -569,12 +575,18 @@ class ShardMember:
         self.forget_lapsed()
         return handed
 
-    def _hand_back(self, tenure: Tenure, kinds: Sequence[OrderKind] | None = None, *, strict: bool = False) -> int:
+    def _hand_back(self, tenure: Tenure, kinds: Sequence[OrderKind] | None = None, *, strict: bool = False,
+                   deadline: float | None = None) -> int:
         """Remove this member's labels from its orders (of ``kinds``; default: every kind served). strict: on the
         management cluster, a failed list (but for an unserved kind) or a failed hand-back raises; an order changed
-        meanwhile is read again and handed back if it still carries the label."""
+        meanwhile is read again and handed back if it still carries the label. deadline: a ``time.monotonic()``
+        past which no further order is handed back (said in one line)."""
         handed = 0
         for cluster_name, cluster in self._clusters:
+            if deadline is not None and time.monotonic() >= deadline:
+                self._log.info("handed back %d order(s) before the stop's hand-back time ran out; the leader "
+                               "moves the rest once this member's Lease is released", handed)
+                return handed
             for kind in kinds if kinds is not None else list(self._serving.rules.catalog.values()):
                 try:
                     orders = cluster.list(kind.api_version, kind.kind, labels=tenure.selector, live=True).items
@@ -585,6 +597,10 @@ class ShardMember:
                         raise
                     continue  # an unreachable cluster
                 for order in orders:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        self._log.info("handed back %d order(s) before the stop's hand-back time ran out; the "
+                                       "leader moves the rest once this member's Lease is released", handed)
+                        return handed
                     try:
                         handed += self._hand_back_one(tenure, cluster, order, retries=3 if strict else 0)
                     except ApiError as exc:
