@@ -116,13 +116,15 @@ def test_every_operations_page_exists() -> None:
 
 
 def test_the_decision_index_names_every_record_and_its_status() -> None:
-    """docs/decisions/index.md links every record, each line saying whether it is current or superseded."""
+    """docs/decisions/index.md links every record in one row, saying whether it is current or superseded."""
     index = ROOT / "docs" / "decisions" / "index.md"
     text = index.read_text(encoding="utf-8")
     for record in sorted((ROOT / "docs" / "decisions").glob("[0-9][0-9][0-9][0-9]-*.md")):
         line = next((row for row in text.splitlines() if f"({record.name})" in row), None)
         assert line, f"the index does not link {record.name}"
         assert re.search(r"\b(current|superseded)\b", line, re.I), line
+    rows = [row.split("|")[1].strip() for row in text.splitlines() if re.match(r"\| \[\d{4}\]", row)]
+    assert sorted(row for row in set(rows) if rows.count(row) > 1) == [], "one row per record"
 
 
 def test_no_file_refers_to_the_working_material_outside_the_repository() -> None:
