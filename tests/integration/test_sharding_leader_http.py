@@ -14,12 +14,23 @@ from collections.abc import Iterator
 
 import pytest
 from integration_kit import API, TENANT, OperatorProcess, World, get, order, wait_for
-from test_sharding_http import SHARD, check_tenures_from_requests, managed_users, passes, ready, three_replicas
+from test_sharding_http import (
+    KIND_KEY,
+    SHARD,
+    check_tenures_from_requests,
+    managed_users,
+    passes,
+    ready,
+    three_replicas,
+)
+
+from engine.runtime.sharding import ring
 
 LEASES = "c5c3-system"
 LEASE_DURATION = 6.0
 """As SHARDED says (--leader-elect-lease-duration)."""
-BEFORE = [f"k{n:02}" for n in range(15)]
+CANDIDATES = [f"k{n:02}" for n in range(100)]
+"""Names for the orders made before the kill; fifteen of them, each member winning at least one (``spread_over``)."""
 AFTER = [f"n{n:02}" for n in range(6)]
 """Orders created after the leader was killed."""
 PATIENCE = 120.0
@@ -52,15 +63,27 @@ def renewed_at(world: World, member: str) -> float:
     return moment.replace(tzinfo=dt.UTC).timestamp()
 
 
+def spread_over(members: set[str], count: int = 15) -> list[str]:
+    """``count`` order names of which each member wins at least one by rendezvous hashing: the members' names are
+    random, and over fifteen fixed names one of three members wins none about once in 150 runs, when the test
+    would wait out its patience for a spread that cannot come."""
+    def winner(name: str) -> str | None:
+        return ring.owner(ring.order_key("", KIND_KEY, TENANT, name), members)
+
+    chosen = sorted({next(n for n in CANDIDATES if winner(n) == member) for member in members})
+    return chosen + [n for n in CANDIDATES if n not in chosen][:count - len(chosen)]
+
+
 def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
         world: World, replicas: dict[str, OperatorProcess]) -> None:
-    for name in BEFORE:
-        world.management.create(order("KeystoneUser", name))
     members = set(replicas)
-    wait_for(lambda: held_by(world, BEFORE, members) and set(owners(world, BEFORE).values()) == members,
+    before = spread_over(members)
+    for name in before:
+        world.management.create(order("KeystoneUser", name))
+    wait_for(lambda: held_by(world, before, members) and set(owners(world, before).values()) == members,
              timeout=PATIENCE, message="the orders spread over 3 members")
-    wait_for(lambda: all(ready(world.management, n) for n in BEFORE), timeout=PATIENCE, message="every order Ready")
-    first = owners(world, BEFORE)
+    wait_for(lambda: all(ready(world.management, n) for n in before), timeout=PATIENCE, message="every order Ready")
+    first = owners(world, before)
     # Every replica's /metrics says how many orders it holds (not only the leader's view).
     for member, process in replicas.items():
         held = sum(1 for m in first.values() if m == member)
@@ -78,13 +101,13 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
 
     successor = wait_for(lambda: next((m for m in survivors if replicas[m].leads()), None), timeout=PATIENCE,
                          message="a surviving replica to become the leader")
-    wait_for(lambda: held_by(world, BEFORE + AFTER, survivors), timeout=PATIENCE,
+    wait_for(lambda: held_by(world, before + AFTER, survivors), timeout=PATIENCE,
              message="the dead leader's orders and the new ones labelled for the survivors")
-    second, after = owners(world, BEFORE), owners(world, AFTER)
-    moved = {n for n in BEFORE if first[n] != second[n]}
-    assert moved == {n for n in BEFORE if first[n] == leader}, "only the dead leader's orders move"
+    second, after = owners(world, before), owners(world, AFTER)
+    moved = {n for n in before if first[n] != second[n]}
+    assert moved == {n for n in before if first[n] == leader}, "only the dead leader's orders move"
     assert moved, first  # 15 orders over 3 members: the leader held some
-    wait_for(lambda: all(ready(world.management, n) for n in BEFORE + AFTER), timeout=PATIENCE,
+    wait_for(lambda: all(ready(world.management, n) for n in before + AFTER), timeout=PATIENCE,
              message="every order Ready on the survivors")
     logs = replicas[successor].logs()
     assert "became the leader" in logs
@@ -111,13 +134,13 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
         runs.sort()
         for (_, end, who), (start, _, other) in itertools.pairwise(runs):
             assert who == other or end <= start, f"{request}: {other} started a pass while {who}'s ran"
-    assert {r.rsplit("/", 1)[-1] for r in spans} == set(BEFORE + AFTER)
+    assert {r.rsplit("/", 1)[-1] for r in spans} == set(before + AFTER)
     assert not any(who == leader for n in AFTER for _, _, who in spans[_request(spans, n)])
 
     # The same from the API server's side, its request log: no order worked on by two members at once, and a
     # survivor's first request on a dead leader's order only after its Lease lapsed.
     found = check_tenures_from_requests(
-        {"": world.server}, [("", n) for n in BEFORE + AFTER],
+        {"": world.server}, [("", n) for n in before + AFTER],
         [{("", n): m for n, m in first.items()}, {("", n): m for n, m in (second | after).items()}], killed=leader)
     for name in moved:
         runs = found[("", name)]
@@ -127,7 +150,7 @@ def test_killing_the_leader_moves_its_orders_only_after_its_lease_lapsed(
             " Lease lapsed")
 
     # Nothing provisioned twice.
-    for name in BEFORE + AFTER:
+    for name in before + AFTER:
         stored = get(world.management, API, "KeystoneUser", TENANT, name) or {}
         assert stored["status"]["passwordGeneration"] == 1, name
         assert managed_users(world, name, "") == 1, name
