@@ -53,6 +53,14 @@ def shards(world: World) -> dict[str, dict[str, str]]:
             for item in world.management.list(API, "KeystoneUser", TENANT).items if item["metadata"]["name"] in ORDERS}
 
 
+def take_overs_of(world: World, since: float, names: list[str], until: float | None = None) -> list[RequestRecord]:
+    """The members' lists of children selected by one of ``names`` (a take-over), from ``since`` (to ``until``)."""
+    return [r for r in world.server.requests.records()
+            if r.wall_started >= since and (until is None or r.wall_started <= until)
+            and MEMBER_AGENT.search(r.user_agent) and classify(r)[0] == "LIST"
+            and any(f"={name}" in unquote(r.path) for name in names)]
+
+
 def a_member_that_wins_orders(world: World, members: set[str]) -> tuple[OperatorProcess, str]:
     """A fourth ``--sharded`` replica that rendezvous hashing gives at least one of the test's orders: its name is
     random, and with four members a given one wins none of twelve orders about once in thirty tries, when there
@@ -89,10 +97,14 @@ def test_a_new_order_costs_its_requests_plus_one_label_write(world: World) -> No
                      and not any("sharding.c5c3.io/drain" in labels for labels in shards(world).values())
                      and all(condition(get(world.management, API, "KeystoneUser", TENANT, name), "Ready") == "True"
                              for name in ORDERS), timeout=PATIENCE, message="the fourth member's orders moved")
-            time.sleep(1.0)  # the new member's first passes of the moved orders
+            moved = [name for name, labels in shards(world).items() if labels.get(SHARD) != before[name]]
+            # The new member's first pass of each moved order takes it over (a list of each child kind, then the
+            # relabels): wait for every list, not a fixed time, then a second for the relabels that follow them.
+            wait_for(lambda: len(take_overs_of(world, joined, moved)) >= 3 * len(moved), timeout=PATIENCE,
+                     message="the new member's take-over of every moved order")
+            time.sleep(1.0)
             moves = [r for r in world.server.requests.records()
                      if r.wall_started >= joined and MEMBER_AGENT.search(r.user_agent)]
-            moved = [name for name, labels in shards(world).items() if labels.get(SHARD) != before[name]]
         finally:
             fourth.stop()
     assert moved
@@ -104,8 +116,7 @@ def test_a_new_order_costs_its_requests_plus_one_label_write(world: World) -> No
     # Under load a conditional write can meet a Conflict and be sent again: two such retries are allowed in all.
     order_writes = counted[("PATCH", "keystoneusers")] + counted[("PUT", "keystoneusers")]
     assert 3 * len(moved) <= order_writes <= 3 * len(moved) + 2, move_shown
-    take_overs = sum(1 for r in moves if classify(r)[0] == "LIST" and any(f"={name}" in unquote(r.path)
-                                                                         for name in moved))
+    take_overs = len(take_overs_of(world, joined, moved, until=moves[-1].wall_started if moves else joined))
     assert 3 * len(moved) <= take_overs <= 3 * len(moved) + 2, move_shown
     relabels = sum(count for (verb, resource), count in counted.items()
                    if resource in CHILD_RESOURCES and verb not in ("LIST", "WATCH"))
