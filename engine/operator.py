@@ -39,6 +39,7 @@ from engine.metrics import CacheCollector, CachedKeys, FailingWatchesCollector, 
 from engine.ops import BindError, Endpoint, bind, metrics_routes, probe_routes
 from engine.reconcile.run import run_pass
 from engine.runtime.clusters import DEFAULT_CLUSTERS_NAMESPACE, Registration, Registrations
+from engine.runtime.cpu_pinning import pinning_for_this_process
 from engine.runtime.events import EventRecorder
 from engine.runtime.kinds import Catalog, LabelScopes, MemberProjections, label_scopes, member_projections, shard_scopes
 from engine.runtime.leader import (
@@ -96,6 +97,8 @@ class Options:
     """Spread the orders over every replica run so (implies leader election: the leader assigns them)."""
     rules_reload_interval: float = DEFAULT_RELOAD_INTERVAL
     """Seconds between looks at the rule folder for a changed set; 0: never reloaded."""
+    cpu_pinning: bool = True
+    """Keep the threads on one allowed CPU (``engine.runtime.cpu_pinning``); only in a process of its own."""
 
 
 def seconds(text: str) -> float:
@@ -613,8 +616,20 @@ def _run_with_sink(options: Options, sink: SecretSink, rules: LoadedRules, *, ma
         return _unbind(endpoints)
     if own_process:
         tune_collector()
+        if options.cpu_pinning:
+            pin_to_one_cpu(stop)
     with stop_on_signals(stop):
         return operator.run(stop, endpoints)
+
+
+def pin_to_one_cpu(stop: threading.Event) -> None:
+    """Keep this process's threads on one of its allowed CPUs, chosen now and looked at again until ``stop``
+    (decision 0073); nothing where only one CPU is allowed."""
+    pinning = pinning_for_this_process()
+    if pinning is None:
+        return
+    pinning.start(stop)
+    threading.Thread(target=pinning.run, args=(stop,), name="cpu pinning", daemon=True).start()
 
 
 def _unbind(endpoints: list[Endpoint]) -> int:
