@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
+from engine.cluster.api import Forbidden
+from engine.cluster.retry import Backoff
 from engine.runtime.leader import LEASE_API_VERSION, PreciseClock
 from engine.runtime.sharding.leases import LeaseWatch, NotWatched
 from offline.cluster.memory import MemoryCluster
@@ -92,3 +94,37 @@ def test_a_failure_of_the_watch_is_one_warning_and_it_lists_again(caplog: pytest
     assert warning.getMessage().startswith("the watch of the Leases in c5c3-system failed (RuntimeError: the stream "
                                            "broke); listing again in ")
     assert warning.exc_info is None
+
+
+def test_a_refused_watch_is_one_warning_naming_the_missing_rights_until_it_is_allowed(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An operator deployed with a Role that has no list and watch on leases says so once, reads live meanwhile,
+    and watches once the rights are given."""
+    cluster = MemoryCluster("", clock=PreciseClock())
+    cluster.create(lease("leader", "a"))
+    refusals = iter([Forbidden('leases.coordination.k8s.io is forbidden: cannot list resource "leases"')] * 3)
+    list_of = cluster.list
+
+    def refused_thrice(*args: object, **kwargs: object) -> object:
+        for refusal in refusals:
+            raise refusal
+        return list_of(*args, **kwargs)  # type: ignore[arg-type]
+
+    cluster.list = refused_thrice  # type: ignore[assignment,method-assign]
+    watch = LeaseWatch(cluster, NS, timeout=0.5, backoff=Backoff(minimum=0.01, maximum=0.02))  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"):
+        thread.start()
+        try:
+            until(lambda: holder(watch, "leader") == "a")
+        finally:
+            stop.set()
+            thread.join(5.0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith('the Leases in c5c3-system may not be listed and watched (leases.coordination.k8s.io '
+                                  'is forbidden: cannot list resource "leases"): the shard members read them live each '
+                                  "retry period instead; give the Role list and watch on leases (engine rbac prints "
+                                  "it); trying again in ")
+    assert sum("is still refused" in r.getMessage() for r in caplog.records) == 2

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from engine.cluster.api import ApiError, Cluster, Gone, Obj, WatchEvent
+from engine.cluster.api import ApiError, Cluster, Forbidden, Gone, Obj, WatchEvent
 from engine.cluster.retry import Backoff
 from engine.cluster.selectors import parse_labels
 from engine.runtime.kinds import Log
@@ -33,15 +33,19 @@ class LeaseWatch:
     """The Leases of one namespace, kept by a list and a watch on the thread ``run`` runs on."""
 
     def __init__(self, cluster: Cluster, namespace: str, *, log: Log | None = None,
-                 timeout: float = WATCH_TIMEOUT) -> None:
+                 timeout: float = WATCH_TIMEOUT, backoff: Backoff | None = None) -> None:
+        """backoff: the waits after failures (default: the informers')."""
         self._cluster = cluster
         self.namespace = namespace
         self._log: Log = log if log is not None else logging.getLogger("engine.runtime.sharding")
         self._timeout = timeout
+        self._backoff = backoff if backoff is not None else Backoff()
         self._lock = threading.Lock()
         self._leases: dict[str, Obj] = {}
         self._synced = False
         self._stream: Iterator[WatchEvent] | None = None
+        self._refused = False
+        """Whether the last list or watch was refused (said once until one succeeds)."""
 
     def lease(self, name: str) -> Obj | None:
         """The Lease of that name as last watched (None: there is none); NotWatched when the watch cannot say."""
@@ -60,7 +64,7 @@ class LeaseWatch:
 
     def run(self, stop: threading.Event) -> None:
         """List, then watch from the list's resourceVersion, again and again, until ``stop`` is set."""
-        backoff = Backoff()
+        backoff = self._backoff
         version: str | None = None
         halting = threading.Thread(target=self._halt_on, args=(stop,), name="shard Lease watch stop", daemon=True)
         halting.start()
@@ -72,6 +76,7 @@ class LeaseWatch:
                         self._leases = {str(item["metadata"]["name"]): item for item in listed.items}
                         self._synced = True
                     version = listed.resource_version
+                    self._refused = False
                 opened, events = time.monotonic(), 0
                 self._stream = self._cluster.watch(LEASE_API_VERSION, LEASE_KIND, self.namespace,
                                                    resource_version=version, timeout=self._timeout, bookmarks=True)
@@ -87,6 +92,12 @@ class LeaseWatch:
                 self._unsynced()
                 version = None
                 stop.wait(backoff.after_gone())
+            except Forbidden as exc:
+                self._unsynced()
+                version = None
+                delay = backoff.after_failure()
+                self._say_refused(exc, delay)
+                stop.wait(delay)
             except ApiError as exc:
                 self._unsynced()
                 version = None
@@ -102,6 +113,18 @@ class LeaseWatch:
                                   self.namespace, type(exc).__name__, exc, delay)
                 stop.wait(delay)
         self._unsynced()
+
+    def _say_refused(self, exc: Forbidden, delay: float) -> None:
+        """A refusal is a Role without list or watch on leases: a warning the first time, so that an operator
+        deployed with an older Role says why it reads the Leases live; debug while it repeats."""
+        if self._refused:
+            self._log.debug("the watch of the Leases in %s is still refused (%s); trying again in %.1fs",
+                            self.namespace, exc, delay)
+            return
+        self._refused = True
+        self._log.warning("the Leases in %s may not be listed and watched (%s): the shard members read them live "
+                          "each retry period instead; give the Role list and watch on leases (engine rbac prints "
+                          "it); trying again in %.1fs", self.namespace, exc, delay)
 
     def _apply(self, event: WatchEvent) -> str | None:
         """One event into the store; the resourceVersion it brings."""
