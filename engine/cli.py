@@ -164,7 +164,8 @@ def _add_run(subparsers: Any) -> None:
     run.add_argument("--cpu-pinning", choices=("one", "off"), default="one",
                      help="one: keep the operator's threads on one of the CPUs it may use, moved to an idler one when "
                      "other processes crowd it, which spares the interpreter lock's moves between CPUs, about a "
-                     "third of the CPU a busy operator uses (default); off: run on every allowed CPU")
+                     "third of the CPU a busy operator uses (default; with --kubeconfig or in a pod); off: run on "
+                     "every allowed CPU")
     run.add_argument("--clusters-namespace", default="c5c3-clusters", metavar="NAMESPACE",
                      help="namespace of the target clusters' registration Secrets (default: c5c3-clusters; "
                      "an empty value turns target clusters off)")

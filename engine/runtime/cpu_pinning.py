@@ -144,7 +144,10 @@ class CpuPinning:
         chosen = choose(shares, self.allowed, current=self.cpu, margin=self.margin)
         if chosen is None:
             return
-        if self.cpu is not None and chosen != self.cpu:
+        if self.cpu is None:
+            LOG.info("keeping the operator's threads on CPU %d of the %d it may use (--cpu-pinning off runs them on "
+                     "all)", chosen, len(self.allowed))
+        elif chosen != self.cpu:
             LOG.info("moving the operator's threads from CPU %d to CPU %d: other processes used %.0f%% of CPU %d "
                      "and %.0f%% of CPU %d", self.cpu, chosen, 100 * shares[self.cpu], self.cpu,
                      100 * shares[chosen], chosen)

@@ -26,6 +26,7 @@ def test_every_thread_of_the_operator_runs_on_one_cpu_of_those_it_may_use(world:
     cpus = set().union(*threads.values())
     if len(allowed) > 1:
         assert len(cpus) == 1 and cpus <= allowed, threads
+        assert f"keeping the operator's threads on CPU {min(cpus)} of the {len(allowed)} it may use" in operator.logs()
     else:  # nothing to choose: left as it is
         assert cpus == allowed, threads
 
