@@ -125,7 +125,7 @@ def test_cpus_about_as_idle_as_the_idlest_are_drawn_from_so_operators_started_to
 
 
 def test_only_allowed_cpus_are_chosen() -> None:
-    assert choose({0: 0.0, 1: 0.5, 2: 0.6}, {1, 2}, current=None, margin=0.3) == 1
+    assert choose({0: 0.0, 1: 0.5, 2: 0.8}, {1, 2}, current=None, margin=0.3) == 1
     assert choose({0: 0.0}, {1, 2}, current=None, margin=0.3) is None
     assert others_share({0: CpuTimes(10, 100)}, {0: CpuTimes(60, 200)}, pinned=0, own_share=0.7) == {0: 0.0}
 
