@@ -128,3 +128,30 @@ def test_a_refused_watch_is_one_warning_naming_the_missing_rights_until_it_is_al
                                   "retry period instead; give the Role list and watch on leases (engine rbac prints "
                                   "it); trying again in ")
     assert sum("is still refused" in r.getMessage() for r in caplog.records) == 2
+
+
+def test_a_role_that_may_list_but_not_watch_is_said_once_not_at_every_list(caplog: pytest.LogCaptureFixture) -> None:
+    """Each retry lists (allowed) and is refused the watch: one warning, not one per retry."""
+    cluster = MemoryCluster("", clock=PreciseClock())
+    cluster.create(lease("leader", "a"))
+    refused_watches = 0
+
+    def refused(*args: object, **kwargs: object) -> object:
+        nonlocal refused_watches
+        refused_watches += 1
+        raise Forbidden('leases.coordination.k8s.io is forbidden: cannot watch resource "leases"')
+
+    cluster.watch = refused  # type: ignore[assignment,method-assign]
+    watch = LeaseWatch(cluster, NS, timeout=0.5, backoff=Backoff(minimum=0.01, maximum=0.02))  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"):
+        thread.start()
+        try:
+            until(lambda: refused_watches >= 5)
+        finally:
+            stop.set()
+            thread.join(5.0)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert 'cannot watch resource "leases"' in warnings[0]

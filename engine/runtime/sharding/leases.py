@@ -45,7 +45,8 @@ class LeaseWatch:
         self._synced = False
         self._stream: Iterator[WatchEvent] | None = None
         self._refused = False
-        """Whether the last list or watch was refused (said once until one succeeds)."""
+        """Whether a list or watch was refused since the watch last brought an event (said once until one does: a
+        Role with list but without watch lists fine and is refused the watch each time)."""
 
     def lease(self, name: str) -> Obj | None:
         """The Lease of that name as last watched (None: there is none); NotWatched when the watch cannot say."""
@@ -76,7 +77,6 @@ class LeaseWatch:
                         self._leases = {str(item["metadata"]["name"]): item for item in listed.items}
                         self._synced = True
                     version = listed.resource_version
-                    self._refused = False
                 opened, events = time.monotonic(), 0
                 self._stream = self._cluster.watch(LEASE_API_VERSION, LEASE_KIND, self.namespace,
                                                    resource_version=version, timeout=self._timeout, bookmarks=True)
@@ -86,6 +86,7 @@ class LeaseWatch:
                     version = self._apply(event) or version
                     events += 1
                     backoff.reset()
+                    self._refused = False
                 # one cut before its first event is a failure: watched again after a wait, as an informer is
                 stop.wait(backoff.ended(events, lasted=time.monotonic() - opened, timeout=self._timeout))
             except Gone:
