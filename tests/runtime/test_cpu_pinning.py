@@ -143,10 +143,10 @@ def test_a_refused_pinning_is_one_warning_and_the_threads_run_everywhere_again(
     with caplog.at_level(logging.WARNING, logger="engine.runtime.cpu_pinning"):
         pinning.look()
         pinning.look()
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         "the operator cannot keep its threads on CPU 1 (PermissionError: [Errno 1] Operation not permitted); it runs "
         "on every allowed CPU from now on"]
-    assert caplog.records[0].exc_info is None
+    assert all(r.exc_info is None for r in caplog.records)
     assert pinning.cpu is None
     stop = threading.Event()
     pinning.run(stop)  # returns at once: it has given up
@@ -160,6 +160,6 @@ def test_unreadable_counters_are_one_warning_and_no_pinning(caplog: pytest.LogCa
     with caplog.at_level(logging.WARNING, logger="engine.runtime.cpu_pinning"):
         pinning.look()
         pinning.look()
-    assert len(caplog.records) == 1
-    assert "cannot read how busy the CPUs are (FileNotFoundError" in caplog.records[0].getMessage()
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "cannot read how busy the CPUs are (FileNotFoundError" in warning
     assert pinning.cpu is None
