@@ -3,9 +3,10 @@ a deleted one gone, and it ends when stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -29,6 +30,31 @@ def lease(name: str, holder: str, member: bool = False) -> dict[str, object]:
     labels = {"sharding.c5c3.io/member": "true"} if member else {}
     return {"apiVersion": LEASE_API_VERSION, "kind": "Lease",
             "metadata": {"namespace": NS, "name": name, "labels": labels}, "spec": {"holderIdentity": holder}}
+
+
+def failing(calls: Callable[..., object], failures: list[Exception]) -> Callable[..., object]:
+    """A cluster method that raises each of ``failures`` in turn, then answers as ``calls`` does."""
+    pending = iter(failures)
+
+    def call(*args: object, **kwargs: object) -> object:
+        for failure in pending:
+            raise failure
+        return calls(*args, **kwargs)
+
+    return call
+
+
+@contextlib.contextmanager
+def running(watch: LeaseWatch) -> Iterator[threading.Thread]:
+    """The watch on a thread of its own, stopped and joined on the way out."""
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(5.0)
 
 
 def holder(watch: LeaseWatch, name: str) -> str | None:
@@ -70,26 +96,11 @@ def test_a_failure_of_the_watch_is_one_warning_and_it_lists_again(caplog: pytest
     warning line without a traceback, and the watch lists and shows the Leases again after its backoff."""
     cluster = MemoryCluster("", clock=PreciseClock())
     cluster.create(lease("leader", "a"))
-    failures = iter([RuntimeError("the stream broke")])
-    watch_of = cluster.watch
-
-    def failing_once(*args: object, **kwargs: object) -> object:
-        for failure in failures:
-            raise failure
-        return watch_of(*args, **kwargs)  # type: ignore[arg-type]
-
-    cluster.watch = failing_once  # type: ignore[assignment,method-assign]
+    cluster.watch = failing(cluster.watch, [RuntimeError("the stream broke")])  # type: ignore[method-assign,assignment]
     watch = LeaseWatch(cluster, NS, timeout=0.5)  # type: ignore[arg-type]
-    stop = threading.Event()
-    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
-    with caplog.at_level("WARNING", logger="engine.runtime.sharding"):
-        thread.start()
-        try:
-            until(lambda: any("the watch of the Leases" in r.getMessage() for r in caplog.records))
-            until(lambda: holder(watch, "leader") == "a")
-        finally:
-            stop.set()
-            thread.join(5.0)
+    with caplog.at_level("WARNING", logger="engine.runtime.sharding"), running(watch):
+        until(lambda: any("the watch of the Leases" in r.getMessage() for r in caplog.records))
+        until(lambda: holder(watch, "leader") == "a")
     (warning,) = [r for r in caplog.records if "the watch of the Leases" in r.getMessage()]
     assert warning.getMessage().startswith("the watch of the Leases in c5c3-system failed (RuntimeError: the stream "
                                            "broke); listing again in ")
@@ -102,25 +113,11 @@ def test_a_refused_watch_is_one_warning_naming_the_missing_rights_until_it_is_al
     and watches once the rights are given."""
     cluster = MemoryCluster("", clock=PreciseClock())
     cluster.create(lease("leader", "a"))
-    refusals = iter([Forbidden('leases.coordination.k8s.io is forbidden: cannot list resource "leases"')] * 3)
-    list_of = cluster.list
-
-    def refused_thrice(*args: object, **kwargs: object) -> object:
-        for refusal in refusals:
-            raise refusal
-        return list_of(*args, **kwargs)  # type: ignore[arg-type]
-
-    cluster.list = refused_thrice  # type: ignore[assignment,method-assign]
+    refusal = Forbidden('leases.coordination.k8s.io is forbidden: cannot list resource "leases"')
+    cluster.list = failing(cluster.list, [refusal] * 3)  # type: ignore[method-assign,assignment]
     watch = LeaseWatch(cluster, NS, timeout=0.5, backoff=Backoff(minimum=0.01, maximum=0.02))  # type: ignore[arg-type]
-    stop = threading.Event()
-    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
-    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"):
-        thread.start()
-        try:
-            until(lambda: holder(watch, "leader") == "a")
-        finally:
-            stop.set()
-            thread.join(5.0)
+    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"), running(watch):
+        until(lambda: holder(watch, "leader") == "a")
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith('the Leases in c5c3-system may not be listed and watched (leases.coordination.k8s.io '
@@ -143,15 +140,8 @@ def test_a_role_that_may_list_but_not_watch_is_said_once_not_at_every_list(caplo
 
     cluster.watch = refused  # type: ignore[assignment,method-assign]
     watch = LeaseWatch(cluster, NS, timeout=0.5, backoff=Backoff(minimum=0.01, maximum=0.02))  # type: ignore[arg-type]
-    stop = threading.Event()
-    thread = threading.Thread(target=watch.run, args=(stop,), daemon=True)
-    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"):
-        thread.start()
-        try:
-            until(lambda: refused_watches >= 5)
-        finally:
-            stop.set()
-            thread.join(5.0)
+    with caplog.at_level("DEBUG", logger="engine.runtime.sharding"), running(watch):
+        until(lambda: refused_watches >= 5)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1, warnings
     assert 'cannot watch resource "leases"' in warnings[0]
