@@ -93,18 +93,15 @@ class LeaseWatch:
                 self._unsynced()
                 version = None
                 stop.wait(backoff.after_gone())
-            except Forbidden as exc:
-                self._unsynced()
-                version = None
-                delay = backoff.after_failure()
-                self._say_refused(exc, delay)
-                stop.wait(delay)
             except ApiError as exc:
                 self._unsynced()
                 version = None
                 delay = backoff.after_failure()
-                self._log.debug("the watch of the Leases in %s failed (%s); listing again in %.1fs", self.namespace,
-                                exc, delay)
+                if isinstance(exc, Forbidden):
+                    self._say_refused(exc, delay)
+                else:
+                    self._log.debug("the watch of the Leases in %s failed (%s); listing again in %.1fs",
+                                    self.namespace, exc, delay)
                 stop.wait(delay)
             except Exception as exc:  # the watch must outlive any one failure; readers read live meanwhile
                 self._unsynced()
