@@ -37,7 +37,7 @@ from engine.runtime.sharding.labels import (
     owner_of,
     resource_version,
 )
-from engine.runtime.sharding.ring import order_key, owner
+from engine.runtime.sharding.ring import Owners, order_key
 from engine.runtime.sharding.serving import eligible, served_by
 
 LOG = logging.getLogger("engine.runtime.sharding")
@@ -122,6 +122,8 @@ class Assigner:
         say); None: every round lists them."""
         self._versions: dict[str, int] = {}
         """Membership Lease name -> the resourceVersion of the newest record of it a round read."""
+        self._owners: dict[tuple[str, str], Owners] = {}
+        """(cluster name, order kind) -> the ring's owner of each of its orders the last round placed."""
 
     def run(self, stop: threading.Event, leading: threading.Event, period: float) -> None:
         """A round every ``period`` seconds while ``leading`` is set, until ``stop`` is set."""
@@ -154,13 +156,19 @@ class Assigner:
         self._read(leases)
         self._note_membership(done.members)
         served = served_by(leases)
+        owners: dict[tuple[str, str], Owners] = {}
         if done.members:
             for cluster_name, cluster in self._clusters:
                 for kind in self._catalog.values():
                     serving = eligible(done.members, served, kind.key)
                     orders = self._orders_of(cluster_name, cluster, kind) if serving else None
-                    for order in orders or ():
-                        self._place(done, cluster_name, cluster, kind, order, serving)
+                    if orders is None:
+                        continue
+                    ring = owners[(cluster_name, kind.key)] = self._owners.get((cluster_name, kind.key)) or Owners()
+                    ring.start(serving)
+                    for order in orders:
+                        self._place(done, cluster_name, cluster, kind, order, serving, ring)
+        self._owners = owners  # a cluster or kind not placed this round starts afresh when it is again
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
@@ -205,12 +213,12 @@ class Assigner:
         self._catalog = catalog
 
     def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj,
-               serving: list[str]) -> None:
-        """serving: the live members that serve the order's kind."""
+               serving: list[str], ring: Owners) -> None:
+        """serving: the live members that serve the order's kind; ring: their owner of each order."""
         meta = order.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
         key = order_key(cluster_name, kind.key, namespace, name)
-        want = owner(key, serving)
+        want = ring.of(key)
         have = owner_of(order)
         assert want is not None
         request = Request(kind.key, cluster_name, namespace, name)
