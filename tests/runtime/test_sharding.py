@@ -34,10 +34,10 @@ from engine.outcome import PassError, Request, Result
 from engine.runtime.kinds import shard_scoped_kinds
 from engine.runtime.leader import LEASE_API_VERSION, LeaseSettings
 from engine.runtime.manager import Manager
+from engine.runtime.sharding import ring
 from engine.runtime.sharding.assigner import Assigner
 from engine.runtime.sharding.labels import DRAIN_LABEL, MEMBER_LABEL, SHARD_LABEL
 from engine.runtime.sharding.member import ShardMember
-from engine.runtime.sharding import ring
 from engine.runtime.sharding.ring import member_name, order_key, owner
 from offline.clock import SimulatedClock
 from offline.cluster.faults import FaultyCluster
@@ -260,7 +260,7 @@ def test_a_round_hashes_only_the_orders_it_has_not_placed_by_the_same_members(
     world.join("d")
     drained = world.assigner.step().moves["drain"]
     assert len(hashed) == 4 * ORDERS  # every order again, by the four: the ones "d" wins are asked to drain
-    assert drained == sum(1 for key, owner in world.owners().items()
+    assert drained == sum(1 for key in world.owners()
                           if ring.owner(order_key("", world.kind.key, "ns", key[1]), ["a", "b", "c", "d"]) == "d")
 
 
