@@ -234,7 +234,7 @@ def test_the_leader_labels_every_order_with_a_live_member_about_evenly() -> None
 def test_a_round_hashes_only_the_orders_it_has_not_placed_by_the_same_members(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The leader places every order every round: a round with the members of the one before hashes no order it
-    placed then (at 20,000 orders that is 60,000 hashes a second with three members), a new order is hashed once,
+    placed then (at 20,000 orders and three members that was 60,000 hashes a round), a new order is hashed once,
     and a member joining has every order placed again by the four."""
     hashed: list[str] = []
 
