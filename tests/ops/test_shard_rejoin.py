@@ -116,7 +116,8 @@ def test_a_member_whose_lease_lapsed_rejoins_in_the_same_process(rules_dir: Call
         wait_for(lambda: owners(cluster) == {member.name}, "every order labelled for the new member")
         wait_for(lambda: member_leases(cluster) == {member.name}, "the lapsed member's Lease deleted")
         assert sample(operator, "c5c3_operator_shard_rejoins_total") == 1
-        assert sample(operator, "c5c3_operator_shard_held_orders", member=member.name) == len(ORDERS)
+        wait_for(lambda: sample(operator, "c5c3_operator_shard_held_orders", member=member.name) == len(ORDERS),
+                 "the new member's order watch to show every order carrying its label")  # the watch follows the labels
         assert operator.registry.get_sample_value("c5c3_operator_shard_held_orders", {"member": first}) is None
         cluster.create(widget("w9"))
         wait_for(lambda: size_of_part(cluster, "w9") == "1", "a new order served by the new member")
