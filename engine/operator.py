@@ -54,7 +54,7 @@ from engine.runtime.leader import (
 from engine.runtime.manager import Manager
 from engine.runtime.reload import DEFAULT_RELOAD_INTERVAL, RuleReloader, short
 from engine.runtime.sharding.assigner import Assigner
-from engine.runtime.sharding.labels import MEMBER_LABEL, owner_of
+from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL, owner_of
 from engine.runtime.sharding.leading import Leadership
 from engine.runtime.sharding.leases import LeaseWatch
 from engine.runtime.sharding.member import ShardMember
@@ -180,7 +180,7 @@ def scope_by_labels(cluster: Cluster, scopes: LabelScopes, projected: MemberProj
         scope(scopes)
     project = getattr(cluster, "project_reads", None)
     if callable(project) and projected is not None:
-        project(projected.paths, projected.labels)
+        project(projected.paths, projected.labels, projected.unstamped)
     return cluster
 
 
@@ -284,7 +284,7 @@ class Operator:
             self.agent = self.member.name
             name_member(management, self.agent)
         self.scopes: LabelScopes = self._label_scopes(catalog)
-        self.projected = member_projections(catalog) if self.member is not None else None
+        self.projected = member_projections(catalog, SHARD_LABEL) if self.member is not None else None
         scope_by_labels(management, self.scopes, self.projected)
 
         def scoped_target(registration: Registration) -> Cluster:
@@ -430,7 +430,7 @@ class Operator:
         if self.assigner is not None:
             self.assigner.replace_catalog(catalog)
         scopes = self._label_scopes(catalog)
-        projected = member_projections(catalog) if self.member is not None else None
+        projected = member_projections(catalog, SHARD_LABEL) if self.member is not None else None
         if scopes != self.scopes or projected != self.projected:
             self.scopes, self.projected = scopes, projected
             for _, cluster in self.manager.clusters:

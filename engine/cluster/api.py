@@ -170,6 +170,11 @@ class NotCached(NotFound):
     labels is there, but one without them may be on the server (decisions 19, 31)."""
 
 
+class NotHeld(NotCached):
+    """A get a shard member's caches missed: no object it stamped and no unstamped object of the name is there,
+    but another member may have stamped one (decision 0075)."""
+
+
 class MethodNotAllowed(ApiError):
     code, reason = 405, "MethodNotAllowed"
 
@@ -180,6 +185,12 @@ class AlreadyExists(ApiError):
 
 class Conflict(ApiError):
     code, reason = 409, "Conflict"
+
+
+NO_OBJECT_VERSION = "9223372036854775807"
+"""A resourceVersion no stored object carries (etcd's revisions stay below 2^63 - 1). An apply that names it is
+conditional on the object's absence: the API server creates the object as any apply would (the field manager's
+Apply entry), or answers Conflict when one of the name exists (decision 0075)."""
 
 
 class Gone(ApiError):

@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from engine.cluster import ssa
-from engine.cluster.api import AlreadyExists, ApiError, Cluster, Invalid, NotCached, NotFound, Obj
+from engine.cluster.api import (
+    NO_OBJECT_VERSION,
+    AlreadyExists,
+    ApiError,
+    Cluster,
+    Conflict,
+    Invalid,
+    NotCached,
+    NotFound,
+    NotHeld,
+    Obj,
+)
 from engine.cluster.patches import merge_patch
 from engine.expr.functions import address_only, controlled_by, remember_secrets
 from engine.reconcile.context import PassContext, RuleRuntimeError, Scope, requeue_seconds, truthy, walk_objects
@@ -88,16 +99,23 @@ def _live(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> Obj | None
     return _looked_up(ctx, cluster_scope, obj)[0]
 
 
-def _looked_up(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> tuple[Obj | None, bool]:
-    """(the stored object of ``obj``'s name or None, whether a None came from a label-scoped cache alone,
-    so an object without the labels may still hold the name on the server)."""
+Doubt = Literal["", "unlabelled", "elsewhere"]
+"""Why a None from ``_looked_up`` may be wrong: "" (it is not), "unlabelled" (a label-scoped cache missed it: an
+object without the labels may hold the name, decision 19), "elsewhere" (a shard member's caches missed it: another
+member may have stamped one, decision 0075)."""
+
+
+def _looked_up(ctx: PassContext, cluster_scope: ClusterScope, obj: Obj) -> tuple[Obj | None, Doubt]:
+    """(the stored object of ``obj``'s name or None, and the doubt a None carries)."""
     carries = tuple(((obj.get("metadata") or {}).get("labels") or {}).keys())
     try:
-        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj), carries=carries)), False
+        return remember_secrets(ctx.cluster_for(cluster_scope).get(*_address(obj), carries=carries)), ""
+    except NotHeld:
+        return None, "elsewhere"
     except NotCached:
-        return None, True
+        return None, "unlabelled"
     except NotFound:
-        return None, False
+        return None, ""
 
 
 def _refuse_foreign(ctx: PassContext, live: Obj | None) -> None:
@@ -137,11 +155,11 @@ def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
     what forEach binds."""
     assert action.template is not None
     rendered = ctx.render_object(action.template, scope)
-    live, uncertain = _looked_up(ctx, action.cluster, rendered)
+    live, doubt = _looked_up(ctx, action.cluster, rendered)
     if not action.status_subresource:
         rendered = ctx.stamped(rendered)
     if action.adopt == "owned":
-        if uncertain:
+        if doubt:
             created, live = _create_unless_taken(ctx, action, rendered)
             if created is not None:
                 _bind(ctx, action, created, stored)
@@ -157,6 +175,11 @@ def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
     elif action.adopt == "children":
         if action.once:
             return _apply_once(ctx, action, rendered, live, scope, stored)
+        if doubt == "elsewhere" and not action.status_subresource:
+            created, live = _apply_unless_taken(ctx, action, rendered)
+            if created is not None:
+                _bind(ctx, action, created, stored)
+                return None
         if action.foreign is not None and live is not None and not ctx.is_child(live):
             return _foreign(ctx, action, scope)
         _refuse_foreign(ctx, live)
@@ -220,6 +243,19 @@ def _create_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tup
         return None, remember_secrets(cluster.get(*_address(rendered), live=True))
 
 
+def _apply_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tuple[Obj | None, Obj | None]:
+    """A child a shard member's caches do not hold, applied on the condition that no object holds its name (an
+    apply naming a resourceVersion none carries): (the created object, None), its fields the field manager's
+    Apply entry as one replica's apply makes them. When the name is taken (another member's child, or an object
+    the watch has not delivered yet): (None, that object as the API server has it), for the ownership test."""
+    cluster = ctx.cluster_for(action.cluster)
+    absent_only = {**rendered, "metadata": {**rendered["metadata"], "resourceVersion": NO_OBJECT_VERSION}}
+    try:
+        return remember_secrets(cluster.apply(absent_only, field_manager=ctx.kind.field_manager, force=True)), None
+    except Conflict:
+        return None, remember_secrets(cluster.get(*_address(rendered), live=True))
+
+
 def _ensure(ctx: PassContext, action: Action) -> Stop | None:
     """Create once; a live object keeps every value it has (a generated secret is never rewritten).
 
@@ -239,7 +275,7 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
         try:
             live = remember_secrets(cluster.create(rendered))
         except AlreadyExists:
-            live = _claimed(cluster, remember_secrets(cluster.get(*_address(rendered))), rendered)
+            live = _claimed(cluster, remember_secrets(cluster.get(*_address(rendered), live=True)), rendered)
     elif claim(live, addressed):
         live = _claimed(cluster, live, ctx.stamped(ctx.render_object(action.template)))
     if action.bind:

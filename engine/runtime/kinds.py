@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from engine.clock import Clock
@@ -178,28 +178,34 @@ def projections(catalog: Catalog) -> dict[tuple[str, str], tuple[tuple[str, ...]
 
 @dataclass(frozen=True)
 class MemberProjections:
-    """What a shard member keeps projected (decision 0067): per kind the paths kept of each object, and per kind the
-    label keys its projected caches select by (absent: one cache of every object)."""
+    """What a shard member keeps projected (decision 0067): per kind the paths kept of each object, per kind the
+    label keys its projected caches select by (absent: one cache of every object), and per kind a selector its
+    projected caches add (decision 0075: the objects no member stamped; a miss there may be another's child)."""
 
     paths: Projections
     labels: Mapping[tuple[str, str], tuple[str, ...]]
+    unstamped: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
-def member_projections(catalog: Catalog) -> MemberProjections:
+def member_projections(catalog: Catalog, stamp_key: str) -> MemberProjections:
     """A shard member's projected caches: ``projections`` (the lists across orders) plus, for every other kind it
-    caches by its stamp, the identity of each object, selected by the kind's ``cacheOnlyLabelled`` keys as an
-    unsharded run caches it. A get its stamped caches miss then learns from memory whether the object exists at all,
-    as an unsharded run's cache answers it: a write's read of a child it is about to create costs no request."""
+    caches by its stamp, the identity of each object no member stamped, selected by the kind's ``cacheOnlyLabelled``
+    keys as an unsharded run caches it (decision 0075). A get its stamped caches miss then learns from memory
+    whether an unstamped object of the name exists (a foreign object, or a child an unsharded run wrote); one none
+    of them holds may still be another member's child, so the miss is uncertain (NotCached), never NotFound.
+    stamp_key: the label members stamp their children with (``sharding.labels.SHARD_LABEL``)."""
     found = projections(catalog)
     keys = label_scopes(catalog)
     labels: dict[tuple[str, str], tuple[str, ...]] = {}
+    unstamped: dict[tuple[str, str], str] = {}
     for scoped in shard_scoped_kinds(catalog):
         if scoped in found:
             continue  # a cache of every object for the lists across orders answers for existence too
         found[scoped] = ()
+        unstamped[scoped] = f"!{stamp_key}"
         if keys.get(scoped):
             labels[scoped] = keys[scoped]
-    return MemberProjections(found, labels)
+    return MemberProjections(found, labels, unstamped)
 
 
 def shard_scopes(catalog: Catalog, selector: str) -> dict[tuple[str, str], tuple[str, ...]]:

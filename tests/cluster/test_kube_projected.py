@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from engine.cluster.api import NotCached, NotFound, Obj
+from engine.cluster.api import NotCached, NotFound, NotHeld, Obj
 from engine.cluster.kube import KubeCluster, store
 from offline.cluster.memory import MemoryCluster
 from offline.emulator import Emulator
@@ -134,6 +134,48 @@ def test_a_projection_by_label_says_whether_a_scoped_get_can_miss_without_a_requ
     with pytest.raises(NotFound):
         kube.get("v1", "Secret", "default", "absent")
     assert requests.count() == 2
+
+
+def test_a_members_identity_cache_holds_only_unstamped_objects_and_its_misses_stay_uncertain(
+        memory: MemoryCluster, emulator: Emulator, make_kube: Callable[..., KubeCluster]) -> None:
+    """A member's identity caches select the objects no member stamped (decision 0075), so another member's children
+    reach it through no watch. A get its stamped scope misses: an unstamped object of the name is read whole from the
+    server; none -> NotHeld without a request (another member may have stamped one), for a kind selected by label
+    and for one cached whole alike; the caller says nothing of the labels -> read from the server."""
+    kube = make_kube()
+    kube.scope_by_labels({("v1", "Secret"): ("claim,shard=a",), ("v1", "ConfigMap"): ("shard=a",)})
+    kube.project_reads({("v1", "Secret"): (), ("v1", "ConfigMap"): ()}, labels={("v1", "Secret"): ("claim",)},
+                       unstamped={("v1", "Secret"): "!shard", ("v1", "ConfigMap"): "!shard"})
+    memory.create(secret("theirs", "b"))
+    loose = secret("loose", "b")
+    del loose["metadata"]["labels"]["shard"]
+    memory.create(loose)
+    for name, labels in (("theirs", {"shard": "b"}), ("loose", {})):
+        memory.create({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": name, "namespace": "default", "labels": labels}})
+    with pytest.raises(NotHeld):
+        kube.get("v1", "Secret", "default", "absent", carries=("claim",))  # starts the caches
+    with pytest.raises(NotHeld):
+        kube.get("v1", "ConfigMap", "default", "absent")
+    watching(emulator, kube)
+    held = {}
+    for informer in kube.informers():
+        if "projected" in informer.name:
+            keys = informer.store.keys()
+            held[informer.name.split(".")[0]] = sorted(name for _, name in keys)
+    assert held == {"Secret": ["loose"], "ConfigMap": ["loose"]}  # another member's children are not watched
+    kube.create(secret("mine", "a"))  # a write its identity cache never shows: no read there waits for it (live)
+    requests = Requests(kube)
+    for kind, carries in (("Secret", ("claim",)), ("ConfigMap", ())):
+        for name in ("absent", "theirs"):
+            with pytest.raises(NotHeld):
+                kube.get("v1", kind, "default", name, carries=carries)
+    assert requests.count() == 0
+    assert kube.get("v1", "Secret", "default", "loose", carries=("claim",))["data"]["password"] == "c2VjcmV0"
+    assert kube.get("v1", "ConfigMap", "default", "loose")["metadata"]["name"] == "loose"
+    assert requests.count() == 2
+    assert kube.get("v1", "Secret", "default", "theirs")["metadata"]["labels"]["shard"] == "b"
+    assert requests.count() == 3
 
 
 def short_strings(value: object) -> int:

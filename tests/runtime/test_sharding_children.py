@@ -17,7 +17,7 @@ from engine.outcome import Request
 from engine.reconcile.run import run_pass
 from engine.reconcile.stamp import stamping
 from engine.rules.catalog import load_catalog
-from engine.runtime.kinds import projections, shard_scoped_kinds, shard_scopes
+from engine.runtime.kinds import member_projections, projections, shard_scoped_kinds, shard_scopes
 from engine.runtime.leader import LeaseSettings
 from engine.runtime.manager import Manager
 from engine.runtime.sharding.labels import MEMBER_LABEL, SHARD_LABEL
@@ -77,6 +77,8 @@ def test_the_children_kinds_a_member_selects(rules_dir: Callable[..., Path]) -> 
     world = World(rules_dir(WIDGET))
     assert shard_scoped_kinds(world.catalog) == {("v1", "ConfigMap"): frozenset({WIDGET_KIND})}
     assert shard_scopes(world.catalog, f"{SHARD_LABEL}=a") == {("v1", "ConfigMap"): (f"{SHARD_LABEL}=a",)}
+    # Beside them, the identities of the objects no member stamped (decision 0075): never another member's children.
+    assert member_projections(world.catalog, SHARD_LABEL).unstamped == {("v1", "ConfigMap"): f"!{SHARD_LABEL}"}
     whole = rules_dir(WIDGET.swap("values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
                                                "values:\n  counted: \"length(others)\"\n"))
     assert shard_scoped_kinds(load_catalog(whole)) == {}  # read across orders, items whole: cached whole

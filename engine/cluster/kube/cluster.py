@@ -108,7 +108,8 @@ class KubeCluster(KubeWrites):
             informer.stop()
 
     def project_reads(self, projections: Mapping[tuple[str, str], Sequence[ReadPath]],
-                      labels: Mapping[tuple[str, str], Sequence[str]] | None = None) -> None:
+                      labels: Mapping[tuple[str, str], Sequence[str]] | None = None,
+                      unstamped: Mapping[tuple[str, str], str] | None = None) -> None:
         """Answer the lists of these (apiVersion, kind) that say they read only some paths of each object (``list``'s
         ``reads``), when no label scope answers them, from a cache of every object cut down to these paths
         (``engine.cluster.projection``; decision 0040). A list whose reads these paths do not cover, or that says
@@ -117,16 +118,26 @@ class KubeCluster(KubeWrites):
 
         labels: per kind, label keys: its projected caches then hold only the objects carrying one of them (one
         cache per key), as its label scopes would without a shard member's stamp (decision 0067). A get those
-        scopes miss asks them whether the object exists at all: where none holds it, no request is needed."""
+        scopes miss asks them whether the object exists at all: where none holds it, no request is needed.
+
+        unstamped: per kind, a label selector its projected caches add (a shard member's ``!<shard label>``,
+        decision 0075): they then hold only the objects no member stamped, and a get they miss is NotCached (the
+        object may exist stamped), never NotFound."""
         wanted = {(api_version.rpartition("/")[0], kind): tuple(paths) for (api_version, kind), paths in
                   projections.items()}
         by_label = {(api_version.rpartition("/")[0], kind): tuple(keys)
                     for (api_version, kind), keys in (labels or {}).items() if keys}
+        beside = {(api_version.rpartition("/")[0], kind): selector
+                  for (api_version, kind), selector in (unstamped or {}).items() if selector}
         with self._lock:
+            changed = {group_kind for group_kind in {*beside, *self._projection_unstamped}
+                       if beside.get(group_kind) != self._projection_unstamped.get(group_kind)}
             self._projections = wanted
             self._projection_labels = by_label
+            self._projection_unstamped = beside
             stale = [key for key, informer in self._projected.items()
                      if (key[0].rpartition("/")[0], key[1]) not in wanted
+                     or (key[0].rpartition("/")[0], key[1]) in changed
                      or informer.store.shape != tree(wanted[(key[0].rpartition("/")[0], key[1])])
                      or key[3] not in by_label.get((key[0].rpartition("/")[0], key[1]), (None,))]
             dropped = [self._projected.pop(key) for key in stale]

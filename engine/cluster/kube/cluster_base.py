@@ -119,6 +119,8 @@ class KubeBase:
         self._projection_labels: dict[tuple[str, str], tuple[str, ...]] = {}
         """(group, kind) -> the label keys its projected caches select by, one cache each (absent: one cache of
         every object)."""
+        self._projection_unstamped: dict[tuple[str, str], str] = {}
+        """(group, kind) -> a selector its projected caches add; a get they miss is NotCached (``project_reads``)."""
         self._projected: dict[tuple[str, str, Scope, str | None], Informer] = {}
         """The projected informers, by (apiVersion, kind, namespace scope, label key or None)."""
         self._stopped = False

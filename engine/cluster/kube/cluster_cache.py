@@ -149,15 +149,21 @@ class KubeCache(KubeBase):
             return None
         return informer
 
+    def _projected_selector(self, api_version: str, kind: str, label: str | None) -> str:
+        """The label selector of a projected cache: its label key and the kind's unstamped selector ("": none)."""
+        return ",".join(part for part in (label, self._projection_unstamped.get(
+            (api_version.rpartition("/")[0], kind))) if part)
+
     def _start_projected(self, api_version: str, kind: str, scope: Scope,
                          paths: Sequence[ReadPath], label: str | None = None) -> Informer | None:
         where = f" in {scope}" if scope else ""
-        labelled = f" labelled {label}" if label else ""
-        selector = {"label_selector": label} if label else {}
+        selected = self._projected_selector(api_version, kind, label)
+        labelled = f" labelled {selected}" if selected else ""
+        selector = {"label_selector": selected} if selected else {}
         shape = tree(paths)  # the watch cuts each object down to it before walking it (the store keeps it so)
         informer = Informer(
             f"{kind}.{api_version}{where}{labelled} projected on {self.name or 'the management cluster'}",
-            lambda: self._live_list(api_version, kind, scope, labels=label),
+            lambda: self._live_list(api_version, kind, scope, labels=selected or None),
             lambda rv: self._open_watch(api_version, kind, scope, timeout=self._watch_timeout, bookmarks=True,
                                         shape=shape, **selector, **({"resource_version": rv} if rv else {})),
             log=self._log, cluster=self.name, store=Store(shape), timeout=self._watch_timeout,
@@ -216,7 +222,8 @@ class KubeCache(KubeBase):
                     self._by_kind.setdefault((entry[0][0].rpartition("/")[0], entry[0][1]), []).append(entry)
                 for (api_version, projected_kind, scope, label), projected in self._projected.items():
                     self._by_kind.setdefault((api_version.rpartition("/")[0], projected_kind), []).append(
-                        ((api_version, projected_kind, scope, label), projected))
+                        ((api_version, projected_kind, scope,
+                          self._projected_selector(api_version, projected_kind, label) or None), projected))
             return [
                 informer for (_, _, scope, label), informer in self._by_kind.get((group, kind), ())
                 if (scope is None or scope == namespace) and not informer.dead

@@ -13,6 +13,7 @@ from engine.cluster.api import (
     LabelSelector,
     NotCached,
     NotFound,
+    NotHeld,
     Obj,
     ObjectList,
 )
@@ -127,15 +128,20 @@ class KubeReads(KubeCache):
     def _absent_from_projections(self, api_version: str, kind: str, namespace: str | None, name: str,
                                  carries: Collection[str]) -> None:
         """Raise when the projected caches of the kind say no object of the name exists where the label scopes
-        missed it: NotFound when a cache of every object misses it; NotCached (it may exist without the labels)
-        when the caches of the labels the caller says it carries all miss it. Return (read the server) when one
-        holds it or none can tell."""
-        labels = self._projection_labels.get((api_version.rpartition("/")[0], kind))
+        missed it: NotFound when a cache of every object misses it; NotCached (it may exist without the labels, or
+        stamped by a shard member: ``project_reads``' unstamped) when the caches of the labels the caller says it
+        carries all miss it, or a cache of every unstamped object does. Return (read the server) when one holds it
+        or none can tell."""
+        group_kind = (api_version.rpartition("/")[0], kind)
+        labels = self._projection_labels.get(group_kind)
         key = (namespace or "", name)
         if labels is None:
             projected = self._projected_informer(api_version, kind, namespace, ())
             if projected is not None and projected.store.uid_at(key) is None:
-                raise self._not_found(api_version, kind, name)  # a cache of every object of the kind misses it
+                missed = self._not_found(api_version, kind, name)
+                if group_kind in self._projection_unstamped:
+                    raise NotHeld(str(missed), details=missed.details)  # another member may have stamped one
+                raise missed  # a cache of every object of the kind misses it
             return
         carried = [label for label in labels if trusted(label, carries)]
         for label in carried:
@@ -144,6 +150,8 @@ class KubeReads(KubeCache):
                 return
         if carried:
             missed = self._not_found(api_version, kind, name)
+            if group_kind in self._projection_unstamped:
+                raise NotHeld(str(missed), details=missed.details)
             raise NotCached(str(missed), details=missed.details)
 
     def _answering_label(self, api_version: str, kind: str, selector: Selector) -> str | None:
