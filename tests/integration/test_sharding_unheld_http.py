@@ -4,14 +4,15 @@ A member watches the children it stamped and the objects no member stamped, neve
 is about to write and does not find may exist stamped by another member; its first write is an apply conditional on
 the name being free: it creates the child as one replica's apply does (the field manager's Apply entry, no Update
 entry), and where the name is taken the server answers Conflict and the object is read and tested, as one replica
-tests the object its cache shows. Run against the emulator and a real kube-apiserver alike."""
+tests the object its cache shows. A RabbitMQVhost order beside them has its Topology Operator children written
+the same way. Run against the emulator and a real kube-apiserver alike."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 
-from integration_kit import API, TENANT, World, condition, get, order, wait_for
+from integration_kit import API, TENANT, World, condition, example, get, order, wait_for
 from test_sharding_cost_http import MEMBER_AGENT, classify
 from test_sharding_http import PATIENCE, SHARD, three_replicas
 
@@ -42,12 +43,16 @@ def test_a_child_name_another_member_stamped_is_refused_untouched_and_ours_are_c
     world.management.create(theirs)
     stored = get(world.management, "v1", "Secret", "openstack", taken)
     assert stored is not None
+    vhost = example("RabbitMQVhost")
     with three_replicas(world, "unheld"):
         since = time.time()
         for name in ("unheld-taken", "unheld-free"):
             world.management.create(order("KeystoneUser", name))
-        wait_for(lambda: condition(get(world.management, API, "KeystoneUser", TENANT, "unheld-free"),
-                                   "Ready") == "True", timeout=PATIENCE, message="the free order Ready")
+        world.management.create(vhost)  # its Topology Operator children are first written the same way
+        for kind, name in (("KeystoneUser", "unheld-free"), ("RabbitMQVhost", vhost["metadata"]["name"])):
+            wait_for(lambda kind=kind, name=name: condition(get(world.management, API, kind, TENANT, name),
+                                                            "Ready") == "True",
+                     timeout=PATIENCE, message=f"{kind} {name} Ready")
         refusal = f"refusing to adopt pre-existing Secret openstack/{taken}"
         wait_for(lambda: refusal in delivery_message(world, "unheld-taken"), timeout=PATIENCE,
                  message="the taken order refused")
