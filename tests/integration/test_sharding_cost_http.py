@@ -14,8 +14,8 @@ import re
 import time
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from integration_kit import API, TENANT, OperatorProcess, World, condition, get, order, wait_for
-from test_sharding_http import KIND_KEY, PATIENCE, SHARD, SHARDED, member_of, three_replicas
+from integration_kit import API, TENANT, World, condition, get, order, wait_for
+from test_sharding_http import KIND_KEY, PATIENCE, SHARD, a_member_that_wins, three_replicas
 
 from engine.runtime.sharding import ring
 from offline.emulator.requestlog import RequestRecord
@@ -61,24 +61,6 @@ def take_overs_of(world: World, since: float, names: list[str], until: float | N
             and any(f"={name}" in unquote(r.path) for name in names)]
 
 
-def a_member_that_wins_orders(world: World, members: set[str]) -> tuple[OperatorProcess, str]:
-    """A fourth ``--sharded`` replica that rendezvous hashing gives at least one of the test's orders: its name is
-    random, and with four members a given one wins none of twelve orders about once in thirty tries, when there
-    would be no move to count. Such a one is stopped and another started (each try: a 1-in-32 chance)."""
-    for attempt in range(8):
-        fourth = OperatorProcess(world, *SHARDED, name=f"cost-{3 + attempt}")
-        try:
-            newcomer = member_of(fourth)
-        except BaseException:
-            fourth.stop()
-            raise
-        if any(ring.owner(ring.order_key("", KIND_KEY, TENANT, name), members | {newcomer}) == newcomer
-               for name in ORDERS):
-            return fourth, newcomer
-        fourth.stop()
-    raise AssertionError("eight new members in a row won none of the orders")
-
-
 def test_a_new_order_costs_its_requests_plus_one_label_write(world: World) -> None:
     with three_replicas(world, "cost") as started:
         since = time.time()
@@ -91,7 +73,8 @@ def test_a_new_order_costs_its_requests_plus_one_label_write(world: World) -> No
                    if r.wall_started >= since and MEMBER_AGENT.search(r.user_agent)]
         before = {name: labels.get(SHARD) for name, labels in shards(world).items()}
         joined = time.time()
-        fourth, newcomer = a_member_that_wins_orders(world, set(started))
+        fourth, newcomer = a_member_that_wins(
+            world, set(started), [ring.order_key("", KIND_KEY, TENANT, name) for name in ORDERS], prefix="cost-3")
         try:
             wait_for(lambda: newcomer in {labels.get(SHARD) for labels in shards(world).values()}
                      and not any("sharding.c5c3.io/drain" in labels for labels in shards(world).values())
