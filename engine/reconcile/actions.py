@@ -160,7 +160,7 @@ def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
         rendered = ctx.stamped(rendered)
     if action.adopt == "owned":
         if doubt:
-            created, live = _create_unless_taken(ctx, action, rendered)
+            created, live = _written_unless_taken(ctx, action, rendered, apply=False)
             if created is not None:
                 _bind(ctx, action, created, stored)
                 return None
@@ -176,7 +176,7 @@ def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
         if action.once:
             return _apply_once(ctx, action, rendered, live, scope, stored)
         if doubt == "elsewhere" and not action.status_subresource:
-            created, live = _apply_unless_taken(ctx, action, rendered)
+            created, live = _written_unless_taken(ctx, action, rendered, apply=True)
             if created is not None:
                 _bind(ctx, action, created, stored)
                 return None
@@ -231,28 +231,23 @@ def _bind(ctx: PassContext, action: Action, obj: Obj, stored: list[Obj] | None) 
         ctx.scope[action.bind] = obj
 
 
-def _create_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tuple[Obj | None, Obj | None]:
-    """An object a label-scoped cache does not hold, created at once, with no read first (an apply would
-    take over an unlabelled object of that name): (the created object, None). When the name is taken
-    after all (an object no cache holds, or one the watch has not delivered yet): (None, that object as
-    the API server has it), for the ownership test (decision 31)."""
+def _written_unless_taken(ctx: PassContext, action: Action, rendered: Obj, *,
+                          apply: bool) -> tuple[Obj | None, Obj | None]:
+    """An object no cache holds, written at once with no read first, on the condition that its name is free:
+    created (``adopt: owned``: an apply would take over an unlabelled object of that name, decision 31), or, with
+    ``apply``, applied naming a resourceVersion no object carries (a shard member's ``adopt: children`` child: its
+    fields the field manager's Apply entry, as one replica's apply makes them, decision 0075). (the written object,
+    None); when the name is taken after all (an object no cache holds, another member's child, or one the watch
+    has not delivered yet): (None, that object as the API server has it), for the ownership test."""
     cluster = ctx.cluster_for(action.cluster)
     try:
-        return remember_secrets(cluster.create(rendered, field_manager=ctx.kind.field_manager)), None
-    except AlreadyExists:
-        return None, remember_secrets(cluster.get(*_address(rendered), live=True))
-
-
-def _apply_unless_taken(ctx: PassContext, action: Action, rendered: Obj) -> tuple[Obj | None, Obj | None]:
-    """A child a shard member's caches do not hold, applied on the condition that no object holds its name (an
-    apply naming a resourceVersion none carries): (the created object, None), its fields the field manager's
-    Apply entry as one replica's apply makes them. When the name is taken (another member's child, or an object
-    the watch has not delivered yet): (None, that object as the API server has it), for the ownership test."""
-    cluster = ctx.cluster_for(action.cluster)
-    absent_only = {**rendered, "metadata": {**rendered["metadata"], "resourceVersion": NO_OBJECT_VERSION}}
-    try:
-        return remember_secrets(cluster.apply(absent_only, field_manager=ctx.kind.field_manager, force=True)), None
-    except Conflict:
+        if apply:
+            absent_only = {**rendered, "metadata": {**rendered["metadata"], "resourceVersion": NO_OBJECT_VERSION}}
+            written = cluster.apply(absent_only, field_manager=ctx.kind.field_manager, force=True)
+        else:
+            written = cluster.create(rendered, field_manager=ctx.kind.field_manager)
+        return remember_secrets(written), None
+    except (AlreadyExists, Conflict):
         return None, remember_secrets(cluster.get(*_address(rendered), live=True))
 
 

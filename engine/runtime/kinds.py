@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from engine.clock import Clock
@@ -184,7 +184,7 @@ class MemberProjections:
 
     paths: Projections
     labels: Mapping[tuple[str, str], tuple[str, ...]]
-    unstamped: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    unstamped: Mapping[tuple[str, str], str]
 
 
 def member_projections(catalog: Catalog, stamp_key: str) -> MemberProjections:
