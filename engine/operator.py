@@ -302,6 +302,8 @@ class Operator:
         )
         if self.assigner is not None:
             self.assigner.orders = self.manager.sources.keys_of  # the leader places orders from keys, not objects
+            sources = self.manager.sources
+            self.assigner.changes = lambda: sources.keys_changes  # a round skips when none changed
         if self.member is not None:
             self.member.namespaces_of = self.manager.watched_namespaces  # a registration's namespaces only
         self.registry.register(OrdersCollector(self.metrics.prefix, self.order_views, self.clock.now))

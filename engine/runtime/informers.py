@@ -51,6 +51,10 @@ def keys(obj: Obj) -> Obj:
 
 
 
+def _labels(held: Obj) -> object:
+    return (held.get("metadata") or {}).get("labels")
+
+
 def _key(obj: Obj) -> Key:
     meta = obj.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name") or "")
@@ -86,6 +90,8 @@ class InformerHost(Protocol):
     def activate(self, order_kinds: Iterable[OrderKind]) -> None: ...
 
     def quiet_removal(self, child: Obj) -> Any: ...
+
+    def keys_changed(self) -> None: ...
 
     def map_event(self, watch: Watch, cluster: str, old: Obj | None, new: Obj | None, obj: Obj, *,
                   echo: Request | None = None, hold: bool = True) -> None: ...
@@ -283,6 +289,8 @@ class Informer:
         with self._sources.lock:
             self._cache = {}
             self.listed = False
+            if self.keys_only:
+                self._sources.keys_changed()
 
     def _lose(self) -> None:
         """The kind is not served (any more): list again once it is; the cluster reads it live meanwhile."""
@@ -391,10 +399,13 @@ class Informer:
         if key is None:
             key, rv = _key(obj), _rv(obj)
         if self.keys_only:
-            if kind == "DELETED":
-                self._cache.pop(key, None)
-            else:
-                self._cache[key] = keys(obj)
+            before = self._cache.pop(key, None) if kind == "DELETED" else self._cache.get(key)
+            if kind != "DELETED":
+                self._cache[key] = held = keys(obj)
+                if before is not None and _labels(before) == _labels(held):
+                    return 0  # a status or spec write: nothing the assigner places by changed
+            if before is not None or kind != "DELETED":
+                self._sources.keys_changed()
             return 0
         if self._feed is not None and not fed and rv is not None:
             self._feed.apply(event if event is not None else {"type": kind, "object": obj}, key)

@@ -89,6 +89,10 @@ class Sources:
         self.keys_views = False
         """Whether a shard member keeps the keys-only views of every order (``KEYS_ONLY``): only while it leads
         (``show_keys``); a follower decodes none of the other members' order events."""
+        self.keys_changes = 0
+        """Grows whenever what ``keys_of`` answers changes other than in resourceVersions: an order added, removed
+        or relabelled, a view opened, dropped or listed again. The assigner skips a round when it has not grown
+        since a round that had nothing to write (a status write leaves it as it was)."""
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL
@@ -274,6 +278,10 @@ class Sources:
         for informer in closed:
             informer.halt()
             informer.drop()
+
+    def keys_changed(self) -> None:
+        """A keys-only view's order was added, removed or relabelled, or the view dropped (lock held)."""
+        self.keys_changes += 1
 
     def keys_of(self, cluster: str, api_version: str, kind: str) -> list[Obj] | None:
         """Every order of a kind on a cluster as its keys-only informers hold them (a shard member's: ``keys``);

@@ -264,6 +264,69 @@ def test_a_round_hashes_only_the_orders_it_has_not_placed_by_the_same_members(
                           if ring.owner(order_key("", world.kind.key, "ns", key[1]), ["a", "b", "c", "d"]) == "d")
 
 
+class Changes:
+    """What the leader's keys-only views count (``Sources.keys_changes``), moved by hand; the orders each round
+    reads counted."""
+
+    def __init__(self, world: World) -> None:
+        self.count = 0
+        self.reads = 0
+        self._world = world
+        world.assigner.changes = lambda: self.count
+        world.assigner.orders = self._orders
+
+    def _orders(self, cluster: str, api_version: str, kind: str) -> list[Obj] | None:
+        self.reads += 1
+        return self._world.cluster.list(api_version, kind).items
+
+
+def test_a_round_looks_at_no_order_while_nothing_it_places_by_changed_since_one_that_wrote_nothing() -> None:
+    """A round after one that wrote nothing, with the same members and no order added, removed or relabelled,
+    reads no order (the keys views' count has not grown); a new order, a member joining, a reload or a write the
+    round before each make the next round place every order again, and the owned metric stays the full count."""
+    world = World()
+    changes = Changes(world)
+    for name in ("a", "b"):
+        world.join(name)
+    assert world.assigner.step().moves == {"assigned": ORDERS}
+    changes.count += ORDERS  # the label events of those writes
+    placed = world.assigner.step()  # a round that wrote something is not a basis: this one looks again
+    assert (placed.quiet, placed.moves, changes.reads) == (False, {}, 2)
+    quiet = world.assigner.step()
+    assert (quiet.quiet, changes.reads) == (True, 2)
+    assert quiet.owned == placed.owned and sum(quiet.owned.values()) == ORDERS
+    assert world.metrics.registry.get_sample_value("c5c3_operator_shard_orders", {"member": "a"}) == placed.owned["a"]
+
+    world.cluster.create(obj("Widget", "late"))
+    assert world.assigner.step().quiet  # the views have not shown it yet: nothing to place it by
+    changes.count += 1
+    assert world.assigner.step().moves == {"assigned": 1}
+    changes.count += 1
+    world.assigner.step()
+    assert world.assigner.step().quiet
+
+    world.join("c")
+    joined = world.assigner.step()
+    assert not joined.quiet and joined.moves["drain"] > 0
+    world.assigner.replace_catalog(dict(world.catalog))
+    assert not world.assigner.step().quiet  # a reloaded rule set: every order again
+
+
+def test_a_round_whose_write_failed_is_no_basis_for_a_quiet_one() -> None:
+    """A label write that met a Conflict is decided again by the next round even though no count grew."""
+    world = World(orders=4)
+    changes = Changes(world)
+    world.join("a")
+    faulty = FaultyCluster(world.cluster, cluster_name="")
+    faulty.inject(verb="patch", kind="Widget", name="w00", error="Conflict")
+    world.assigner._clusters = world.clusters(faulty)
+    assert world.assigner.step().moves == {"assigned": 3}
+    changes.count += 3
+    retried = world.assigner.step()
+    assert (retried.quiet, retried.moves) == (False, {"assigned": 1})
+    assert world.owners()[("", "w00")] == "a"
+
+
 def owners_count(owners: dict[tuple[str, str], str], member: str) -> float:
     return float(sum(1 for o in owners.values() if o == member))
 
@@ -579,6 +642,42 @@ def test_a_members_watches_hold_only_its_orders() -> None:
     assert placed is not None
     assert {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(SHARD_LABEL) for o in placed} == {
         "mine": "a", "theirs": "a", "unassigned": None}
+
+
+def test_the_keys_views_count_what_the_leader_places_by_and_not_status_writes() -> None:
+    """The count a quiet round compares grows when an order is added, relabelled or removed, or a view is closed;
+    a status or spec write, which only moves the resourceVersion, leaves it as it was."""
+    clock = SimulatedClock(START)
+    cluster = memory("", clock)
+    cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
+    kind = widget_kind()
+    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
+                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
+                                    order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    sources = manager.sources
+    sources.show_keys(True)
+    sources.pump()
+    listed = sources.keys_changes
+    assert listed >= 1
+    mine = json_copy(cluster.get("example.io/v1", "Widget", "ns", "mine"))
+    cluster.update_status({**mine, "status": {"phase": "Ready"}})
+    cluster.update({**cluster.get("example.io/v1", "Widget", "ns", "mine"), "spec": {"size": 2}})
+    manager.settle()
+    assert sources.keys_changes == listed
+    cluster.create(obj("Widget", "new"))
+    manager.settle()
+    assert sources.keys_changes == listed + 1
+    new = json_copy(cluster.get("example.io/v1", "Widget", "ns", "new"))
+    new["metadata"]["labels"] = {SHARD_LABEL: "b"}
+    cluster.update(new)
+    manager.settle()
+    assert sources.keys_changes == listed + 2
+    cluster.delete("example.io/v1", "Widget", "ns", "new")
+    manager.settle()
+    assert sources.keys_changes == listed + 3
+    sources.show_keys(False)
+    assert sources.keys_changes == listed + 4
 
 
 def test_only_the_leader_keeps_the_view_of_every_order() -> None:

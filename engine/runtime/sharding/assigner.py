@@ -5,10 +5,12 @@ every order of every kind on every engaged cluster from ``orders`` (under ``engi
 else a list). An order already on the member the ring picks is left alone; one with no shard label, or on a member
 that is not live or no longer serves its kind, is labelled with the ring's member at once; one on a live member
 that another should have gets the drain label, and a later round labels it once the member has handed it back.
-The ring takes only the live members whose Lease says they serve the order's kind (``serving.eligible``, decision
-0068). Every write is a merge patch of the two labels conditional on the resourceVersion read, so a write based on
-a stale read fails with a Conflict and is decided again next round. A Lease is live while its record keeps
-changing, on the leader's own clock (client-go's observed time); a change of the live members is seen on a live list.
+A round whose basis (the live members, what they serve, the rule set, the orders' labels) is that of a round that
+wrote nothing looks at no order: a status write changes none of it. The ring takes only the live members whose
+Lease says they serve the order's kind (``serving.eligible``, decision 0068). Every write is a merge patch of the
+two labels conditional on the resourceVersion read, so a write based on a stale read fails with a Conflict and is
+decided again next round. A Lease is live while its record keeps changing, on the leader's own clock (client-go's
+observed time); a change of the live members is seen on a live list.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Round:
     """Orders labelled per member after the round."""
     moves: collections.Counter[str] = field(default_factory=collections.Counter)
     """Label writes by what they did: assigned, moved (after a drain), reassigned (a lapsed member's), drain."""
+    quiet: bool = False
+    """Nothing it places by changed since a round that had nothing to write: no order was looked at."""
 
 
 class Assigner:
@@ -124,6 +128,16 @@ class Assigner:
         """Membership Lease name -> the resourceVersion of the newest record of it a round read."""
         self._owners: dict[tuple[str, str], Owners] = {}
         """(cluster name, order kind) -> the ring's owner of each of its orders the last round placed."""
+        self.changes: Callable[[], int] | None = None
+        """A count that grows whenever ``orders`` answers differently other than in resourceVersions (an order
+        added, removed or relabelled: ``Sources.keys_changes``); None: every round places every order."""
+        self._settled: tuple[object, ...] | None = None
+        """What the last round that wrote nothing placed by (members, what they serve, the rule set, ``changes``)."""
+        self._settled_owned: collections.Counter[str] = collections.Counter()
+        self._catalogs = 0
+        """Rule sets placed by so far (a reload makes the next round place every order)."""
+        self._writes = 0
+        """Label writes tried so far (a round that tried one is not settled)."""
 
     def run(self, stop: threading.Event, leading: threading.Event, period: float) -> None:
         """A round every ``period`` seconds while ``leading`` is set, until ``stop`` is set."""
@@ -132,6 +146,7 @@ class Assigner:
                 if self._members:
                     self._members = []
                     self._versions = {}
+                    self._settled = None
                     self.view = MemberView(self.view._fallback)  # a new term observes the Leases afresh
                 continue
             try:
@@ -140,8 +155,10 @@ class Assigner:
                 self._log.exception("a sharding round failed")
 
     def step(self) -> Round:
-        """One round: observe the members, then place every order."""
+        """One round: observe the members, then place every order, unless nothing it places by changed since a
+        round that had nothing to write (``changes``: each order would be placed as it stands)."""
         done = Round()
+        changes = self.changes() if self.changes is not None else None  # read before any order is
         leases = self._as_watched()
         if leases is not None:
             done.members = self.view.update(leases, self._clock.now())
@@ -156,6 +173,15 @@ class Assigner:
         self._read(leases)
         self._note_membership(done.members)
         served = served_by(leases)
+        basis = (tuple(done.members), tuple(sorted(served.items(), key=lambda item: item[0])), self._catalogs,
+                 changes)
+        if changes is not None and basis == self._settled:
+            done.quiet = True
+            done.owned = collections.Counter(self._settled_owned)
+            if self._metrics is not None:
+                self._metrics.set_shards(done.members, done.owned)
+            return done
+        writes, unplaced = self._writes, False
         owners: dict[tuple[str, str], Owners] = {}
         if done.members:
             for cluster_name, cluster in self._clusters:
@@ -163,12 +189,15 @@ class Assigner:
                     serving = eligible(done.members, served, kind.key)
                     orders = self._orders_of(cluster_name, cluster, kind) if serving else None
                     if orders is None:
+                        unplaced = unplaced or bool(serving)
                         continue
                     ring = owners[(cluster_name, kind.key)] = self._owners.get((cluster_name, kind.key)) or Owners()
                     ring.start(serving)
                     for order in orders:
                         self._place(done, cluster_name, cluster, kind, order, serving, ring)
         self._owners = owners  # a cluster or kind not placed this round starts afresh when it is again
+        settled = self._writes == writes and not unplaced
+        self._settled, self._settled_owned = (basis, collections.Counter(done.owned)) if settled else (None, done.owned)
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
@@ -211,6 +240,7 @@ class Assigner:
     def replace_catalog(self, catalog: Catalog) -> None:
         """Place the order kinds of a reloaded rule set from the next round on."""
         self._catalog = catalog
+        self._catalogs += 1
 
     def _place(self, done: Round, cluster_name: str, cluster: Cluster, kind: OrderKind, order: Obj,
                serving: list[str], ring: Owners) -> None:
@@ -263,6 +293,7 @@ class Assigner:
     def _write(self, cluster: Cluster, kind: OrderKind, order: Obj, request: Request, *, owner: str,
                drain: bool) -> Written:
         """Set the order's labels, conditionally on the resourceVersion read (the order itself is not held)."""
+        self._writes += 1
         try:
             cluster.patch(kind.api_version, kind.kind, request.namespace or None, request.name,
                           label_patch(order, owner=owner, drain=drain), field_manager=FIELD_MANAGER)
