@@ -302,6 +302,8 @@ class Sources:
         with self.lock:
             gone = [k for k in self._informers if k[0] == name]
             informers = [self._informers.pop(k) for k in gone]
+            if any(informer.keys_only for informer in informers):
+                self.keys_changed()  # its orders leave what the leader places
             self._held_by = None
             self._clusters.pop(name, None)
             self.index.drop_cluster(name)

@@ -676,8 +676,15 @@ def test_the_keys_views_count_what_the_leader_places_by_and_not_status_writes() 
     cluster.delete("example.io/v1", "Widget", "ns", "new")
     manager.settle()
     assert sources.keys_changes == listed + 3
-    sources.show_keys(False)
+    edge = memory("edge", clock)
+    edge.create(obj("Widget", "far"))
+    manager.engage("edge", edge)  # a cluster engaged while leading: its view lists its order
+    sources.pump()
     assert sources.keys_changes == listed + 4
+    manager.disengage("edge")  # its orders leave what the leader places
+    assert sources.keys_changes == listed + 5
+    sources.show_keys(False)
+    assert sources.keys_changes == listed + 6
 
 
 def test_only_the_leader_keeps_the_view_of_every_order() -> None:
