@@ -90,9 +90,9 @@ class Sources:
         """Whether a shard member keeps the keys-only views of every order (``KEYS_ONLY``): only while it leads
         (``show_keys``); a follower decodes none of the other members' order events."""
         self.keys_changes = 0
-        """Grows whenever what ``keys_of`` answers changes other than in resourceVersions: an order added, removed
-        or relabelled, a view opened, dropped or listed again. The assigner skips a round when it has not grown
-        since a round that had nothing to write (a status write leaves it as it was)."""
+        """Grows whenever what ``keys_of`` answers changes other than in resourceVersions: an order added (a view's
+        list too), removed or relabelled, a view dropped, a cluster's views removed. The assigner skips a round when
+        it has not grown since a round that had nothing to write (a status write leaves it as it was)."""
         self._threads_running = False
         self._watch_timeout = WATCH_TIMEOUT
         self._recheck = RECHECK_INTERVAL

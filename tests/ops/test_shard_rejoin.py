@@ -17,6 +17,7 @@ import pytest
 from engine.clock import SystemClock
 from engine.cluster.api import NotFound, Obj
 from engine.operator import Operator, Options
+from engine.runtime.sharding.assigner import Round
 from engine.runtime.sharding.labels import MEMBER_SELECTOR, SHARD_LABEL
 from offline.cluster.faults import FaultyCluster
 from offline.cluster.memory import MemoryCluster
@@ -126,3 +127,51 @@ def test_a_member_whose_lease_lapsed_rejoins_in_the_same_process(rules_dir: Call
         thread.join(PATIENCE)
     assert not thread.is_alive()
     assert status == [0]
+
+
+def test_the_leaders_rounds_look_at_no_order_once_every_order_is_placed(rules_dir: Callable[..., Path],
+                                                                       cluster: MemoryCluster) -> None:
+    """``engine run --sharded`` wires the keys-only views' count into the assigner: once every order carries the
+    member's label, rounds (every 0.25 s here) look at no order, status writes and all; a new order is placed by
+    the next round that looks."""
+    for name in ORDERS:
+        cluster.create(widget(name))
+    operator = Operator(options(rules_dir(NO_WAIT)), cluster)
+    assert operator.assigner is not None and operator.member is not None
+    looked: list[str] = []
+    place = operator.assigner._place
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        looked.append(args[4]["metadata"]["name"])
+        place(*args, **kwargs)
+
+    operator.assigner._place = counted  # type: ignore[method-assign]
+    quiet: list[bool] = []
+    step = operator.assigner.step
+
+    def recorded() -> Round:
+        done = step()
+        quiet.append(done.quiet)
+        return done
+
+    operator.assigner.step = recorded  # type: ignore[method-assign]
+    stop = threading.Event()
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(operator.run, stop), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: all(size_of_part(cluster, n) == "1" for n in ORDERS), "a pass of every order")
+        wait_for(lambda: owners(cluster) == {operator.member.name if operator.member else ""}, "every order placed")
+        # the round after the last write looks once more and finds nothing; the rounds after it are quiet
+        wait_for(lambda: quiet[-1:] == [True], "a quiet round")
+        looked.clear()
+        cluster.patch("example.io/v1", "Widget", "default", "w0", {"status": {"note": "a status write"}}, status=True)
+        rounds = len(quiet)
+        wait_for(lambda: len(quiet) >= rounds + 3, "three more rounds")
+        assert looked == [], f"rounds looked at orders though nothing they place by changed: {looked}"
+        cluster.create(widget("w9"))
+        wait_for(lambda: "w9" in looked, "a round to place the new order")
+        wait_for(lambda: size_of_part(cluster, "w9") == "1", "a pass of the new order")
+    finally:
+        stop.set()
+        thread.join(PATIENCE)
+    assert not thread.is_alive()

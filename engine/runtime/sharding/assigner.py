@@ -1,16 +1,14 @@
 """The leader's side of sharding: which members are live, and the shard label each order should carry.
 
-Each round (every retry period, while leading) the assigner reads the membership Leases and takes
-every order of every kind on every engaged cluster from ``orders`` (under ``engine run`` the keys-only informers,
-else a list). An order already on the member the ring picks is left alone; one with no shard label, or on a member
-that is not live or no longer serves its kind, is labelled with the ring's member at once; one on a live member
-that another should have gets the drain label, and a later round labels it once the member has handed it back.
-A round whose basis (the live members, what they serve, the rule set, the orders' labels) is that of a round that
-wrote nothing looks at no order: a status write changes none of it. The ring takes only the live members whose
-Lease says they serve the order's kind (``serving.eligible``, decision 0068). Every write is a merge patch of the
-two labels conditional on the resourceVersion read, so a write based on a stale read fails with a Conflict and is
-decided again next round. A Lease is live while its record keeps changing, on the leader's own clock (client-go's
-observed time); a change of the live members is seen on a live list.
+Each round (every retry period, while leading) the assigner reads the membership Leases and takes every order of
+every kind on every engaged cluster from ``orders`` (the keys-only informers, else a list). An order on the member
+the ring picks is left alone; one with no shard label, or on a member not live or no longer serving its kind, is
+labelled with the ring's member at once; one on a live member another should have gets the drain label, and a later
+round labels it once handed back. A round whose basis (live members, what they serve, rule set, orders' labels) is
+that of a round that wrote nothing looks at no order. The ring takes only the live members whose Lease says they
+serve the order's kind (``serving.eligible``). Every write is a merge patch of the two labels conditional on the
+resourceVersion read: a write from a stale read fails with a Conflict and is decided again next round. A Lease is
+live while its record keeps changing, on the leader's clock; a change of the live members is seen on a live list.
 """
 
 from __future__ import annotations
@@ -197,7 +195,8 @@ class Assigner:
                         self._place(done, cluster_name, cluster, kind, order, serving, ring)
         self._owners = owners  # a cluster or kind not placed this round starts afresh when it is again
         settled = self._writes == writes and not unplaced
-        self._settled, self._settled_owned = (basis, collections.Counter(done.owned)) if settled else (None, done.owned)
+        self._settled = basis if settled else None
+        self._settled_owned = collections.Counter(done.owned)
         if self._metrics is not None:
             self._metrics.set_shards(done.members, done.owned)
         return done
