@@ -612,6 +612,16 @@ class StaleCluster:
         return getattr(self._inner, attr)
 
 
+def member_a(cluster: Any, clock: SimulatedClock) -> Manager[Any]:
+    """A started manager of Widget orders as member "a" runs it: only the orders labelled for it are its own."""
+    kind = widget_kind()
+    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
+                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
+                                    order_selector=f"{SHARD_LABEL}=a")
+    manager.start()
+    return manager
+
+
 def test_a_members_watches_hold_only_its_orders() -> None:
     """A manager given a member's selector lists and watches only the orders labelled for it in full; beside it,
     the leader's view holds every order as its name, version and labels only, and wakes nothing."""
@@ -620,11 +630,7 @@ def test_a_members_watches_hold_only_its_orders() -> None:
     cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
     cluster.create(obj("Widget", "theirs", labels={SHARD_LABEL: "b"}))
     cluster.create(obj("Widget", "unassigned"))
-    kind = widget_kind()
-    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
-                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
-                                    order_selector=f"{SHARD_LABEL}=a")
-    manager.start()
+    manager = member_a(cluster, clock)
     assert [r.name for r in manager.queue.waiting()] == ["mine"]
     manager.sources.show_keys(True)  # it leads
     manager.sources.pump()
@@ -650,11 +656,7 @@ def test_the_keys_views_count_what_the_leader_places_by_and_not_status_writes() 
     clock = SimulatedClock(START)
     cluster = memory("", clock)
     cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
-    kind = widget_kind()
-    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
-                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
-                                    order_selector=f"{SHARD_LABEL}=a")
-    manager.start()
+    manager = member_a(cluster, clock)
     sources = manager.sources
     sources.show_keys(True)
     sources.pump()
@@ -694,11 +696,7 @@ def test_only_the_leader_keeps_the_view_of_every_order() -> None:
     cluster = memory("", clock)
     cluster.create(obj("Widget", "mine", labels={SHARD_LABEL: "a"}))
     cluster.create(obj("Widget", "theirs", labels={SHARD_LABEL: "b"}))
-    kind = widget_kind()
-    manager: Manager[Any] = Manager({kind.key: kind}, ClusterSet(cluster), clock=clock,
-                                    metrics=Metrics(CollectorRegistry()), run_pass=FakePass(),
-                                    order_selector=f"{SHARD_LABEL}=a")
-    manager.start()
+    manager = member_a(cluster, clock)
     assert [i.label for i in manager.sources.informers()] == [f"{SHARD_LABEL}=a"]
     assert manager.sources.keys_of("", "example.io/v1", "Widget") is None
     assert manager.ready()
