@@ -399,12 +399,13 @@ class Informer:
         if key is None:
             key, rv = _key(obj), _rv(obj)
         if self.keys_only:
-            before = self._cache.pop(key, None) if kind == "DELETED" else self._cache.get(key)
-            if kind != "DELETED":
+            if kind == "DELETED":
+                changed = self._cache.pop(key, None) is not None
+            else:
+                before = self._cache.get(key)
                 self._cache[key] = held = keys(obj)
-                if before is not None and _labels(before) == _labels(held):
-                    return 0  # a status or spec write: nothing the assigner places by changed
-            if before is not None or kind != "DELETED":
+                changed = before is None or _labels(before) != _labels(held)  # not a status or spec write
+            if changed:
                 self._sources.keys_changed()
             return 0
         if self._feed is not None and not fed and rv is not None:
