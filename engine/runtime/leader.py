@@ -147,6 +147,9 @@ class LeaderElector:
         self._lock = threading.RLock()
         self._leading = False
         self._renewed_at: dt.datetime | None = None
+        self._tenure_end: dt.datetime | None = None
+        """While leading, the renew deadline counted from ``_renewed_at``; None otherwise. Written under the lock with
+        them, read without it by ``tenure_left``: one attribute read is atomic, so the fence takes no lock."""
         self._observed_spec: dict[str, Any] | None = None
         self._observed_at: dt.datetime | None = None
         self._observed_version: int | None = None
@@ -190,7 +193,9 @@ class LeaderElector:
                 return False
             if outcome == "held":
                 self._renewed_at = now
-                if not self._leading:
+                if self._leading:
+                    self._tenure_end = now + dt.timedelta(seconds=self.settings.renew_deadline)
+                else:
                     self._start_leading()
             elif self._leading and outcome == "taken":
                 self._stop_leading(f"the Lease is held by {self._holder()!r} now")
@@ -209,11 +214,10 @@ class LeaderElector:
         elector's clock and without a request; 0 when not leading. The Lease stays ours in every other
         candidate's eyes for at least ``lease_duration`` from that start, so this leaves a margin of
         ``lease_duration - renew_deadline`` (a shard member's write fence asks it before every write)."""
-        with self._lock:
-            if not self._leading or self._renewed_at is None:
-                return 0.0
-            held = (self._clock.now() - self._renewed_at).total_seconds()
-            return max(0.0, self.settings.renew_deadline - held)
+        end = self._tenure_end  # no lock: a shard member's fence asks before every request of every pass
+        if end is None:
+            return 0.0
+        return max(0.0, (end - self._clock.now()).total_seconds())
 
     def release(self) -> None:
         """Stop leading and clear the holder, so a follower need not wait for the lease to expire.
@@ -435,6 +439,8 @@ class LeaderElector:
 
     def _start_leading(self) -> None:
         self._leading = True
+        if self._renewed_at is not None:
+            self._tenure_end = self._renewed_at + dt.timedelta(seconds=self.settings.renew_deadline)
         if self._metrics is not None:
             self._metrics.set_leader(True)
         self._log.info("became %s (Lease %s/%s, identity %s)", self._role,
@@ -442,6 +448,7 @@ class LeaderElector:
         self._on_started()
 
     def _stop_leading(self, why: str, *, lost: bool = True) -> None:
+        self._tenure_end = None
         self._leading = False
         self._ended = True
         self._written = None

@@ -153,6 +153,27 @@ def test_a_leader_renews_with_one_update_and_reads_only_when_it_fails(clock: Sim
     assert a.events == ["started"]
 
 
+def test_tenure_left_counts_down_from_each_renewal_and_is_zero_once_leading_ends(clock: SimulatedClock) -> None:
+    """What a shard member's fence asks before every request: the seconds to the renew deadline, counted from the
+    start of the last successful renewal on the elector's clock; none before leading and none after."""
+    faulty = FaultyCluster(MemoryCluster("", clock=clock), cluster_name="")
+    a = Candidate(faulty, clock, "a")
+    assert a.elector.tenure_left() == 0.0
+    a.elector.step()
+    assert a.elector.tenure_left() == 10.0
+    clock.advance(3 * S)
+    assert a.elector.tenure_left() == 7.0
+    a.elector.step()  # renewed: the deadline counts from here
+    assert a.elector.tenure_left() == 10.0
+    faulty.inject(kind="Lease", error="ServerError", times=100)
+    clock.advance(4 * S)
+    assert a.elector.step() is True  # a failed renewal leaves the deadline where it was
+    assert a.elector.tenure_left() == 6.0
+    clock.advance(6 * S)
+    assert a.elector.check_deadline() is False
+    assert a.elector.tenure_left() == 0.0
+
+
 def test_leader_that_sees_another_holder_stops_at_once(cluster: MemoryCluster, clock: SimulatedClock) -> None:
     """A leader whose Lease was taken (say, after a long pause) stops at its next step, not at its deadline."""
     a, b = Candidate(cluster, clock, "a"), Candidate(cluster, clock, "b")

@@ -116,6 +116,26 @@ def test_a_pass_held_past_the_renew_deadline_writes_nothing_after_its_order_move
     assert not members["b"].holds()  # a graceful stop closes the fence before it hands the orders back
 
 
+def test_a_fence_check_never_waits_for_the_members_lock() -> None:
+    """The fence is asked before every request of every pass (a cached read too), so it reads the tenure without
+    the member's lock: a pass is not held up while another thread holds the lock (an admission, a lapse)."""
+    clock = SimulatedClock(START)
+    cluster = memory("", clock)
+    kind = widget_kind()
+    settings = LeaseSettings(NS, "a", "a", lease_duration=15, renew_deadline=10, retry_period=2,
+                             labels=((MEMBER_LABEL, "true"),))
+    member = ShardMember(ClusterSet(cluster), {kind.key: kind}, settings, clock=clock)
+    member.elector.step()
+    answers: list[bool] = []
+    with member._lock:  # held by this thread; another thread's check must not wait for it
+        checker = threading.Thread(target=lambda: answers.append(member.holds()), daemon=True)
+        checker.start()
+        checker.join(timeout=5)
+        assert answers == [True]
+    clock.advance(11 * S)  # past the renew deadline with no renewal: the same check refuses
+    assert not member.holds()
+
+
 class Held:
     """The management cluster as a's workers see it: one read of the order blocks until released."""
 
