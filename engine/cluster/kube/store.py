@@ -80,7 +80,8 @@ def _intern_map(value: dict[str, Any]) -> None:
             if len(item) <= SHORT_TEXT:
                 value[key] = _intern(item)
         elif kind is dict:
-            _intern_map(item)
+            if key != "fieldsV1":  # a managedFields entry's field set: maps down to empty maps, no value to share
+                _intern_map(item)
         elif kind is list:
             _intern_list(item)
 
