@@ -89,6 +89,24 @@ def test_interning_leaves_a_managed_field_set_as_decoded() -> None:
     assert entry["operation"] is sys.intern("Apply") and entry["fieldsType"] is sys.intern("FieldsV1")
 
 
+def test_a_bookmark_or_a_deletion_interns_nothing(monkeypatch: Any) -> None:
+    """A bookmark is a position and a deleted object leaves the cache: neither is walked for strings to share (a
+    projected watch's bookmark was once interned, three strings each, which a count of a cache's strings showed)."""
+    from engine.cluster.kube import store
+    counted: list[str] = []
+    real = store._intern
+    monkeypatch.setattr(store, "_intern", lambda text: counted.append(text) or real(text))
+    bookmark = {"type": "BOOKMARK", "object": {"apiVersion": API, "kind": "Widget",
+                                               "metadata": {"resourceVersion": "2000"}}}
+    deleted = {"type": "DELETED", "object": order(4)}
+    modified = {"type": "MODIFIED", "object": order(5)}
+    lines = b"".join(json.dumps(event).encode() + b"\n" for event in (bookmark, deleted, modified))
+    events = list(WatchStream(OneReadBody(lines), strip_managed_fields=True))  # type: ignore[arg-type]
+    assert [event["type"] for event in events] == ["BOOKMARK", "DELETED", "MODIFIED"]
+    assert events[0]["object"]["metadata"]["resourceVersion"] == "2000"
+    assert counted and "2000" not in counted and "w4" not in counted and "w5" in counted
+
+
 CALLS_PER_GET = 33
 """Python calls a get answered from a cache the runtime's watch keeps costs the calling thread: 52 while every
 read made a lock for starting an informer, waited on the list's event and took the store's lock to find nothing

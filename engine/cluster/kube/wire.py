@@ -322,6 +322,11 @@ BOOKMARK_GRACE = 5.0
 """Seconds of silence past the server's timeout after which a watch with bookmarks gives up on it."""
 
 
+_UNKEPT = frozenset({"DELETED", "BOOKMARK"})
+"""Events whose object no cache keeps (a deleted object leaves it, a bookmark is a position): interning their
+strings would share nothing."""
+
+
 class WatchStream(Iterator[WatchEvent]):
     """The events of one watch response, as dicts ``{"type", "object"}``; closable from another thread.
 
@@ -361,11 +366,11 @@ class WatchStream(Iterator[WatchEvent]):
                 obj = project(obj, self._shape)
                 if isinstance(obj.get("metadata"), dict) and "managedFields" in obj["metadata"]:
                     obj["metadata"] = slim_metadata(obj["metadata"])  # a projection keeping metadata whole
-                if kind != "DELETED":
+                if kind not in _UNKEPT:
                     obj = interned(obj)
             elif self._strip and isinstance(obj.get("metadata"), dict):  # an object for a cache
                 obj["metadata"] = slim_metadata(obj["metadata"])
-                if kind != "DELETED":  # a deleted object leaves the cache: sharing its strings saves nothing
+                if kind not in _UNKEPT:
                     obj = interned(obj)
             return {"type": kind, "object": obj}
 
