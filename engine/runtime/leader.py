@@ -266,12 +266,10 @@ class LeaderElector:
         """Seconds until the watchdog looks again: until the renew deadline while leading, at most a retry period
         (a tenure the rounds ended is noticed within one), at least ``WATCHDOG_INTERVAL``; a wake-up every
         ``WATCHDOG_INTERVAL`` instead was 20 a second per elector, two per shard member."""
-        with self._lock:
-            period = self.settings.retry_period
-            if not self._leading or self._renewed_at is None:
-                return period
-            left = self.settings.renew_deadline - (self._clock.now() - self._renewed_at).total_seconds()
-        return min(period, max(WATCHDOG_INTERVAL, left))
+        period = self.settings.retry_period
+        if self._tenure_end is None:  # not leading, or no renewal yet
+            return period
+        return min(period, max(WATCHDOG_INTERVAL, self.tenure_left()))
 
     def _rounds(self, stop: threading.Event, halt: threading.Event) -> None:
         while not (stop.is_set() or halt.is_set()):

@@ -11,7 +11,14 @@ from prometheus_client import CollectorRegistry
 from engine.cluster.api import Conflict
 from engine.cluster.patches import json_copy
 from engine.metrics import Metrics
-from engine.runtime.leader import LEASE_API_VERSION, LeaderElector, LeaseSettings, PreciseClock, micro_time
+from engine.runtime.leader import (
+    LEASE_API_VERSION,
+    WATCHDOG_INTERVAL,
+    LeaderElector,
+    LeaseSettings,
+    PreciseClock,
+    micro_time,
+)
 from offline.clock import SimulatedClock
 from offline.cluster.faults import FaultyCluster
 from offline.cluster.memory import MemoryCluster
@@ -172,6 +179,20 @@ def test_tenure_left_counts_down_from_each_renewal_and_is_zero_once_leading_ends
     clock.advance(6 * S)
     assert a.elector.check_deadline() is False
     assert a.elector.tenure_left() == 0.0
+
+
+def test_the_watchdog_looks_again_by_the_renew_deadline_when_it_is_nearer_than_a_retry_period(
+        clock: SimulatedClock, cluster: MemoryCluster) -> None:
+    """Between two checks the watchdog waits a retry period, but a leader near its renew deadline is looked at
+    when the deadline passes (at least WATCHDOG_INTERVAL on), so a lapsed tenure ends on time."""
+    a = Candidate(cluster, clock, "a")  # renew deadline 10 s, retry period 2 s
+    assert a.elector._watchdog_wait() == 2.0  # not leading
+    a.elector.step()
+    assert a.elector._watchdog_wait() == 2.0
+    clock.advance(9 * S)
+    assert a.elector._watchdog_wait() == 1.0
+    clock.advance(S - dt.timedelta(milliseconds=10))
+    assert a.elector._watchdog_wait() == WATCHDOG_INTERVAL
 
 
 def test_leader_that_sees_another_holder_stops_at_once(cluster: MemoryCluster, clock: SimulatedClock) -> None:
