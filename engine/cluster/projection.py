@@ -59,6 +59,8 @@ def project(obj: Obj, shape: Mapping[str, Any]) -> Obj:
 
 
 def _cut(value: Any, shape: Mapping[str, Any]) -> Any:
+    """``value`` cut to ``shape``; a field kept whole is copied in place, not cut by a call of its own (most of a
+    shape's fields are: a projected watch cuts every event, decision 0078)."""
     if shape is _WHOLE:
         return value
     if isinstance(value, list):
@@ -69,7 +71,7 @@ def _cut(value: Any, shape: Mapping[str, Any]) -> Any:
     out: dict[str, Any] = {}
     for key, sub in shape.items():
         if key in value:
-            out[key] = _cut(value[key], sub)
+            out[key] = value[key] if sub is _WHOLE else _cut(value[key], sub)
     return out
 
 
