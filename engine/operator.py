@@ -18,6 +18,7 @@ import contextlib
 import functools
 import gc
 import logging
+import os
 import re
 import signal
 import sys
@@ -222,24 +223,39 @@ class ScopedEngager:
 
 @contextlib.contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught)."""
+    """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught).
+
+    The handler only writes a byte to a pipe; a thread of its own reads it, sets ``stop`` and logs. The handler
+    interrupts the main thread wherever it is, possibly inside ``stop.wait`` holding the event's own lock (or the
+    log sink's), which a ``stop.set()`` in the handler would then wait for forever: the process hung until killed
+    (decision 0079)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
 
     def handler(signum: int, frame: Any) -> None:
-        stop.set()
-        # Logged from a thread of its own: the handler interrupts the main thread wherever it is, possibly holding
-        # the secret sink's lock that every log line takes, which the handler would then wait for forever.
-        threading.Thread(target=LOG.info, args=("received %s; stopping", signal.Signals(signum).name),
-                         name="signal log", daemon=True).start()
+        with contextlib.suppress(OSError):  # a full pipe: a signal is already on its way
+            os.write(write_end, bytes([signum]))
 
+    def relay() -> None:
+        while received := os.read(read_end, 64):
+            stop.set()
+            for signum in received:
+                LOG.info("received %s; stopping", signal.Signals(signum).name)
+
+    relaying = threading.Thread(target=relay, name="signal relay", daemon=True)
+    relaying.start()
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        for sig, old_handler in previous.items():
+            signal.signal(sig, old_handler)
+        os.close(write_end)  # the relay reads the end of the pipe and returns
+        relaying.join(1)
+        os.close(read_end)
 
 
 class Operator:
