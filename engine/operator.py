@@ -240,10 +240,13 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             os.write(write_end, bytes([signum]))
 
     def relay() -> None:
-        while received := os.read(read_end, 64):
-            stop.set()
-            for signum in received:
-                LOG.info("received %s; stopping", signal.Signals(signum).name)
+        try:
+            while received := os.read(read_end, 64):
+                stop.set()
+                for signum in received:
+                    LOG.info("received %s; stopping", signal.Signals(signum).name)
+        finally:
+            os.close(read_end)  # the relay owns the read end: no close races a read still under way
 
     relaying = threading.Thread(target=relay, name="signal relay", daemon=True)
     relaying.start()
@@ -253,9 +256,8 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, old_handler in previous.items():
             signal.signal(sig, old_handler)
-        os.close(write_end)  # the relay reads the end of the pipe and returns
+        os.close(write_end)  # the relay reads the end of the pipe, closes its end and returns
         relaying.join(1)
-        os.close(read_end)
 
 
 class Operator:
