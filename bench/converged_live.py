@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import harness_location  # bench/, beside this script
+import project_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDERS = "/apis/c5c3.io/v1alpha1/namespaces/tenant-a/keystoneusers"
@@ -124,6 +125,7 @@ def main() -> None:
     harness_location.add_argument(parser)
     args = parser.parse_args()
     harness = harness_location.resolve(args.harness)
+    args.project = project_engine.checkout(args.project)  # refused when its venv runs another's code
 
     work = Path(tempfile.mkdtemp(prefix="converged-live-"))
     port = free_port()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import harness_location  # bench/, beside this script
+import project_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -142,6 +143,7 @@ def main() -> int:
     elif args.n is None:
         parser.error("N is required unless --from is given")
     else:
+        args.project = project_engine.checkout(args.project)  # refused when its venv runs another's code
         backends = ["emulator", "real"] if args.backend == "both" else [args.backend]
         for backend in backends:
             found = run_emulator(args, harness) if backend == "emulator" else run_real(args)

@@ -27,4 +27,4 @@ def resolve(given: Path | None, needs: str = "run-engine.sh") -> Path:
         sys.exit(f"this benchmark needs the external KeystoneUser harness: pass --harness DIR or set {VARIABLE}")
     if not (folder / needs).exists():
         sys.exit(f"{folder}: no {needs} there (the harness folder is given by --harness DIR or {VARIABLE})")
-    return folder
+    return folder.resolve()  # the benchmarks run it from the --project folder, not from here

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import harness_location  # bench/, beside this script
+import project_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 LEASE_FLAGS = "--leader-elect-lease-duration 6s --leader-elect-renew-deadline 4s --leader-elect-retry-period 1s"
@@ -113,6 +114,7 @@ def main() -> int:
     parser.add_argument("--one-sharded", action="store_true", help="also one --sharded replica alone, each round")
     parser.add_argument("--json", type=Path, help="also keep every run's figures here")
     args = parser.parse_args()
+    args.project = project_engine.checkout(args.project)  # refused when its venv runs another's code
     variants = [("one replica", 1, False)]
     if args.one_sharded:
         variants.append(("one sharded replica", 1, True))

@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 import harness_location  # bench/, beside this script
+import project_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,7 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     out = args.keep or Path(tempfile.mkdtemp(prefix="thread-calls-"))
     out.mkdir(parents=True, exist_ok=True)
-    project = args.project.resolve()
+    project = project_engine.checkout(args.project)  # refused when its venv runs another's code
     python = project / ".venv" / "bin" / "python"
     env = {**os.environ, "ENGINE": f"{python} {Path(__file__).resolve()} --as-engine {out.resolve()}"}
     script = harness_location.resolve(args.harness) / "run-engine.sh"
