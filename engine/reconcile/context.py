@@ -332,9 +332,14 @@ class PassContext:
         the kinds whose children all carry it (``STAMPED_KINDS``: a member's caches of those hold only its own).
         A value no label can hold (a name of 64 characters) is only required to be there (``fitting_selector``):
         what the list answers is then kept only when ``is_child``, which compares every value."""
+        return fitting_selector(self.children_labels(api_version, kind))
+
+    def children_labels(self, api_version: str, kind: str) -> Mapping[str, str]:
+        """The label map ``children_selector`` selects by."""
         if (api_version, kind) in self.stamped_kinds:
-            return fitting_selector({**self.scope["childLabels"], **self.stamp})
-        return fitting_selector(self.scope["childLabels"])
+            return {**self.scope["childLabels"], **self.stamp}
+        labels: Mapping[str, str] = self.scope["childLabels"]
+        return labels
 
     def stamped(self, obj: Obj) -> Obj:
         """``obj`` with the stamp's labels when it is the order's own (it carries the order's name label, and its
@@ -383,8 +388,14 @@ class PassContext:
                     return None
             labels = {self.render(k): self.render(v) for k, v in spec.labels}
             selector = fitting_selector(labels) if labels else None
-            if not labels and spec.children_only:
-                selector = self.children_selector(api_version, kind)
+            if spec.children_only:
+                own = self.children_labels(api_version, kind)
+                if not labels:
+                    selector = fitting_selector(own)
+                # The order's own labels narrow the list to what ``is_child`` keeps anyway, and make it one a shard
+                # member's cache of its own children answers (a conflicting value: the list by ``labels`` alone).
+                elif all(labels.get(key, value) == value for key, value in own.items()):
+                    selector = fitting_selector({**labels, **own})
             try:
                 items = remember_secrets(
                     cluster.list(api_version, kind, namespace or None, labels=selector, live=spec.live,

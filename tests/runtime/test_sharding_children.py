@@ -7,11 +7,14 @@ import datetime as dt
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from engine.cluster.api import Forbidden, ObjectList
+from engine.cluster.kube.scopes import answers
 from engine.cluster.registry import ClusterSet
+from engine.cluster.selectors import parse_labels
 from engine.metrics import Metrics
 from engine.outcome import Request
 from engine.reconcile.run import run_pass
@@ -296,3 +299,46 @@ def test_an_order_whose_name_no_label_holds_is_admitted(rules_dir: Callable[...,
     b = world.member("b")
     assert b.admit(world.request) == "run"
     assert world.parts() == {f"{name}-part": "a"}
+
+
+RETIRED = WIDGET.add_after("""  size: "order.spec.size || `1`"
+""", """inputs:
+  retired:
+    list: {apiVersion: v1, kind: ConfigMap, namespace: "{{ childNamespace }}", labels: {example.io/retired: "yes"}}
+    children: true
+""").swap("""      - apply: part.yaml.j2
+        as: part
+""", """      - delete: retired
+      - apply: part.yaml.j2
+        as: part
+""")
+
+
+class SelectorsListed(FaultyCluster):
+    """Records the kind and label selector of every list."""
+
+    selectors: list[tuple[str, object]]
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **options: Any) -> ObjectList:
+        self.selectors = [*getattr(self, "selectors", []), (kind, options.get("labels"))]
+        return super().list(api_version, kind, namespace, **options)
+
+
+def test_a_list_of_children_by_a_label_selects_by_the_members_stamp_too(rules_dir: Callable[..., Path]) -> None:
+    """A ``children: true`` list that also names a label selects by the order's own labels and the member's stamp
+    as well, so the member's cache of its own children answers it; it still finds only that order's children with
+    the label (another order's, another member's, an untagged one are kept)."""
+    world = World(rules_dir(RETIRED))
+    for name, labels in (("w-old", {**CHILD, "example.io/retired": "yes", SHARD_LABEL: "a"}),
+                         ("w-kept", {**CHILD, SHARD_LABEL: "a"}),
+                         ("x-old", {**CHILD, "example.io/name": "x", "example.io/retired": "yes", SHARD_LABEL: "a"})):
+        world.cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": name, "namespace": "ns", "labels": labels}})
+    world.order("a")
+    lists = SelectorsListed(world.cluster, cluster_name="")
+    with stamping({SHARD_LABEL: "a"}, frozenset({("v1", "ConfigMap")})):
+        run_pass(world.kind, world.request, clusters=ClusterSet(lists), clock=world.clock)
+    [listed] = [labels for kind, labels in lists.selectors if kind == "ConfigMap"]
+    assert listed == {**CHILD, "example.io/retired": "yes", SHARD_LABEL: "a"}
+    assert answers(f"{SHARD_LABEL}=a", parse_labels(",".join(f"{k}={v}" for k, v in listed.items())))
+    assert sorted(world.parts()) == ["w-kept", "w-part", "x-old"]
