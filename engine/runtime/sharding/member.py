@@ -21,14 +21,13 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 from engine.clock import Clock
-from engine.cluster.api import ApiError, Cluster, Conflict, NotFound, Obj
+from engine.cluster.api import ApiError, NotFound, Obj
 from engine.cluster.registry import ClusterNotFound, ClusterSet
-from engine.cluster.selectors import carries_labels, fitting_selector
 from engine.metrics import Metrics
 from engine.outcome import Request, Result
 from engine.reconcile.stamp import stamping
@@ -37,17 +36,18 @@ from engine.runtime.kinds import Catalog, Log, OrderKind, RunPass
 from engine.runtime.leader import LEASE_API_VERSION, LEASE_KIND, LeaderElector, LeaseSettings
 from engine.runtime.sharding.fence import Check, Fenced, FencedClusters
 from engine.runtime.sharding.fresh import childless
+from engine.runtime.sharding.handback import hand_back
 from engine.runtime.sharding.labels import (
     FIELD_MANAGER,
     SHARD_LABEL,
     draining,
-    labels_of,
     owner_of,
     relabelled,
     resource_version,
 )
 from engine.runtime.sharding.ring import member_name
 from engine.runtime.sharding.serving import MemberRules, Serving, lease_annotations
+from engine.runtime.sharding.takeover import take_over
 
 K = TypeVar("K", bound=OrderKind)
 
@@ -303,59 +303,20 @@ class ShardMember:
         return "run" if adopted else self._adopt(tenure, request, kind, rules)
 
     def _adopt(self, tenure: Tenure, request: Request, kind: OrderKind, rules: MemberRules) -> Admission:
-        """Before this member's first pass of an order, label its children for this member: those of the kinds it
-        caches by its label that another member stamped (a move) or none did (written before ``--sharded``). So its
-        caches hold every child of the order before a pass reads them: none is created twice, none left behind.
-
-        Listed from the API server by the order's name and namespace labels (the cluster label, when a child has
-        one, must be the order's; one without it must be on the order's cluster), on the management cluster and the
-        order's own, and on every other cluster only when the order kind's rules write to a cluster they name
-        (``writes_named_clusters``): elsewhere no child of it can be. On a target cluster only the kinds watched
-        there are listed: a kind watched on the management cluster alone has no cache there to hold children in
-        (and the target cluster's RBAC, ``engine rbac --target``, grants no list of it). A cluster that cannot be
-        read holds the order back when it is the management or the order's cluster (``retry``)."""
+        """Before this member's first pass of an order, label its children for this member (``takeover``): those
+        of the kinds it caches by its label that another member stamped (a move) or none did (written before
+        ``--sharded``). A cluster that cannot be read holds the order back when it is the management or the
+        order's cluster (``retry``)."""
         labels = getattr(kind, "ownership_labels", None)
         kinds = sorted(child for child, owners in rules.children.items() if kind.key in owners)
-        if labels is None or not kinds:
-            with self._lock:
-                if self._serving.rules is rules:
-                    tenure.adopted.add(request)
-            return "run"
-        name_label, namespace_label, cluster_label = labels
-        owner = {name_label: request.name, namespace_label: request.namespace}
-        selector = fitting_selector(owner)  # a name no label holds is only required to be there; _take compares
-        taken = 0
-        anywhere = getattr(kind, "writes_named_clusters", True)
-        on_targets = rules.watched_on_targets
-        for cluster_name, cluster in self._clusters:
-            if not anywhere and cluster_name not in ("", request.cluster):
-                continue
-            try:
-                refused: ApiError | None = None
-                for api_version, child_kind in kinds:
-                    if cluster_name != "" and (api_version, child_kind) not in on_targets:
-                        continue
-                    if not cluster.serves(api_version, child_kind):
-                        continue
-                    for namespace in self.namespaces_of(cluster_name) or (None,):
-                        for child in cluster.list(api_version, child_kind, namespace, labels=selector,
-                                                  live=True).items:
-                            try:
-                                taken += self._take(tenure, cluster_name, cluster, request, child, owner,
-                                                    cluster_label)
-                            except Fenced:
-                                raise
-                            except ApiError as exc:  # changed meanwhile, or refused: the others still get theirs
-                                refused = exc
-                if refused is not None:
-                    raise refused  # the order waits for its next try, which labels what is left
-            except ApiError as exc:
-                if cluster_name in ("", request.cluster):
-                    self._log.info("%s: could not label its children for this member yet: %s", request, exc,
-                                   extra={"request": str(request)})
-                    return "retry"
-                self._log.warning("%s: could not label its children on cluster %r for this member: %s", request,
-                                  cluster_name, exc, extra={"request": str(request)})
+        taken: int | None = 0
+        if labels is not None and kinds:
+            taken = take_over(self._clusters, request, kinds, labels, tenure.name,
+                              anywhere=getattr(kind, "writes_named_clusters", True),
+                              on_targets=rules.watched_on_targets, namespaces_of=self.namespaces_of,
+                              holds=lambda: self.holds(tenure), log=self._log)
+            if taken is None:
+                return "retry"
         with self._lock:
             if self._serving.rules is rules:
                 tenure.adopted.add(request)
@@ -363,27 +324,6 @@ class ShardMember:
             self._log.info("%s: labelled %d child object(s) for member %s", request, taken, tenure.name,
                            extra={"request": str(request)})
         return "run"
-
-    def _take(self, tenure: Tenure, cluster_name: str, cluster: Cluster, request: Request, child: Obj,
-              owner: Mapping[str, str], cluster_label: str) -> int:
-        """Label one listed object for this member when it is the order's (it carries the ``owner`` labels, and
-        the order's cluster label or none) and not labelled so (a conditional merge patch); 1 when written."""
-        if not carries_labels(child, owner):
-            return 0
-        found = labels_of(child)
-        where = found.get(cluster_label)
-        if (where is None and cluster_name != request.cluster) or (where is not None and where != request.cluster):
-            return 0  # a same-named order's of another cluster
-        if found.get(SHARD_LABEL) == tenure.name:
-            return 0
-        if not self.holds(tenure):
-            raise Fenced(f"member {tenure.name}'s shard tenure has lapsed: no request is sent any more")
-        meta = child.get("metadata") or {}
-        cluster.patch(str(child.get("apiVersion")), str(child.get("kind")), meta.get("namespace") or None,
-                      str(meta.get("name")), {"metadata": {"resourceVersion": meta.get("resourceVersion"),
-                                                           "labels": {SHARD_LABEL: tenure.name}}},
-                      field_manager=FIELD_MANAGER)
-        return 1
 
     def _handed_back(self, tenure: Tenure, request: Request, order: Obj) -> bool:
         """Whether the cache still shows a state at or before this member's hand-back of the order."""
@@ -578,58 +518,10 @@ class ShardMember:
 
     def _hand_back(self, tenure: Tenure, kinds: Sequence[OrderKind] | None = None, *, strict: bool = False,
                    deadline: float | None = None) -> int:
-        """Remove this member's labels from its orders (of ``kinds``; default: every kind served). strict: on the
-        management cluster, a failed list (but for an unserved kind) or a failed hand-back raises; an order changed
-        meanwhile is read again and handed back if it still carries the label. deadline: a ``time.monotonic()``
-        past which no further order is handed back (said in one line)."""
-        handed = 0
-        for cluster_name, cluster in self._clusters:
-            if deadline is not None and time.monotonic() >= deadline:
-                self._log.info("handed back %d order(s) before the stop's hand-back time ran out; the leader "
-                               "moves the rest once this member's Lease is released", handed)
-                return handed
-            for kind in kinds if kinds is not None else list(self._serving.rules.catalog.values()):
-                try:
-                    orders = cluster.list(kind.api_version, kind.kind, labels=tenure.selector, live=True).items
-                except NotFound:
-                    continue  # a kind this cluster does not serve
-                except ApiError:
-                    if strict and cluster_name == "":
-                        raise
-                    continue  # an unreachable cluster
-                for order in orders:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        self._log.info("handed back %d order(s) before the stop's hand-back time ran out; the "
-                                       "leader moves the rest once this member's Lease is released", handed)
-                        return handed
-                    try:
-                        handed += self._hand_back_one(tenure, cluster, order, retries=3 if strict else 0)
-                    except ApiError as exc:
-                        if strict and cluster_name == "":
-                            raise
-                        self._log.warning("could not hand back %s %s: %s", kind.kind,
-                                          order.get("metadata", {}).get("name"), exc)
-        return handed
-
-    def _hand_back_one(self, tenure: Tenure, cluster: Cluster, order: Obj, *, retries: int) -> int:
-        """Hand one order back, conditionally on the version read; after a Conflict, read it again (up to
-        ``retries`` times) and hand it back if it still carries this member's label. 1 when handed back."""
-        while True:
-            try:
-                cluster.update(relabelled(order, owner=None, drain=False), field_manager=FIELD_MANAGER)
-                return 1
-            except Conflict:
-                if retries <= 0:
-                    raise
-                retries -= 1
-                meta = order.get("metadata") or {}
-                try:
-                    order = cluster.get(str(order.get("apiVersion")), str(order.get("kind")),
-                                        meta.get("namespace") or None, str(meta.get("name")), live=True)
-                except NotFound:
-                    return 0
-                if owner_of(order) != tenure.name:
-                    return 0  # given on meanwhile: not ours any more
+        """``handback.hand_back`` of this member's orders of ``kinds`` (default: every kind served)."""
+        served = kinds if kinds is not None else list(self._serving.rules.catalog.values())
+        return hand_back(self._clusters, served, tenure.name, tenure.selector, self._log, strict=strict,
+                         deadline=deadline)
 
     # -- the Lease's callbacks (on the elector's threads) ---------------------------
 
