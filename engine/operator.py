@@ -221,14 +221,17 @@ class ScopedEngager:
         self._operator.manager.unusable(name, why)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 @contextlib.contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM and SIGINT set ``stop`` (on the main thread only: elsewhere signals cannot be caught).
 
-    The handler only writes a byte to a pipe; a thread of its own reads it, sets ``stop`` and logs. The handler
-    interrupts the main thread wherever it is, possibly inside ``stop.wait`` holding the event's own lock (or the
-    log sink's), which a ``stop.set()`` in the handler would then wait for forever: the process hung until killed
-    (decision 0079)."""
+    The signal's number goes to a pipe as the wakeup fd, written by the interpreter's C handler on whichever thread
+    the kernel handed the signal to; a thread of its own reads it, sets ``stop`` and logs. The Python handler does
+    nothing: it runs on the main thread only, which may be blocked in ``stop.wait()`` for good when another thread
+    took the signal, and wherever it lands it may hold a lock ``stop.set()`` needs (decisions 0079, 0081)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -236,26 +239,28 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     os.set_blocking(write_end, False)
 
     def handler(signum: int, frame: Any) -> None:
-        with contextlib.suppress(OSError):  # a full pipe: a signal is already on its way
-            os.write(write_end, bytes([signum]))
+        """The wakeup fd carries the signal; a callable handler is what keeps the C handler installed."""
 
     def relay() -> None:
         try:
             while received := os.read(read_end, 64):
-                stop.set()
-                for signum in received:
+                # The fd hears every signal that has a Python handler, not only these two.
+                for signum in [signum for signum in received if signum in STOP_SIGNALS]:
+                    stop.set()
                     LOG.info("received %s; stopping", signal.Signals(signum).name)
         finally:
             os.close(read_end)  # the relay owns the read end: no close races a read still under way
 
     relaying = threading.Thread(target=relay, name="signal relay", daemon=True)
     relaying.start()
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)  # full: a signal is on its way
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
         for sig, old_handler in previous.items():
             signal.signal(sig, old_handler)
+        signal.set_wakeup_fd(previous_fd)  # an enclosing block's pipe again, or none
         os.close(write_end)  # the relay reads the end of the pipe, closes its end and returns
         relaying.join(1)
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
+from engine.operator import stop_on_signals
 from engine.rules.bundle import default_folder
 from offline.emulator import write_kubeconfig
 from offline.realkube.binaries import BinariesMissing
@@ -83,12 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     kubeconfig = args.kubeconfig or Path(tempfile.mkdtemp(prefix="kube-cluster-")) / "kubeconfig"
     halt = threading.Event()
+    with stop_on_signals(halt):  # whichever thread takes the signal, and wherever the main thread is
+        return _serve(args, names, crds, kubeconfig, world_of, halt)
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        halt.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+def _serve(args: argparse.Namespace, names: list[str], crds: Path, kubeconfig: Path,
+           world_of: Callable[..., Any] | None, halt: threading.Event) -> int:
+    """Start the servers (and the world), print the banner, hold until ``halt``; stop them all on the way out."""
     servers: dict[str, KubeServer] = {}
     try:
         for name in names:
