@@ -97,7 +97,8 @@ def run(args: argparse.Namespace, variant: str, replicas: int, sharded: bool) ->
 
 
 def cpus_chosen(log: str) -> str:
-    """Where the replicas' threads ran, from their log (decision 73): each start's CPU ("0,0,1"), then each move."""
+    """Where the replicas' threads ran, from their log (decision 73): each start's CPU ("0,0,1"), then each move;
+    "none logged" when they had one CPU to run on."""
     kept, moved = [], []
     for line in log.splitlines():
         try:
@@ -111,7 +112,9 @@ def cpus_chosen(log: str) -> str:
             kept.append(start[1])
         elif move := MOVED.search(message):
             moved.append(f"{move[1]}>{move[2]}")
-    return ",".join(kept) + (f"; moved {' '.join(moved)}" if moved else "") if kept or moved else "?"
+    if not kept and not moved:
+        return "none logged"  # one allowed CPU (a packed run's taskset): nothing to choose
+    return ",".join(kept) + (f"; moved {' '.join(moved)}" if moved else "")
 
 
 def cpus_of(summary: dict[str, Any]) -> str:
