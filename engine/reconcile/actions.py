@@ -155,9 +155,9 @@ def _apply_one(ctx: PassContext, action: Action, scope: Scope | None = None,
     what forEach binds."""
     assert action.template is not None
     rendered = ctx.render_object(action.template, scope)
-    live, doubt = _looked_up(ctx, action.cluster, rendered)
     if not action.status_subresource:
-        rendered = ctx.stamped(rendered)
+        rendered = ctx.stamped(rendered)  # before the lookup: the stamp is a label its caches select by
+    live, doubt = _looked_up(ctx, action.cluster, rendered)
     if action.adopt == "owned":
         if doubt:
             created, live = _written_unless_taken(ctx, action, rendered, apply=False)
@@ -263,8 +263,8 @@ def _ensure(ctx: PassContext, action: Action) -> Stop | None:
     cluster = ctx.cluster_for(action.cluster)
     with address_only():  # learn the name first: a generated secret is made only when it is needed
         addressed = ctx.render_object(action.template)
-    live = _live(ctx, action.cluster, addressed)
     addressed = ctx.stamped(addressed)
+    live = _live(ctx, action.cluster, addressed)
     if live is None:
         rendered = ctx.stamped(ctx.render_object(action.template))
         try:

@@ -216,3 +216,33 @@ def test_a_projected_watch_walks_only_what_its_cache_keeps(memory: MemoryCluster
     held = [projected.store.get(key) for key in keys]
     assert len(calls) == sum(short_strings(obj) for obj in held)
     assert "c2VjcmV0" not in calls and "t-theirs-0" not in calls  # a password's data, an annotation
+
+
+def test_a_members_get_that_says_it_carries_the_stamp_asks_that_scope_alone_and_its_unstamped_caches(
+        memory: MemoryCluster, emulator: Emulator, make_kube: Callable[..., KubeCluster]) -> None:
+    """A member's get that says its object carries a scope's keys, the stamp included, is answered by that scope's
+    cache alone: no cache of the kind's other label scope opens (one only other order kinds need, decision 0082).
+    Its miss still asks the caches of unstamped objects, as a get that names no stamp does (decision 0075): an
+    unstamped object of the name is read whole from the server; none -> NotHeld without a request."""
+    kube = make_kube()
+    kube.scope_by_labels({("v1", "Secret"): ("claim,shard=a", "other,shard=a")})
+    kube.project_reads({("v1", "Secret"): ()}, labels={("v1", "Secret"): ("claim", "other")},
+                       unstamped={("v1", "Secret"): "!shard"})
+    memory.create(secret("theirs", "b"))
+    loose = secret("loose", "b")
+    del loose["metadata"]["labels"]["shard"]
+    memory.create(loose)
+    memory.create(secret("mine", "a"))
+    carries = ("claim", "shard")
+    with pytest.raises(NotHeld):
+        kube.get("v1", "Secret", "default", "absent", carries=carries)  # starts the caches
+    watching(emulator, kube)
+    requests = Requests(kube)
+    for name in ("absent", "theirs"):
+        with pytest.raises(NotHeld):
+            kube.get("v1", "Secret", "default", name, carries=carries)
+    assert kube.get("v1", "Secret", "default", "mine", carries=carries)["metadata"]["name"] == "mine"
+    assert requests.count() == 0
+    assert kube.get("v1", "Secret", "default", "loose", carries=carries)["data"]["password"] == "c2VjcmV0"
+    assert requests.count() == 1
+    assert not [informer.name for informer in kube.informers() if "other" in informer.name]

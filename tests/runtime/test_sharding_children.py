@@ -314,6 +314,31 @@ RETIRED = WIDGET.add_after("""  size: "order.spec.size || `1`"
 """)
 
 
+class CarriesSaid(FaultyCluster):
+    """Records the kind and the labels each get says its object carries."""
+
+    said: list[tuple[str, tuple[str, ...]]]
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str, **options: Any) -> Any:
+        self.said = [*getattr(self, "said", []), (kind, tuple(sorted(options.get("carries") or ())))]
+        return super().get(api_version, kind, namespace, name, **options)
+
+
+def test_a_members_lookup_of_a_child_says_it_carries_the_stamp(rules_dir: Callable[..., Path]) -> None:
+    """The child a member's pass is about to write is looked up by the labels it will carry, the stamp too: the
+    member's cache of the children it stamped answers alone, so no cache of another label scope of the kind (one
+    only other order kinds need) is opened for it (decision 0082). Without a stamp nothing changes."""
+    world = World(rules_dir(WIDGET))
+    world.order("a")
+    gets = CarriesSaid(world.cluster, cluster_name="")
+    with stamping({SHARD_LABEL: "a"}, frozenset({("v1", "ConfigMap")})):
+        run_pass(world.kind, world.request, clusters=ClusterSet(gets), clock=world.clock)
+    assert ("ConfigMap", tuple(sorted((*CHILD, SHARD_LABEL)))) in gets.said
+    unsharded = CarriesSaid(world.cluster, cluster_name="")
+    run_pass(world.kind, world.request, clusters=ClusterSet(unsharded), clock=world.clock)
+    assert ("ConfigMap", tuple(sorted(CHILD))) in unsharded.said
+
+
 class SelectorsListed(FaultyCluster):
     """Records the kind and label selector of every list."""
 
