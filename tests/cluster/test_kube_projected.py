@@ -246,3 +246,23 @@ def test_a_members_get_that_says_it_carries_the_stamp_asks_that_scope_alone_and_
     assert kube.get("v1", "Secret", "default", "loose", carries=carries)["data"]["password"] == "c2VjcmV0"
     assert requests.count() == 1
     assert not [informer.name for informer in kube.informers() if "other" in informer.name]
+
+
+def test_a_members_get_that_says_it_carries_the_stamp_still_finds_another_members_object_in_a_cache_of_every_one(
+        memory: MemoryCluster, emulator: Emulator, make_kube: Callable[..., KubeCluster]) -> None:
+    """A kind a member caches by its stamp and also keeps whole as a projection of every object (a list across
+    orders reads it, as the name claims read every K-ORC User): a get that says it carries the stamp and misses the
+    stamped cache asks that projection. Another member's object of the name is read whole from the server (so the
+    pass's ownership test refuses it, never overwrites it); none -> NotFound, which the projection can tell."""
+    kube = make_kube()
+    kube.scope_by_labels({("v1", "Secret"): (MINE,)})
+    kube.project_reads({("v1", "Secret"): CLAIM})
+    memory.create(secret("theirs", "b", id="2"))
+    carries = ("shard",)
+    with pytest.raises(NotFound) as absent:
+        kube.get("v1", "Secret", "default", "absent", carries=carries)  # starts the caches
+    assert not isinstance(absent.value, NotCached)
+    watching(emulator, kube)
+    requests = Requests(kube)
+    assert kube.get("v1", "Secret", "default", "theirs", carries=carries)["data"]["password"] == "c2VjcmV0"
+    assert requests.count() == 1

@@ -110,7 +110,8 @@ class KubeReads(KubeCache):
         """A get of a label-scoped kind: from the cache of a label the object carries, else from the server
         (a miss does not mean absent: the object may exist without the labels), unless the caller says
         the object it wants carries one of the labels: then that label's cache alone answers. A shard member's
-        miss there still asks its caches of unstamped objects (``_absent_from_projections``)."""
+        miss there still asks its projected caches (of every object, or of the unstamped ones:
+        ``_absent_from_projections``), as a miss of every scope does."""
         known = [label for label in labels if trusted(label, carries)]
         for label in known or labels:
             informer = self._informer(api_version, kind, namespace, label, (namespace or "", name))
@@ -120,7 +121,7 @@ class KubeReads(KubeCache):
             if found is not None:
                 return found
         else:
-            if known and (api_version.rpartition("/")[0], kind) not in self._projection_unstamped:
+            if known and (api_version.rpartition("/")[0], kind) not in self._projections:
                 missed = self._not_found(api_version, kind, name)
                 raise NotCached(str(missed), details=missed.details)
             self._absent_from_projections(api_version, kind, namespace, name, carries)
