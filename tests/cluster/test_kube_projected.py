@@ -7,14 +7,24 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from engine.clock import SystemClock
 from engine.cluster.api import NotCached, NotFound, NotHeld, Obj
 from engine.cluster.kube import KubeCluster, store
+from engine.cluster.registry import ClusterSet
+from engine.outcome import Request
+from engine.reconcile.run import run_pass
+from engine.reconcile.stamp import stamping
+from engine.rules.catalog import load_catalog
+from engine.runtime.kinds import member_projections, shard_scopes
+from engine.runtime.sharding.labels import SHARD_LABEL
 from offline.cluster.memory import MemoryCluster
 from offline.emulator import Emulator
 from tests.cluster.kube_kit import Requests, eventually, names, watching
+from tests.conftest import WIDGET
 
 MINE = "shard=a"
 CLAIM = (("metadata", "annotations", "created"), ("data", "id"))
@@ -266,3 +276,47 @@ def test_a_members_get_that_says_it_carries_the_stamp_still_finds_another_member
     requests = Requests(kube)
     assert kube.get("v1", "Secret", "default", "theirs", carries=carries)["data"]["password"] == "c2VjcmV0"
     assert requests.count() == 1
+
+
+WIDGETS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.io"},
+    "spec": {"group": "example.io", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def test_a_members_pass_refuses_another_members_child_that_a_projection_of_every_object_holds(
+        memory: MemoryCluster, emulator: Emulator, make_kube: Callable[..., KubeCluster],
+        rules_dir: Callable[..., Path]) -> None:
+    """Rules that list their child kind across orders, reading one path of each (so a member keeps a projection of
+    every object of it, as the name claims keep every K-ORC User), and a child name another member's order holds:
+    the member's pass reads that object whole and refuses it, leaving it as it was; it never applies over it
+    (decision 0082)."""
+    catalog = load_catalog(rules_dir(WIDGET.swap(
+        "values:\n", "inputs:\n  others:\n    list: {apiVersion: v1, kind: ConfigMap}\n"
+                     "values:\n  sizes: \"others[].data.size\"\n")))
+    memory.create(WIDGETS_CRD)
+    kube = make_kube()
+    kube.scope_by_labels(shard_scopes(catalog, f"{SHARD_LABEL}=a"))
+    projected = member_projections(catalog, SHARD_LABEL)
+    kube.project_reads(projected.paths, projected.labels, projected.unstamped)
+    memory.create({"apiVersion": "example.io/v1", "kind": "Widget",
+                   "metadata": {"name": "w", "namespace": "ns", "labels": {SHARD_LABEL: "a"}}, "spec": {"size": 2}})
+    theirs = memory.create({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "w-part", "namespace": "ns",
+                                         "labels": {"example.io/name": "x", "example.io/namespace": "ns",
+                                                    "example.io/cluster": "", SHARD_LABEL: "b"}},
+                            "data": {"size": "9"}})
+    with stamping({SHARD_LABEL: "a"}, frozenset({("v1", "ConfigMap")})):
+        run_pass(catalog["example.io/v1/Widget"], Request("example.io/v1/Widget", "", "ns", "w"),
+                 clusters=ClusterSet(kube), clock=SystemClock())
+    kept = memory.get("v1", "ConfigMap", "ns", "w-part")
+    assert kept["metadata"]["resourceVersion"] == theirs["metadata"]["resourceVersion"]
+    assert kept["metadata"]["labels"][SHARD_LABEL] == "b" and kept["data"] == {"size": "9"}
+    order = memory.get("example.io/v1", "Widget", "ns", "w")
+    built = next(c for c in order["status"]["conditions"] if c["type"] == "BuiltReady")
+    assert "refusing to adopt pre-existing ConfigMap ns/w-part" in built["message"], built
